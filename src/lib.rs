@@ -1,0 +1,4 @@
+//! sysdelta: measure what a system change costs, and whether it is beyond noise.
+
+pub mod metric;
+pub mod stats;

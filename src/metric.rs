@@ -1,0 +1,48 @@
+//! Metrics: a named quantity with a unit and a direction.
+
+use serde::{Deserialize, Serialize};
+
+/// Which way is good for a metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Smaller values are better (times, latencies, CPU use).
+    Lower,
+    /// Larger values are better (throughput, bandwidth).
+    Higher,
+}
+
+impl Direction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Lower => "lower",
+            Direction::Higher => "higher",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Direction> {
+        match s {
+            "lower" => Some(Direction::Lower),
+            "higher" => Some(Direction::Higher),
+            _ => None,
+        }
+    }
+}
+
+/// Declaration of one metric a workload produces.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricSpec {
+    pub name: String,
+    pub unit: String,
+    pub direction: Direction,
+}
+
+impl MetricSpec {
+    pub fn new(name: &str, unit: &str, direction: Direction) -> Self {
+        MetricSpec {
+            name: name.to_string(),
+            unit: unit.to_string(),
+            direction,
+        }
+    }
+}
