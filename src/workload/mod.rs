@@ -1,0 +1,67 @@
+//! Workloads: things that, run once, yield samples of one or more metrics.
+//!
+//! A workload is built from the plan (a shell command, or a built-in looked
+//! up by name in [`registry`]) and run once per run by the runner, inside
+//! whatever configuration is entered at the time.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::metric::MetricSpec;
+
+/// Everything a workload needs to know about the run it is asked to do.
+pub struct RunContext<'a> {
+    /// Environment variables added by the entered configuration.
+    pub env: &'a [(String, String)],
+    /// Working directory for processes the workload starts.
+    pub cwd: Option<&'a Path>,
+    /// The per-run timeout; a workload that exceeds it must stop and fail.
+    pub timeout: Duration,
+    /// Set on the first SIGINT/SIGTERM: stop promptly, kill children.
+    pub cancel: &'a AtomicBool,
+    /// Restrict every process of the workload to these CPUs (None: no restriction).
+    pub cpus: Option<&'a [usize]>,
+    /// Put every process of the workload into this cgroup (its `cgroup.procs`
+    /// or `tasks` file), for memory limits.
+    pub cgroup_procs: Option<&'a Path>,
+    /// A scratch directory private to this experiment, removed at its end.
+    pub scratch: &'a Path,
+}
+
+/// All samples of one metric from one run. Most workloads give one value per
+/// metric per run; micro benchmarks give many (the run's value is their median).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricSamples {
+    pub metric: String,
+    pub values: Vec<f64>,
+}
+
+/// The result of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunOutcome {
+    Ok(Vec<MetricSamples>),
+    /// Failed runs are recorded and shown, never used as samples.
+    Failed {
+        reason: String,
+        stderr_tail: String,
+        exit_code: Option<i32>,
+    },
+}
+
+pub trait Workload: Send {
+    /// The metrics this workload reports, in report order (primary first).
+    fn metrics(&self) -> Vec<MetricSpec>;
+
+    /// One-time preparation before the experiment's first run (generate a
+    /// corpus, create volumes). Not timed.
+    fn prepare(&mut self, _scratch: &Path) -> anyhow::Result<()> {
+        Ok(())
+    }
+
+    /// Run once and report samples.
+    fn run(&mut self, ctx: &RunContext) -> RunOutcome;
+
+    /// Undo `prepare`; always called, also after failures and signals.
+    fn cleanup(&mut self) {}
+}
