@@ -1,6 +1,13 @@
 //! sysdelta: measure what a system change costs, and whether it is beyond noise.
 
 pub mod config;
+pub mod error;
 pub mod metric;
+pub mod monitor;
+pub mod plan;
+pub mod process;
+pub mod report;
+pub mod runner;
 pub mod stats;
+pub mod store;
 pub mod workload;

@@ -1,0 +1,191 @@
+//! The shell config kind: a config's `setup` and `teardown` commands.
+//!
+//! `setup` runs in `/bin/sh` with `set -e`; whatever environment it leaves
+//! (e.g. `export X=1`) is captured and given to the workload, so the `ab`
+//! shorthand `-c 'slow=export X=1'` works as a reader expects. `teardown`
+//! runs with the same environment when the config is left.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+
+use super::kind::{ConfigKind, LaunchMods};
+use crate::process::{run_shell, ShellSpec};
+
+/// Setup and teardown each get this long before they are killed.
+pub const SHELL_STEP_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Variables the shell sets itself, which are not the setup's doing.
+const SHELL_OWN_VARS: &[&str] = &["PWD", "OLDPWD", "SHLVL", "_", "SYSDELTA_ENV_OUT"];
+
+pub struct ShellKind {
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub workdir: Option<PathBuf>,
+    pub scratch: PathBuf,
+    /// Set while entered: the environment the setup left.
+    captured: Vec<(String, String)>,
+}
+
+/// Never set: setup and teardown are not cut short by Ctrl-C (teardown must
+/// finish); they have their own timeout.
+static NOT_CANCELLED: AtomicBool = AtomicBool::new(false);
+
+impl ShellKind {
+    pub fn new(
+        setup: Option<String>,
+        teardown: Option<String>,
+        env: Vec<(String, String)>,
+        workdir: Option<PathBuf>,
+        scratch: &Path,
+    ) -> ShellKind {
+        ShellKind {
+            setup,
+            teardown,
+            env,
+            workdir,
+            scratch: scratch.to_path_buf(),
+            captured: Vec::new(),
+        }
+    }
+
+    fn run_step(
+        &self,
+        what: &str,
+        script: &str,
+        env: &[(String, String)],
+        capture_to: Option<&Path>,
+    ) -> Result<()> {
+        let mut full_env = env.to_vec();
+        let body = match capture_to {
+            Some(p) => {
+                full_env.push(("SYSDELTA_ENV_OUT".into(), p.display().to_string()));
+                format!("trap 'env -0 > \"$SYSDELTA_ENV_OUT\"' EXIT\nset -e\n{script}\n")
+            }
+            None => format!("set -e\n{script}\n"),
+        };
+        let spec = ShellSpec {
+            command: &body,
+            env: &full_env,
+            cwd: self.workdir.as_deref(),
+            timeout: Some(SHELL_STEP_TIMEOUT),
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &NOT_CANCELLED)
+            .map_err(|e| anyhow!("{what}: cannot start /bin/sh: {e}"))?;
+        if let Some(reason) = r.failure_reason() {
+            let tail = r.stderr_tail.trim();
+            let last = tail.lines().last().unwrap_or("");
+            return Err(anyhow!(
+                "{what} failed ({reason}){}",
+                if last.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {last}")
+                }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Parse `env -0` output and keep what differs from `before`.
+fn env_changes(dump: &[u8], before: &HashMap<String, String>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = dump
+        .split(|b| *b == 0)
+        .filter_map(|kv| {
+            let kv = std::str::from_utf8(kv).ok()?;
+            let (k, v) = kv.split_once('=')?;
+            if SHELL_OWN_VARS.contains(&k) || before.get(k).map(String::as_str) == Some(v) {
+                return None;
+            }
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+impl ConfigKind for ShellKind {
+    fn kind(&self) -> &'static str {
+        "shell"
+    }
+
+    fn enter(&mut self) -> Result<LaunchMods> {
+        self.captured = self.env.clone();
+        if let Some(setup) = &self.setup {
+            let out = self.scratch.join("setup-env");
+            let _ = std::fs::remove_file(&out);
+            self.run_step("setup", setup, &self.env, Some(&out))?;
+            let mut before: HashMap<String, String> = std::env::vars().collect();
+            before.extend(self.env.iter().cloned());
+            let dump = std::fs::read(&out).unwrap_or_default();
+            let _ = std::fs::remove_file(&out);
+            for (k, v) in env_changes(&dump, &before) {
+                self.captured.retain(|(ek, _)| *ek != k);
+                self.captured.push((k, v));
+            }
+        }
+        Ok(LaunchMods {
+            env: self.captured.clone(),
+            ..Default::default()
+        })
+    }
+
+    fn leave(&mut self) -> Result<()> {
+        if let Some(t) = &self.teardown {
+            let env = if self.captured.is_empty() {
+                self.env.clone()
+            } else {
+                self.captured.clone()
+            };
+            self.run_step("teardown", t, &env, None)?;
+        }
+        self.captured.clear();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exported_variables_reach_the_workload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = ShellKind::new(
+            Some("export SLOW=1\nexport PATH_EXTRA=/x".into()),
+            None,
+            vec![("A".into(), "b".into())],
+            None,
+            dir.path(),
+        );
+        let mods = k.enter().unwrap();
+        assert!(
+            mods.env.contains(&("SLOW".into(), "1".into())),
+            "{:?}",
+            mods.env
+        );
+        assert!(mods.env.contains(&("A".into(), "b".into())));
+        assert!(!mods.env.iter().any(|(k, _)| k == "SHLVL" || k == "PWD"));
+        k.leave().unwrap();
+    }
+
+    #[test]
+    fn failing_setup_names_the_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = ShellKind::new(
+            Some("echo oops >&2; false".into()),
+            None,
+            vec![],
+            None,
+            dir.path(),
+        );
+        let e = k.enter().unwrap_err().to_string();
+        assert!(e.contains("setup failed") && e.contains("oops"), "{e}");
+    }
+}

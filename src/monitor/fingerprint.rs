@@ -1,0 +1,170 @@
+//! The environment fingerprint: what a reader needs to know about the
+//! machine an experiment ran on, and what must match between experiments
+//! that are compared.
+
+use std::collections::BTreeMap;
+use std::fs;
+
+fn read_trim(path: &str) -> Option<String> {
+    fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn meminfo_kib(key: &str) -> Option<u64> {
+    let text = fs::read_to_string("/proc/meminfo").ok()?;
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(key)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+fn gib(kib: u64) -> String {
+    format!("{:.1} GiB", kib as f64 / 1024.0 / 1024.0)
+}
+
+/// The host name.
+pub fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Collect the fingerprint. Keys are stable (they are compared across
+/// experiments); a value that cannot be read here is "-".
+pub fn collect() -> BTreeMap<String, String> {
+    let mut f = BTreeMap::new();
+    let uts = nix::sys::utsname::uname().ok();
+    let s = |o: Option<String>| o.unwrap_or_else(|| "-".into());
+    f.insert("host".into(), hostname());
+    f.insert(
+        "kernel".into(),
+        s(uts
+            .as_ref()
+            .map(|u| u.release().to_string_lossy().into_owned())),
+    );
+    f.insert(
+        "kernel_version".into(),
+        s(uts
+            .as_ref()
+            .map(|u| u.version().to_string_lossy().into_owned())),
+    );
+    f.insert(
+        "arch".into(),
+        s(uts
+            .as_ref()
+            .map(|u| u.machine().to_string_lossy().into_owned())),
+    );
+    f.insert("cmdline".into(), s(read_trim("/proc/cmdline")));
+    f.insert("distro".into(), s(os_release()));
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo.lines().find_map(|l| {
+        l.strip_prefix("model name")
+            .and_then(|r| r.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    f.insert("cpu_model".into(), s(model));
+    f.insert(
+        "cpus_online".into(),
+        std::thread::available_parallelism()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "-".into()),
+    );
+    f.insert("memory".into(), s(meminfo_kib("MemTotal").map(gib)));
+    f.insert("swap".into(), s(meminfo_kib("SwapTotal").map(gib)));
+    f.insert(
+        "clocksource".into(),
+        s(read_trim(
+            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+        )),
+    );
+    f.insert(
+        "cpufreq_governor".into(),
+        s(read_trim(
+            "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+        )),
+    );
+    f.insert(
+        "thp".into(),
+        s(read_trim("/sys/kernel/mm/transparent_hugepage/enabled")),
+    );
+    f.insert("mitigations".into(), s(mitigations()));
+    f.insert(
+        "loadavg_at_start".into(),
+        s(read_trim("/proc/loadavg")
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))),
+    );
+    f.insert("sysdelta".into(), env!("CARGO_PKG_VERSION").into());
+    f
+}
+
+fn os_release() -> Option<String> {
+    let text = fs::read_to_string("/etc/os-release").ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_string())
+}
+
+/// One line per vulnerability that is mitigated or vulnerable, summarised as
+/// "name: state" joined by "; ", sorted.
+fn mitigations() -> Option<String> {
+    let dir = fs::read_dir("/sys/devices/system/cpu/vulnerabilities").ok()?;
+    let mut v: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let state = fs::read_to_string(e.path()).ok()?;
+            Some(format!(
+                "{}: {}",
+                e.file_name().to_string_lossy(),
+                state.trim()
+            ))
+        })
+        .collect();
+    v.sort();
+    Some(v.join("; "))
+}
+
+/// Keys that may legitimately differ between two experiments on one machine
+/// (they describe the moment, not the system).
+pub const VOLATILE_KEYS: &[&str] = &["loadavg_at_start"];
+
+/// Keys whose values differ between two fingerprints, ignoring volatile ones.
+pub fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| !VOLATILE_KEYS.contains(&k.as_str()))
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_has_the_documented_keys() {
+        let f = collect();
+        for k in [
+            "kernel",
+            "cmdline",
+            "cpu_model",
+            "cpus_online",
+            "memory",
+            "swap",
+            "clocksource",
+            "cpufreq_governor",
+            "thp",
+            "mitigations",
+            "loadavg_at_start",
+        ] {
+            assert!(f.contains_key(k), "missing {k}");
+        }
+        assert_ne!(f["kernel"], "-");
+        assert!(differences(&f, &f).is_empty());
+    }
+}

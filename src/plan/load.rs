@@ -1,0 +1,569 @@
+//! TOML plan text -> validated [`Plan`]. Every error names file:line:col.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::model::*;
+use super::position::Origin;
+use crate::metric::{Direction, MetricSpec};
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+const DEFAULT_RUNS: u32 = 10;
+const DEFAULT_SEED: u64 = 1;
+
+/// Names accepted as built-in config kinds inside a `[[config]]` table.
+pub const CONFIG_KIND_KEYS: &[&str] = &[
+    "ftrace",
+    "trace_reader",
+    "perf_record",
+    "blktrace",
+    "sysctl",
+    "cpus",
+    "memory_limit",
+    "swap",
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPlan {
+    name: Option<Spanned<String>>,
+    runs: Option<Spanned<i64>>,
+    warmup: Option<Spanned<i64>>,
+    order: Option<Spanned<String>>,
+    seed: Option<Spanned<i64>>,
+    timeout: Option<Spanned<toml::Value>>,
+    baseline: Option<Spanned<String>>,
+    setup: Option<Spanned<String>>,
+    teardown: Option<Spanned<String>>,
+    monitors: Option<Vec<Spanned<String>>>,
+    monitor_interval: Option<Spanned<toml::Value>>,
+    quick: Option<Spanned<RawQuick>>,
+    #[serde(default)]
+    config: Vec<Spanned<RawConfig>>,
+    #[serde(default)]
+    workload: Vec<Spanned<RawWorkload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuick {
+    runs: Option<Spanned<i64>>,
+    warmup: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: Spanned<String>,
+    setup: Option<Spanned<String>>,
+    teardown: Option<Spanned<String>>,
+    env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    workdir: Option<Spanned<String>>,
+    ftrace: Option<Spanned<toml::Value>>,
+    trace_reader: Option<Spanned<toml::Value>>,
+    perf_record: Option<Spanned<toml::Value>>,
+    blktrace: Option<Spanned<toml::Value>>,
+    sysctl: Option<Spanned<toml::Value>>,
+    cpus: Option<Spanned<toml::Value>>,
+    memory_limit: Option<Spanned<toml::Value>>,
+    swap: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWorkload {
+    name: Spanned<String>,
+    command: Option<Spanned<String>>,
+    builtin: Option<Spanned<String>>,
+    params: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    metrics: Vec<Spanned<RawMetric>>,
+    timeout: Option<Spanned<toml::Value>>,
+    workdir: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetric {
+    name: Spanned<String>,
+    regex: Spanned<String>,
+    unit: Option<String>,
+    direction: Option<Spanned<String>>,
+}
+
+/// Read and validate a plan file.
+pub fn load_file(path: &Path, ov: &Overrides) -> Result<Plan, String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| format!("{}: cannot read plan: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let origin = Origin {
+            name: path.display().to_string(),
+            text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
+        origin.at(e.utf8_error().valid_up_to(), "plan is not valid UTF-8")
+    })?;
+    parse(&path.display().to_string(), &text, ov)
+}
+
+/// Validate plan text; `source_name` is used in messages.
+pub fn parse(source_name: &str, text: &str, ov: &Overrides) -> Result<Plan, String> {
+    let origin = Origin {
+        name: source_name.to_string(),
+        text: text.to_string(),
+    };
+    let raw: RawPlan = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| s.start).unwrap_or(0);
+        origin.at(at, e.message().trim())
+    })?;
+    build(&origin, raw, ov)
+}
+
+fn positive(origin: &Origin, v: &Spanned<i64>, what: &str, min: i64) -> Result<u32, String> {
+    let n = *v.get_ref();
+    if n < min || n > u32::MAX as i64 {
+        return Err(origin.at(
+            v.span().start,
+            format!("{what} must be at least {min}, got {n}"),
+        ));
+    }
+    Ok(n as u32)
+}
+
+/// "90", 90, 1.5, "250ms", "90s", "5m", "1h" -> Duration.
+pub fn parse_duration(v: &toml::Value) -> Result<Duration, String> {
+    let secs = match v {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        toml::Value::String(s) => {
+            let s = s.trim();
+            let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+                (n, 0.001)
+            } else if let Some(n) = s.strip_suffix('s') {
+                (n, 1.0)
+            } else if let Some(n) = s.strip_suffix('m') {
+                (n, 60.0)
+            } else if let Some(n) = s.strip_suffix('h') {
+                (n, 3600.0)
+            } else {
+                (s, 1.0)
+            };
+            num.trim().parse::<f64>().map_err(|_| {
+                format!("'{s}' is not a duration (use e.g. 90, \"90s\", \"250ms\", \"5m\")")
+            })? * mult
+        }
+        other => return Err(format!("expected a duration, got {}", other.type_str())),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("duration must be positive, got {secs}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn duration_at(origin: &Origin, v: &Spanned<toml::Value>) -> Result<Duration, String> {
+    parse_duration(v.get_ref()).map_err(|m| origin.at(v.span().start, m))
+}
+
+fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> {
+    let top = |m: &str| origin.at(0, m);
+    if raw.config.is_empty() {
+        return Err(top(
+            "plan has no [[config]]: at least one configuration is needed",
+        ));
+    }
+    if raw.workload.is_empty() {
+        return Err(top(
+            "plan has no [[workload]]: at least one workload is needed",
+        ));
+    }
+
+    let mut runs = match &raw.runs {
+        Some(r) => positive(origin, r, "runs", 1)?,
+        None => DEFAULT_RUNS,
+    };
+    let mut warmup = match &raw.warmup {
+        Some(w) => positive(origin, w, "warmup", 0)?,
+        None => 0,
+    };
+    if let Some(q) = &raw.quick {
+        if ov.quick {
+            if let Some(r) = &q.get_ref().runs {
+                runs = positive(origin, r, "quick.runs", 1)?;
+            }
+            if let Some(w) = &q.get_ref().warmup {
+                warmup = positive(origin, w, "quick.warmup", 0)?;
+            }
+        }
+    }
+    if let Some(r) = ov.runs {
+        if r == 0 {
+            return Err("--runs must be at least 1".into());
+        }
+        runs = r;
+    }
+    if let Some(w) = ov.warmup {
+        warmup = w;
+    }
+    let order = match (&ov.order, &raw.order) {
+        (Some(o), _) => *o,
+        (None, Some(o)) => Order::parse(o.get_ref()).ok_or_else(|| {
+            origin.at(
+                o.span().start,
+                format!(
+                    "unknown order '{}': use \"random-blocks\" or \"sequential\"",
+                    o.get_ref()
+                ),
+            )
+        })?,
+        (None, None) => Order::RandomBlocks,
+    };
+    let seed = match (ov.seed, &raw.seed) {
+        (Some(s), _) => s,
+        (None, Some(s)) => {
+            if *s.get_ref() < 0 {
+                return Err(origin.at(s.span().start, "seed must not be negative"));
+            }
+            *s.get_ref() as u64
+        }
+        (None, None) => DEFAULT_SEED,
+    };
+    let timeout = match &raw.timeout {
+        Some(t) => duration_at(origin, t)?,
+        None => DEFAULT_TIMEOUT,
+    };
+
+    let mut configs = Vec::new();
+    let mut seen = HashSet::new();
+    for c in &raw.config {
+        configs.push(build_config(origin, c, &mut seen)?);
+    }
+    let mut workloads = Vec::new();
+    let mut seen = HashSet::new();
+    for w in raw.workload {
+        workloads.push(build_workload(origin, w, timeout, &mut seen)?);
+    }
+
+    let baseline = match &raw.baseline {
+        Some(b) => {
+            if !configs.iter().any(|c| c.name == *b.get_ref()) {
+                return Err(origin.at(
+                    b.span().start,
+                    format!("baseline '{}' is not one of the configs", b.get_ref()),
+                ));
+            }
+            b.get_ref().clone()
+        }
+        None => configs[0].name.clone(),
+    };
+
+    let monitors: Vec<String> = raw
+        .monitors
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| m.into_inner())
+        .collect();
+    let monitor_interval = match &raw.monitor_interval {
+        Some(v) => {
+            let d = duration_at(origin, v)?;
+            if d < Duration::from_millis(10) {
+                return Err(origin.at(v.span().start, "monitor_interval must be at least 10ms"));
+            }
+            d
+        }
+        None => Duration::from_secs(1),
+    };
+
+    let name = raw
+        .name
+        .map(|n| n.into_inner())
+        .unwrap_or_else(|| default_name(&origin.name));
+    Ok(Plan {
+        name,
+        source_name: origin.name.clone(),
+        text: origin.text.clone(),
+        runs,
+        warmup,
+        order,
+        seed,
+        baseline,
+        setup: raw.setup.map(|s| s.into_inner()),
+        teardown: raw.teardown.map(|s| s.into_inner()),
+        configs,
+        workloads,
+        monitors,
+        monitor_interval,
+        overrides: ov.clone(),
+    })
+}
+
+fn default_name(source: &str) -> String {
+    Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "experiment".into())
+}
+
+fn check_name(
+    origin: &Origin,
+    n: &Spanned<String>,
+    what: &str,
+    seen: &mut HashSet<String>,
+) -> Result<String, String> {
+    let name = n.get_ref();
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(origin.at(
+            n.span().start,
+            format!("{what} name '{name}' must be non-empty without spaces"),
+        ));
+    }
+    if !seen.insert(name.clone()) {
+        return Err(origin.at(n.span().start, format!("duplicate {what} name '{name}'")));
+    }
+    Ok(name.clone())
+}
+
+fn build_config(
+    origin: &Origin,
+    c: &Spanned<RawConfig>,
+    seen: &mut HashSet<String>,
+) -> Result<ConfigDef, String> {
+    let rc = c.get_ref();
+    let name = check_name(origin, &rc.name, "config", seen)?;
+    let mut env = Vec::new();
+    for (k, v) in rc.env.iter().flatten() {
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(origin.at(
+                    v.span().start,
+                    format!("env {k}: expected a string, got {}", other.type_str()),
+                ))
+            }
+        };
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            return Err(origin.at(v.span().start, format!("env name '{k}' is not valid")));
+        }
+        env.push((k.clone(), val));
+    }
+    let mut kinds = Vec::new();
+    let decls = [
+        ("ftrace", &rc.ftrace),
+        ("trace_reader", &rc.trace_reader),
+        ("perf_record", &rc.perf_record),
+        ("blktrace", &rc.blktrace),
+        ("sysctl", &rc.sysctl),
+        ("cpus", &rc.cpus),
+        ("memory_limit", &rc.memory_limit),
+        ("swap", &rc.swap),
+    ];
+    for (kind, v) in decls {
+        if let Some(v) = v {
+            kinds.push(KindDecl {
+                kind: kind.to_string(),
+                value: v.get_ref().clone(),
+                at: origin.at(v.span().start, format!("config '{name}', {kind}")),
+            });
+        }
+    }
+    Ok(ConfigDef {
+        name,
+        setup: rc.setup.as_ref().map(|s| s.get_ref().clone()),
+        teardown: rc.teardown.as_ref().map(|s| s.get_ref().clone()),
+        env,
+        workdir: workdir(origin, &rc.workdir)?,
+        kinds,
+    })
+}
+
+fn workdir(origin: &Origin, w: &Option<Spanned<String>>) -> Result<Option<PathBuf>, String> {
+    match w {
+        None => Ok(None),
+        Some(w) => {
+            let p = PathBuf::from(w.get_ref());
+            if !p.is_dir() {
+                return Err(origin.at(
+                    w.span().start,
+                    format!("workdir '{}' is not a directory", p.display()),
+                ));
+            }
+            Ok(Some(p))
+        }
+    }
+}
+
+fn build_workload(
+    origin: &Origin,
+    w: Spanned<RawWorkload>,
+    default_timeout: Duration,
+    seen: &mut HashSet<String>,
+) -> Result<WorkloadDef, String> {
+    let start = w.span().start;
+    let rw = w.into_inner();
+    let name = check_name(origin, &rw.name, "workload", seen)?;
+    let timeout = match &rw.timeout {
+        Some(t) => duration_at(origin, t)?,
+        None => default_timeout,
+    };
+    let kind = match (&rw.command, &rw.builtin) {
+        (Some(_), Some(b)) => {
+            return Err(origin.at(
+                b.span().start,
+                format!("workload '{name}' has both command and builtin"),
+            ))
+        }
+        (None, None) => {
+            return Err(origin.at(
+                start,
+                format!("workload '{name}' needs a command or a builtin"),
+            ))
+        }
+        (Some(cmd), None) => {
+            if let Some(p) = &rw.params {
+                return Err(origin.at(p.span().start, "params are for builtin workloads"));
+            }
+            check_command_exists(cmd.get_ref()).map_err(|m| origin.at(cmd.span().start, m))?;
+            let mut metrics = Vec::new();
+            let mut mseen: HashSet<String> = crate::workload::command::TIMING_METRICS
+                .iter()
+                .map(|m| m.to_string())
+                .collect();
+            for m in &rw.metrics {
+                metrics.push(build_regex_metric(origin, m, &mut mseen)?);
+            }
+            WorkloadKind::Command {
+                command: cmd.get_ref().clone(),
+                metrics,
+            }
+        }
+        (None, Some(b)) => {
+            if let Some(m) = rw.metrics.first() {
+                return Err(origin.at(
+                    m.span().start,
+                    "metrics with a regex are for command workloads",
+                ));
+            }
+            let params = rw
+                .params
+                .map(|p| p.into_inner())
+                .unwrap_or_else(|| toml::Value::Table(Default::default()));
+            WorkloadKind::Builtin {
+                name: b.get_ref().clone(),
+                params,
+            }
+        }
+    };
+    if let WorkloadKind::Builtin { name: b, params } = &kind {
+        crate::workload::registry::validate(b, params).map_err(|m| {
+            let at = rw.builtin.as_ref().map(|s| s.span().start).unwrap_or(start);
+            origin.at(at, format!("workload '{name}': {m}"))
+        })?;
+    }
+    Ok(WorkloadDef {
+        name,
+        kind,
+        timeout,
+        workdir: workdir(origin, &rw.workdir)?,
+    })
+}
+
+fn build_regex_metric(
+    origin: &Origin,
+    m: &Spanned<RawMetric>,
+    seen: &mut HashSet<String>,
+) -> Result<RegexMetric, String> {
+    let rm = m.get_ref();
+    let name = check_name(origin, &rm.name, "metric", seen)?;
+    let regex = regex::bytes::Regex::new(rm.regex.get_ref()).map_err(|e| {
+        origin.at(
+            rm.regex.span().start,
+            format!("metric '{name}': bad regex: {e}"),
+        )
+    })?;
+    let has_value_group = regex.capture_names().any(|n| n == Some("value"));
+    if !has_value_group && regex.captures_len() < 2 {
+        return Err(origin.at(
+            rm.regex.span().start,
+            format!(
+                "metric '{name}': regex needs a capture group (named 'value' or the first group)"
+            ),
+        ));
+    }
+    let direction = match &rm.direction {
+        None => Direction::Lower,
+        Some(d) => Direction::parse(d.get_ref()).ok_or_else(|| {
+            origin.at(
+                d.span().start,
+                format!(
+                    "direction must be \"lower\" or \"higher\", got '{}'",
+                    d.get_ref()
+                ),
+            )
+        })?,
+    };
+    Ok(RegexMetric {
+        spec: MetricSpec::new(&name, rm.unit.as_deref().unwrap_or(""), direction),
+        regex,
+    })
+}
+
+const SHELL_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "{",
+    "}", "(", "!", "cd", "export", "exec", "eval", "set", "unset", "test", "[", "true", "false",
+    ":", ".", "echo", "printf", "read", "exit", "return", "trap", "wait", "ulimit", "umask",
+    "time", "command", "type", "kill", "shift",
+];
+
+/// Check that the first program of a shell command can be found, so a typo
+/// fails validation instead of failing every run.
+pub fn check_command_exists(cmd: &str) -> Result<(), String> {
+    let first_line = cmd
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    let Some(line) = first_line else {
+        return Err("command is empty".into());
+    };
+    let words = match shlex::split(line) {
+        Some(w) => w,
+        None => return Ok(()), // unbalanced quoting on the first line of a multi-line script
+    };
+    let Some(prog) = words
+        .into_iter()
+        .find(|w| !(w.contains('=') && !w.starts_with('=')))
+    else {
+        return Ok(()); // only assignments
+    };
+    if SHELL_WORDS.contains(&prog.as_str())
+        || prog.contains('$')
+        || prog.contains('`')
+        || prog.starts_with('(')
+    {
+        return Ok(());
+    }
+    let prog = prog.trim_end_matches(';');
+    if prog.contains('/') {
+        let p = Path::new(prog);
+        return if p.exists() {
+            Ok(())
+        } else {
+            Err(format!("command not found: '{prog}' does not exist"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let cand = dir.join(prog);
+        if let Ok(md) = cand.metadata() {
+            use std::os::unix::fs::PermissionsExt;
+            if md.is_file() && md.permissions().mode() & 0o111 != 0 {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!("command not found: '{prog}' is not on PATH"))
+}

@@ -1,0 +1,12 @@
+//! Experiment plans: the TOML file (or the `ab` shorthand) -> a validated [`Plan`].
+//!
+//! Nothing runs until the whole plan validates; every error names
+//! `file:line:col`.
+
+pub mod load;
+pub mod model;
+pub mod position;
+pub mod shorthand;
+
+pub use load::{load_file, parse};
+pub use model::*;

@@ -1,0 +1,124 @@
+//! A validated experiment plan.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::metric::MetricSpec;
+
+/// In which order the runs of an experiment happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// Each block runs every (config, workload) cell once, in an order drawn
+    /// from the seeded RNG; drift hits every config alike.
+    RandomBlocks,
+    /// All runs of one cell, then the next: for comparison only.
+    Sequential,
+}
+
+impl Order {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::RandomBlocks => "random-blocks",
+            Order::Sequential => "sequential",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Order> {
+        match s {
+            "random-blocks" => Some(Order::RandomBlocks),
+            "sequential" => Some(Order::Sequential),
+            _ => None,
+        }
+    }
+}
+
+/// A metric a command workload extracts from its stdout.
+#[derive(Clone, Debug)]
+pub struct RegexMetric {
+    pub spec: MetricSpec,
+    /// Matched against stdout as bytes; the value is capture group `value`
+    /// if the pattern names one, else group 1.
+    pub regex: regex::bytes::Regex,
+}
+
+#[derive(Clone, Debug)]
+pub enum WorkloadKind {
+    Command {
+        command: String,
+        metrics: Vec<RegexMetric>,
+    },
+    Builtin {
+        name: String,
+        params: toml::Value,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkloadDef {
+    pub name: String,
+    pub kind: WorkloadKind,
+    pub timeout: Duration,
+    pub workdir: Option<PathBuf>,
+}
+
+/// A built-in config kind's declaration (ftrace, sysctl, ...), validated by
+/// the kind itself when the experiment is built.
+#[derive(Clone, Debug)]
+pub struct KindDecl {
+    pub kind: String,
+    pub value: toml::Value,
+    /// Where it stands in the plan, for error messages.
+    pub at: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct ConfigDef {
+    pub name: String,
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub workdir: Option<PathBuf>,
+    pub kinds: Vec<KindDecl>,
+}
+
+/// What the CLI may override in a plan; stored with the experiment so that
+/// `--resume` rebuilds exactly the same schedule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Overrides {
+    pub runs: Option<u32>,
+    pub warmup: Option<u32>,
+    pub seed: Option<u64>,
+    pub order: Option<Order>,
+    pub quick: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub name: String,
+    /// Display name of the source: a path, or "(ab)" for the shorthand.
+    pub source_name: String,
+    /// The plan's text as written (TOML).
+    pub text: String,
+    pub runs: u32,
+    pub warmup: u32,
+    pub order: Order,
+    pub seed: u64,
+    pub baseline: String,
+    /// Run once before the first and after the last run of the experiment.
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
+    pub configs: Vec<ConfigDef>,
+    pub workloads: Vec<WorkloadDef>,
+    pub monitors: Vec<String>,
+    pub monitor_interval: Duration,
+    pub overrides: Overrides,
+}
+
+impl Plan {
+    pub fn config_index(&self, name: &str) -> Option<usize> {
+        self.configs.iter().position(|c| c.name == name)
+    }
+}

@@ -1,0 +1,92 @@
+//! `sysdelta ab -c base= -c 'slow=export X=1' -- CMD`: the quick case.
+//!
+//! The shorthand is turned into ordinary plan TOML and validated by the same
+//! loader, so the stored plan text of an `ab` experiment is a plan file that
+//! can be run again with `sysdelta run`.
+
+use super::model::{Overrides, Plan};
+
+/// One `-c NAME=SETUP` argument.
+pub fn split_config_arg(arg: &str) -> Result<(String, String), String> {
+    match arg.split_once('=') {
+        Some((name, setup)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), setup.to_string()))
+        }
+        _ => Err(format!(
+            "-c '{arg}': expected NAME=SETUP (SETUP may be empty, as in -c base=)"
+        )),
+    }
+}
+
+/// Build the plan TOML for `ab`.
+pub fn plan_text(configs: &[(String, String)], command: &str, name: &str) -> String {
+    let mut root = toml::Table::new();
+    root.insert("name".into(), toml::Value::String(name.into()));
+    let cfgs: Vec<toml::Value> = configs
+        .iter()
+        .map(|(n, setup)| {
+            let mut t = toml::Table::new();
+            t.insert("name".into(), toml::Value::String(n.clone()));
+            if !setup.trim().is_empty() {
+                t.insert("setup".into(), toml::Value::String(setup.clone()));
+            }
+            toml::Value::Table(t)
+        })
+        .collect();
+    root.insert("config".into(), toml::Value::Array(cfgs));
+    let mut w = toml::Table::new();
+    w.insert("name".into(), toml::Value::String("cmd".into()));
+    w.insert("command".into(), toml::Value::String(command.into()));
+    root.insert(
+        "workload".into(),
+        toml::Value::Array(vec![toml::Value::Table(w)]),
+    );
+    toml::to_string(&root).expect("a table of strings always serializes")
+}
+
+/// Validate an `ab` invocation as a plan.
+pub fn build(config_args: &[String], command: &[String], ov: &Overrides) -> Result<Plan, String> {
+    if config_args.is_empty() {
+        return Err(
+            "ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1')".into(),
+        );
+    }
+    if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
+        return Err("ab needs a command after --".into());
+    }
+    let configs = config_args
+        .iter()
+        .map(|a| split_config_arg(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cmd = command.join(" ");
+    let text = plan_text(&configs, &cmd, "ab");
+    super::load::parse("(ab)", &text, ov)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorthand_becomes_a_plan_with_setups() {
+        let p = build(
+            &["base=".into(), "slow=export X=1".into()],
+            &["sleep".into(), "0.01".into()],
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(p.configs.len(), 2);
+        assert_eq!(p.configs[0].setup, None);
+        assert_eq!(p.configs[1].setup.as_deref(), Some("export X=1"));
+        assert_eq!(p.baseline, "base");
+        // The stored text is a plan that loads again to the same thing.
+        let again = super::super::load::parse("x", &p.text, &Overrides::default()).unwrap();
+        assert_eq!(again.configs.len(), 2);
+    }
+
+    #[test]
+    fn bad_config_argument_is_named() {
+        let e = build(&["=x".into()], &["true".into()], &Overrides::default()).unwrap_err();
+        assert!(e.contains("-c '=x'"), "{e}");
+    }
+}

@@ -1,0 +1,302 @@
+//! Running one shell command as a measured child process.
+//!
+//! One measured operation is one execution of `/bin/sh -c COMMAND`: the wall
+//! time runs from just before `fork` to the return of `wait4` on the shell
+//! (monotonic clock); user and system CPU time and max RSS are the rusage
+//! `wait4` reports for the shell and every descendant it waited for. Nothing
+//! is subtracted: the shell's own start-up (about a millisecond) is part of
+//! every sample alike and cancels in a comparison.
+//!
+//! The child runs in its own process group so that a timeout or Ctrl-C can
+//! kill the whole tree, and so that the terminal's SIGINT reaches sysdelta
+//! (which then tears down cleanly) rather than only the workload.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How many bytes of stderr are kept for the report of a failed run.
+pub const STDERR_TAIL_BYTES: usize = 4096;
+
+#[derive(Clone, Debug, Default)]
+pub struct ShellSpec<'a> {
+    pub command: &'a str,
+    pub env: &'a [(String, String)],
+    pub cwd: Option<&'a Path>,
+    pub cpus: Option<&'a [usize]>,
+    pub cgroup_procs: Option<&'a Path>,
+    pub timeout: Option<Duration>,
+    pub capture_stdout: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+#[derive(Clone, Debug)]
+pub struct ProcessResult {
+    pub exit: Exit,
+    pub wall: Duration,
+    pub user: Duration,
+    pub sys: Duration,
+    /// Largest resident set of the child or any waited-for descendant, KiB.
+    pub maxrss_kib: u64,
+    pub stdout: Vec<u8>,
+    pub stderr_tail: String,
+    pub timed_out: bool,
+    pub cancelled: bool,
+}
+
+impl ProcessResult {
+    pub fn success(&self) -> bool {
+        self.exit == Exit::Code(0) && !self.timed_out && !self.cancelled
+    }
+
+    /// One line saying why a run failed, or None when it succeeded.
+    pub fn failure_reason(&self) -> Option<String> {
+        if self.cancelled {
+            Some("interrupted".into())
+        } else if self.timed_out {
+            Some(format!("timed out after {:.1}s", self.wall.as_secs_f64()))
+        } else {
+            match self.exit {
+                Exit::Code(0) => None,
+                Exit::Code(c) => Some(format!("exit status {c}")),
+                Exit::Signal(s) => Some(format!("killed by signal {s}")),
+            }
+        }
+    }
+}
+
+fn tv(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+}
+
+/// Keep the last `STDERR_TAIL_BYTES` of a stream.
+fn read_tail(mut r: impl Read) -> Vec<u8> {
+    let mut tail = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > 2 * STDERR_TAIL_BYTES {
+                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+                }
+            }
+        }
+    }
+    if tail.len() > STDERR_TAIL_BYTES {
+        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+    }
+    tail
+}
+
+/// Run `sh -c COMMAND` and measure it. `cancel` is polled while it runs; when
+/// set, or when the timeout passes, the whole process group is killed.
+pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<ProcessResult> {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(spec.command);
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if let Some(d) = spec.cwd {
+        cmd.current_dir(d);
+    }
+    cmd.stdin(Stdio::null());
+    cmd.stdout(if spec.capture_stdout {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    });
+    cmd.stderr(Stdio::piped());
+    cmd.process_group(0);
+    let cpus: Option<Vec<usize>> = spec.cpus.map(|c| c.to_vec());
+    let cgroup: Option<std::ffi::CString> = spec
+        .cgroup_procs
+        .map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL in path"));
+    // SAFETY: the closure only calls async-signal-safe functions (sched_setaffinity,
+    // open, write, close) on data prepared before fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if let Some(cpus) = &cpus {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                for &c in cpus {
+                    libc::CPU_SET(c, &mut set);
+                }
+                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(path) = &cgroup {
+                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
+                if fd < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // "0" means the writing process itself.
+                let ok = libc::write(fd, b"0\n".as_ptr().cast(), 2) == 2;
+                libc::close(fd);
+                if !ok {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let stdout_pipe = child.stdout.take();
+    let stderr_pipe = child.stderr.take().expect("stderr is piped");
+    let deadline = spec.timeout.map(|t| start + t);
+
+    let (rc, status, ru, wall, timed_out, cancelled, stdout, stderr_tail) =
+        std::thread::scope(|s| {
+            let stdout_reader = stdout_pipe.map(|mut out| {
+                s.spawn(move || {
+                    let mut v = Vec::new();
+                    let _ = out.read_to_end(&mut v);
+                    v
+                })
+            });
+            let stderr_reader = s.spawn(move || read_tail(stderr_pipe));
+            // The watchdog kills the process group on timeout or cancel.
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let watchdog = s.spawn(move || -> (bool, bool) {
+                loop {
+                    let wait = match deadline {
+                        Some(d) => d
+                            .saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(50)),
+                        None => Duration::from_millis(50),
+                    };
+                    match done_rx.recv_timeout(wait) {
+                        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                            return (false, false)
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {
+                            let cancelled = cancel.load(Ordering::SeqCst);
+                            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+                            if cancelled || timed_out {
+                                // SAFETY: plain syscall on our child's process group.
+                                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                                return (timed_out && !cancelled, cancelled);
+                            }
+                        }
+                    }
+                }
+            });
+
+            let mut status: libc::c_int = 0;
+            // SAFETY: rusage is plain old data.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            let rc = loop {
+                // SAFETY: pid is our child; status and ru are valid out-pointers.
+                let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+                if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                break rc;
+            };
+            let wall = start.elapsed();
+            let _ = done_tx.send(());
+            let (timed_out, cancelled) = watchdog.join().unwrap_or((false, false));
+            // Anything the shell left behind in its group belongs to the run: kill
+            // it so it cannot hold our pipes open or disturb the next run.
+            // SAFETY: plain syscall on our child's process group.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
+            let stdout = stdout_reader
+                .map(|h| h.join().unwrap_or_default())
+                .unwrap_or_default();
+            let stderr_tail =
+                String::from_utf8_lossy(&stderr_reader.join().unwrap_or_default()).into_owned();
+            (
+                rc,
+                status,
+                ru,
+                wall,
+                timed_out,
+                cancelled,
+                stdout,
+                stderr_tail,
+            )
+        });
+    // std's Child must not try to reap a pid we already reaped.
+    std::mem::forget(child);
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let exit = if libc::WIFEXITED(status) {
+        Exit::Code(libc::WEXITSTATUS(status))
+    } else {
+        Exit::Signal(libc::WTERMSIG(status))
+    };
+    Ok(ProcessResult {
+        exit,
+        wall,
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+        maxrss_kib: ru.ru_maxrss.max(0) as u64,
+        stdout,
+        stderr_tail,
+        timed_out,
+        cancelled,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(cmd: &str, timeout: Option<Duration>) -> ProcessResult {
+        let spec = ShellSpec {
+            command: cmd,
+            timeout,
+            capture_stdout: true,
+            ..Default::default()
+        };
+        run_shell(&spec, &AtomicBool::new(false)).unwrap()
+    }
+
+    #[test]
+    fn exit_status_stdout_and_stderr_are_reported() {
+        let r = run("echo out; echo err >&2; exit 3", None);
+        assert_eq!(r.exit, Exit::Code(3));
+        assert_eq!(r.stdout, b"out\n");
+        assert_eq!(r.stderr_tail, "err\n");
+        assert_eq!(r.failure_reason().unwrap(), "exit status 3");
+    }
+
+    #[test]
+    fn cpu_time_is_measured_for_descendants() {
+        let r = run("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done", None);
+        assert!(r.success());
+        assert!(r.user + r.sys > Duration::from_millis(20), "{r:?}");
+        assert!(r.wall >= r.user.min(r.wall));
+        assert!(r.maxrss_kib > 0);
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let r = run("sleep 5 & sleep 5; wait", Some(Duration::from_millis(200)));
+        assert!(r.timed_out);
+        assert!(!r.success());
+        assert!(r.wall < Duration::from_secs(3), "{:?}", r.wall);
+    }
+
+    #[test]
+    fn stderr_tail_keeps_the_end() {
+        let r = run(
+            "i=0; while [ $i -lt 3000 ]; do echo line$i >&2; i=$((i+1)); done",
+            None,
+        );
+        assert!(r.stderr_tail.len() <= STDERR_TAIL_BYTES);
+        assert!(r.stderr_tail.ends_with("line2999\n"));
+    }
+}

@@ -1,0 +1,66 @@
+//! CSV: one row per (workload, metric, config), summary and comparison.
+
+use super::analysis::Analysis;
+
+pub fn render(a: &Analysis) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "experiment",
+        "workload",
+        "metric",
+        "unit",
+        "direction",
+        "config",
+        "n",
+        "mean",
+        "median",
+        "min",
+        "max",
+        "stddev",
+        "cov",
+        "trimmed_mean",
+        "delta_mean_pct",
+        "delta_median_pct",
+        "ratio_ci_low",
+        "ratio_ci_high",
+        "p",
+        "p_holm",
+        "verdict",
+    ])?;
+    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    for m in &a.metrics {
+        for (i, c) in m.cells.iter().enumerate() {
+            let s = c.summary.as_ref();
+            let cmp = if i == 0 {
+                None
+            } else {
+                m.comparisons.get(i - 1)
+            };
+            w.write_record([
+                a.info.id.to_string(),
+                m.workload.clone(),
+                m.spec.name.clone(),
+                m.spec.unit.clone(),
+                m.spec.direction.as_str().to_string(),
+                c.config.clone(),
+                s.map(|s| s.n.to_string()).unwrap_or_else(|| "0".into()),
+                opt(s.map(|s| s.mean)),
+                opt(s.map(|s| s.median)),
+                opt(s.map(|s| s.min)),
+                opt(s.map(|s| s.max)),
+                opt(s.and_then(|s| s.stddev)),
+                opt(s.and_then(|s| s.cov)),
+                opt(s.and_then(|s| s.trimmed_mean)),
+                opt(cmp.and_then(|c| c.delta_mean_pct)),
+                opt(cmp.and_then(|c| c.delta_median_pct)),
+                opt(cmp.and_then(|c| c.ratio_ci.map(|x| x.0))),
+                opt(cmp.and_then(|c| c.ratio_ci.map(|x| x.1))),
+                opt(cmp.and_then(|c| c.p)),
+                opt(cmp.and_then(|c| c.p_adjusted)),
+                cmp.map(|c| c.verdict.word().to_string())
+                    .unwrap_or_else(|| "baseline".into()),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}

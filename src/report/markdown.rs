@@ -1,0 +1,94 @@
+//! Markdown: the same configs x metrics table, one per workload.
+
+use std::fmt::Write as _;
+
+use super::analysis::Analysis;
+use super::text::{ci_cell, delta_cell, fmt_num};
+
+fn esc(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+pub fn render(a: &Analysis) -> String {
+    let mut out = String::new();
+    let i = &a.info;
+    let _ = writeln!(
+        out,
+        "## sysdelta: experiment {} \"{}\" ({})\n",
+        i.id,
+        esc(&i.name),
+        i.status
+    );
+    let f = |k: &str| i.fingerprint.get(k).cloned().unwrap_or_else(|| "-".into());
+    let _ = writeln!(
+        out,
+        "Host `{}`, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
+         Baseline `{}`; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs Holm-corrected \
+         Mann-Whitney p < {} over {} comparisons and a CI excluding 0, else `~`.\n",
+        esc(&i.host),
+        esc(&f("kernel")),
+        f("cpus_online"),
+        esc(&f("cpu_model")),
+        f("memory"),
+        i.runs_per_cell,
+        i.order,
+        i.seed,
+        a.runs_ok,
+        a.runs_failed,
+        esc(&a.baseline),
+        a.confidence * 100.0,
+        a.alpha,
+        a.n_comparisons
+    );
+    let mut workloads: Vec<&str> = a.metrics.iter().map(|m| m.workload.as_str()).collect();
+    workloads.dedup();
+    for w in workloads {
+        let ms: Vec<_> = a.metrics.iter().filter(|m| m.workload == w).collect();
+        let _ = writeln!(out, "### {}\n", esc(w));
+        let _ = write!(out, "| config |");
+        for m in &ms {
+            let _ = write!(out, " {} ({}) |", esc(&m.spec.name), esc(&m.spec.unit));
+        }
+        let _ = write!(out, "\n|---|");
+        for _ in &ms {
+            let _ = write!(out, "---:|");
+        }
+        out.push('\n');
+        for (ci, c) in a.configs.iter().enumerate() {
+            let _ = write!(out, "| {} |", esc(c));
+            for m in &ms {
+                let v = m.cells[ci]
+                    .summary
+                    .as_ref()
+                    .map(|s| fmt_num(s.mean))
+                    .unwrap_or_else(|| "n/a".into());
+                if ci == 0 {
+                    let _ = write!(out, " {v} |");
+                } else {
+                    let cmp = &m.comparisons[ci - 1];
+                    let _ = write!(out, " {v} {} {} |", delta_cell(cmp), ci_cell(cmp));
+                }
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if !a.failed.is_empty() {
+        let _ = writeln!(out, "**Failed runs:** {}\n", a.failed.len());
+        for fr in &a.failed {
+            let _ = writeln!(
+                out,
+                "- block {} `{}/{}`: {}",
+                fr.block,
+                esc(&fr.config),
+                esc(&fr.workload),
+                esc(&fr.reason)
+            );
+        }
+        out.push('\n');
+    }
+    for wmsg in &a.warnings {
+        let _ = writeln!(out, "> warning: {}", esc(wmsg));
+    }
+    out
+}

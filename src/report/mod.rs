@@ -1,0 +1,36 @@
+//! Reports: text (mail-ready), markdown, json, csv.
+
+pub mod analysis;
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod text;
+
+use anyhow::Result;
+
+use crate::error::bad;
+use crate::store::ExperimentData;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Markdown,
+    Json,
+    Csv,
+}
+
+pub struct ReportOptions {
+    pub format: Format,
+    pub detail: bool,
+    pub analysis: analysis::Options,
+}
+
+pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
+    let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    Ok(match opts.format {
+        Format::Text => text::render(&a, opts.detail),
+        Format::Markdown => markdown::render(&a),
+        Format::Json => json::render(data, &a)?,
+        Format::Csv => csv::render(&a)?,
+    })
+}

@@ -1,0 +1,441 @@
+//! Running an experiment: build everything the plan names, check it can
+//! run, then execute the schedule, committing every run before the next.
+
+pub mod progress;
+pub mod schedule;
+pub mod signals;
+
+use std::collections::HashSet;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use crate::config::kind::ConfigKind;
+use crate::config::runtime::ConfigRuntime;
+use crate::config::shell::ShellKind;
+use crate::error::bad;
+use crate::metric::MetricSpec;
+use crate::plan::{Plan, WorkloadDef, WorkloadKind};
+use crate::store::{NewExperiment, RunRecord, RunResult, Store};
+use crate::workload::command::CommandWorkload;
+use crate::workload::{registry, RunContext, RunOutcome, Workload};
+use progress::Progress;
+use schedule::Slot;
+
+/// A plan with its workloads and configs built and preflighted.
+pub struct Prepared {
+    pub plan: Plan,
+    workloads: Vec<(WorkloadDef, Box<dyn Workload>)>,
+    configs: Vec<ConfigRuntime>,
+    scratch: tempfile::TempDir,
+}
+
+fn build_workload(def: &WorkloadDef, quick: bool) -> Result<Box<dyn Workload>, String> {
+    match &def.kind {
+        WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
+            command: command.clone(),
+            extract: metrics.clone(),
+        })),
+        WorkloadKind::Builtin { name, params } => registry::build(name, params, quick),
+    }
+}
+
+fn build_kind(decl: &crate::plan::KindDecl) -> Result<Box<dyn ConfigKind>, String> {
+    Err(format!(
+        "{}: config kind '{}' is not available in this build",
+        decl.at, decl.kind
+    ))
+}
+
+/// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
+/// setup, teardown and command (e.g. for a generated input file).
+pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
+    ("SYSDELTA_SCRATCH".to_string(), dir.display().to_string())
+}
+
+/// Build workloads and configs and run every preflight; nothing on the
+/// system is changed. All problems are reported together as bad input.
+pub fn prepare(plan: Plan) -> Result<Prepared> {
+    let scratch = tempfile::Builder::new()
+        .prefix("sysdelta-")
+        .tempdir()
+        .map_err(|e| {
+            bad(format!(
+                "cannot create a scratch directory in {}: {e}",
+                std::env::temp_dir().display()
+            ))
+        })?;
+    let mut problems = Vec::new();
+    let mut workloads = Vec::new();
+    for def in &plan.workloads {
+        match build_workload(def, plan.overrides.quick) {
+            Ok(w) => workloads.push((def.clone(), w)),
+            Err(e) => problems.push(format!("workload '{}': {e}", def.name)),
+        }
+    }
+    let mut configs = Vec::new();
+    for c in &plan.configs {
+        let mut env = vec![scratch_var(scratch.path())];
+        env.extend(c.env.iter().cloned());
+        let mut kinds: Vec<Box<dyn ConfigKind>> = vec![Box::new(ShellKind::new(
+            c.setup.clone(),
+            c.teardown.clone(),
+            env,
+            c.workdir.clone(),
+            scratch.path(),
+        ))];
+        for decl in &c.kinds {
+            match build_kind(decl) {
+                Ok(k) => {
+                    for p in k.preflight() {
+                        problems.push(format!("config '{}', {}: {p}", c.name, k.kind()));
+                    }
+                    kinds.push(k)
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        configs.push(ConfigRuntime::new(&c.name, kinds));
+    }
+    if !problems.is_empty() {
+        return Err(bad(problems.join("\n")));
+    }
+    Ok(Prepared {
+        plan,
+        workloads,
+        configs,
+        scratch,
+    })
+}
+
+/// Record a new experiment for a prepared plan; returns its id.
+pub fn create(store: &Store, p: &Prepared, label: Option<&str>) -> Result<i64> {
+    let fp = crate::monitor::fingerprint::collect();
+    let plan = &p.plan;
+    store.create_experiment(&NewExperiment {
+        name: &plan.name,
+        label,
+        plan_source: &plan.source_name,
+        plan_text: &plan.text,
+        overrides: &plan.overrides,
+        host: &crate::monitor::fingerprint::hostname(),
+        fingerprint: &fp,
+        seed: plan.seed,
+        order: plan.order,
+        runs: plan.runs,
+        warmup: plan.warmup,
+        baseline: &plan.baseline,
+        configs: plan.configs.iter().map(|c| c.name.clone()).collect(),
+        workloads: plan.workloads.iter().map(|w| w.name.clone()).collect(),
+    })
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub experiment_id: i64,
+    pub status: &'static str,
+    pub runs_done: usize,
+    pub runs_failed: usize,
+}
+
+pub struct ExecOptions<'a> {
+    pub cancel: &'a AtomicBool,
+    pub quiet: bool,
+}
+
+fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
+}
+
+/// CPU time (user + system) this process has used so far.
+fn self_cpu() -> Duration {
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF);
+    ru.map(|r| {
+        let tv = |t: nix::sys::time::TimeVal| {
+            Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000)
+        };
+        tv(r.user_time()) + tv(r.system_time())
+    })
+    .unwrap_or_default()
+}
+
+/// Peak resident set of this process, KiB (VmHWM).
+fn self_peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("VmHWM:")
+                    .map(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+        })
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// Crash recovery for `--resume`: if the store says a config was entered
+/// when the previous sysdelta died, run that config's shell teardown now.
+pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result<Option<String>> {
+    let info = store.info(exp)?;
+    let Some(name) = info.entered_config else {
+        return Ok(None);
+    };
+    let msg = match p.plan.configs.iter().find(|c| c.name == name) {
+        Some(c) if c.teardown.is_some() => {
+            let mut env = vec![scratch_var(p.scratch.path())];
+            env.extend(c.env.iter().cloned());
+            let mut k = ShellKind::new(
+                None,
+                c.teardown.clone(),
+                env,
+                c.workdir.clone(),
+                p.scratch.path(),
+            );
+            match k.leave() {
+                Ok(()) => format!("config '{name}' was entered when sysdelta stopped; its teardown ran on resume"),
+                Err(e) => format!("config '{name}' was entered when sysdelta stopped; its teardown on resume failed: {e:#}"),
+            }
+        }
+        _ => format!("config '{name}' was entered when sysdelta stopped; it has no teardown"),
+    };
+    store.add_event(exp, "teardown", &msg)?;
+    store.set_entered_config(exp, None)?;
+    Ok(Some(msg))
+}
+
+/// Execute the runs of `exp` that are not yet in the store.
+pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) -> Result<Outcome> {
+    let cpu0 = self_cpu();
+    let t0 = Instant::now();
+    let plan = &p.plan;
+    let slots = schedule::schedule(
+        plan.configs.len(),
+        plan.workloads.len(),
+        plan.runs,
+        plan.warmup,
+        plan.order,
+        plan.seed,
+    );
+    let done: HashSet<(u32, u32)> = store.done_slots(exp)?;
+    let todo: Vec<Slot> = slots
+        .into_iter()
+        .filter(|s| !done.contains(&(s.block, s.seq)))
+        .collect();
+
+    let kind_metrics: Vec<MetricSpec> = p
+        .configs
+        .iter()
+        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
+        .collect();
+    for (def, w) in &p.workloads {
+        let mut specs = w.metrics();
+        for m in &kind_metrics {
+            if !specs.iter().any(|s| s.name == m.name) {
+                specs.push(m.clone());
+            }
+        }
+        store.declare_metrics(exp, &def.name, &specs)?;
+    }
+
+    let mut progress = Progress::new(todo.len() as u64, opts.quiet);
+    let mut current: Option<usize> = None;
+    let mut runs_done = 0usize;
+    let mut runs_failed = 0usize;
+
+    // Everything that changes the system happens inside; whatever happens
+    // (error or panic), the entered config is left and workloads cleaned up.
+    let result = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
+        for (def, w) in p.workloads.iter_mut() {
+            w.prepare(p.scratch.path())
+                .with_context(|| format!("preparing workload '{}'", def.name))?;
+        }
+        if let Some(setup) = &plan.setup {
+            let env = vec![scratch_var(p.scratch.path())];
+            let mut k = ShellKind::new(Some(setup.clone()), None, env, None, p.scratch.path());
+            k.enter().context("plan setup")?;
+        }
+        for slot in &todo {
+            if opts.cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            let cfg_name = plan.configs[slot.config].name.clone();
+            let (wdef, workload) = &mut p.workloads[slot.workload];
+            let started_at = now_unix();
+            let mut failure: Option<String> = None;
+            if current != Some(slot.config) {
+                if let Some(c) = current.take() {
+                    if let Err(e) = p.configs[c].leave() {
+                        store.add_event(exp, "teardown", &format!("{e:#}"))?;
+                        progress.note(&format!("{e:#}"));
+                    }
+                    store.set_entered_config(exp, None)?;
+                }
+                store.set_entered_config(exp, Some(&cfg_name))?;
+                current = Some(slot.config);
+                if let Err(e) = p.configs[slot.config].enter() {
+                    failure = Some(format!("config '{cfg_name}': {e:#}"));
+                }
+            }
+            let cfg = &mut p.configs[slot.config];
+            let outcome = match failure {
+                Some(reason) => RunOutcome::Failed {
+                    reason,
+                    stderr_tail: String::new(),
+                    exit_code: None,
+                },
+                None => {
+                    let mods = cfg.mods.clone();
+                    let ctx = RunContext {
+                        env: &mods.env,
+                        cwd: wdef
+                            .workdir
+                            .as_deref()
+                            .or(plan.configs[slot.config].workdir.as_deref()),
+                        timeout: wdef.timeout,
+                        cancel: opts.cancel,
+                        cpus: mods.cpus.as_deref(),
+                        cgroup_procs: mods.cgroup_procs.as_deref(),
+                        scratch: p.scratch.path(),
+                    };
+                    match cfg.before_run() {
+                        Err(e) => RunOutcome::Failed {
+                            reason: format!("config '{cfg_name}' before run: {e:#}"),
+                            stderr_tail: String::new(),
+                            exit_code: None,
+                        },
+                        Ok(()) => {
+                            let out = workload.run(&ctx);
+                            match (out, cfg.after_run()) {
+                                (RunOutcome::Ok(mut s), Ok(extra)) => {
+                                    s.extend(extra);
+                                    RunOutcome::Ok(s)
+                                }
+                                (RunOutcome::Ok(_), Err(e)) => RunOutcome::Failed {
+                                    reason: format!("config '{cfg_name}' after run: {e:#}"),
+                                    stderr_tail: String::new(),
+                                    exit_code: None,
+                                },
+                                (failed, _) => failed,
+                            }
+                        }
+                    }
+                }
+            };
+            // A run cut short by Ctrl-C is not a result: it is not stored, so
+            // --resume runs that slot again.
+            let interrupted = matches!(&outcome, RunOutcome::Failed { reason, .. } if reason == "interrupted")
+                || (opts.cancel.load(Ordering::SeqCst)
+                    && matches!(outcome, RunOutcome::Failed { .. }));
+            if interrupted {
+                break;
+            }
+            let what = match &outcome {
+                RunOutcome::Ok(s) => {
+                    let first = s
+                        .first()
+                        .and_then(|m| m.values.first())
+                        .copied()
+                        .unwrap_or(f64::NAN);
+                    format!(
+                        "block {} {}/{}: {:.4}",
+                        slot.block, cfg_name, wdef.name, first
+                    )
+                }
+                RunOutcome::Failed { reason, .. } => {
+                    format!("block {} {}/{}: {reason}", slot.block, cfg_name, wdef.name)
+                }
+            };
+            let result = match &outcome {
+                RunOutcome::Ok(s) => RunResult::Ok(s),
+                RunOutcome::Failed {
+                    reason,
+                    stderr_tail,
+                    exit_code,
+                } => RunResult::Failed {
+                    reason,
+                    stderr_tail,
+                    exit_code: *exit_code,
+                },
+            };
+            store.record_run(&RunRecord {
+                experiment_id: exp,
+                block: slot.block,
+                seq: slot.seq,
+                config: &cfg_name,
+                workload: &wdef.name,
+                warmup: slot.warmup,
+                started_at,
+                result,
+                series: &[],
+                profile: &[],
+            })?;
+            let failed = matches!(outcome, RunOutcome::Failed { .. });
+            runs_done += 1;
+            runs_failed += failed as usize;
+            progress.run_done(&what, failed);
+        }
+        Ok(())
+    }));
+
+    // Always: leave the entered config, run the plan teardown, clean up.
+    let mut cleanup_errors = Vec::new();
+    if let Some(c) = current.take() {
+        match p.configs[c].leave() {
+            Ok(()) => {}
+            Err(e) => cleanup_errors.push(format!("{e:#}")),
+        }
+        let _ = store.set_entered_config(exp, None);
+    }
+    if let Some(t) = &plan.teardown {
+        let env = vec![scratch_var(p.scratch.path())];
+        let mut k = ShellKind::new(None, Some(t.clone()), env, None, p.scratch.path());
+        if let Err(e) = k.leave() {
+            cleanup_errors.push(format!("plan teardown: {e:#}"));
+        }
+    }
+    for (_, w) in p.workloads.iter_mut() {
+        w.cleanup();
+    }
+    progress.finish();
+    for e in &cleanup_errors {
+        let _ = store.add_event(exp, "teardown", e);
+        eprintln!("sysdelta: {e}");
+    }
+
+    let cancelled = opts.cancel.load(Ordering::SeqCst);
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = (self_cpu() - cpu0).as_secs_f64();
+    let usage = serde_json::json!({
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cpu_share_of_one_core": if wall > 0.0 { cpu / wall } else { 0.0 },
+        "peak_rss_kib": self_peak_rss_kib(),
+        "runs": runs_done,
+    });
+    match result {
+        Err(panic) => {
+            let _ = store.finish(exp, "failed", Some(&usage));
+            resume_unwind(panic)
+        }
+        Ok(Err(e)) => {
+            let _ = store.add_event(exp, "error", &format!("{e:#}"));
+            let _ = store.finish(exp, "failed", Some(&usage));
+            Err(e)
+        }
+        Ok(Ok(())) => {
+            let status = if cancelled { "interrupted" } else { "complete" };
+            store.finish(exp, status, Some(&usage))?;
+            Ok(Outcome {
+                experiment_id: exp,
+                status,
+                runs_done,
+                runs_failed,
+            })
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Progress on stderr: a bar with ETA on a terminal, plain lines otherwise.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+pub enum Progress {
+    Bar(ProgressBar),
+    Lines {
+        total: u64,
+        done: u64,
+        last: Option<Instant>,
+    },
+    Quiet,
+}
+
+impl Progress {
+    pub fn new(total: u64, quiet: bool) -> Progress {
+        if quiet {
+            return Progress::Quiet;
+        }
+        if std::io::stderr().is_terminal() {
+            let pb = ProgressBar::new(total);
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta} {msg}",
+                )
+                .expect("static template")
+                .progress_chars("=> "),
+            );
+            Progress::Bar(pb)
+        } else {
+            Progress::Lines {
+                total,
+                done: 0,
+                last: None,
+            }
+        }
+    }
+
+    /// One run finished; `what` describes it. Plain lines are printed at
+    /// most once a second (and always for failures and the last run).
+    pub fn run_done(&mut self, what: &str, failed: bool) {
+        match self {
+            Progress::Bar(pb) => {
+                pb.inc(1);
+                pb.set_message(what.to_string());
+                if failed {
+                    pb.println(format!("failed: {what}"));
+                }
+            }
+            Progress::Lines { total, done, last } => {
+                *done += 1;
+                let due = last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+                if due || failed || *done == *total {
+                    eprintln!(
+                        "sysdelta: [{done}/{total}] {what}{}",
+                        if failed { " FAILED" } else { "" }
+                    );
+                    *last = Some(Instant::now());
+                }
+            }
+            Progress::Quiet => {}
+        }
+    }
+
+    pub fn note(&self, msg: &str) {
+        match self {
+            Progress::Bar(pb) => pb.println(msg),
+            Progress::Lines { .. } => eprintln!("sysdelta: {msg}"),
+            Progress::Quiet => {}
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Progress::Bar(pb) = self {
+            pb.finish_and_clear();
+        }
+    }
+}

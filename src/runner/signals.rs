@@ -1,0 +1,29 @@
+//! SIGINT / SIGTERM: the first asks for a clean stop (the run in flight is
+//! killed, the entered config is left, the experiment is marked
+//! interrupted); the second aborts at once, leaving `sysdelta restore` to
+//! undo what the journal holds.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// Install the handlers; returns the flag the first signal sets.
+pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let flag = cancel.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for sig in signals.forever() {
+                if flag.swap(true, Ordering::SeqCst) {
+                    eprintln!("sysdelta: second signal: aborting now; run `sysdelta restore` if a config was entered");
+                    std::process::exit(128 + sig);
+                }
+                eprintln!("sysdelta: signal {sig}: stopping after the current config is torn down (again to abort)");
+            }
+        })?;
+    Ok(cancel)
+}

@@ -1,0 +1,638 @@
+//! The SQLite store: experiments, runs and every raw sample.
+//!
+//! Each run and its samples are committed in one transaction before the next
+//! run starts (WAL mode, `synchronous=NORMAL`), so a SIGKILL loses at most
+//! the run in flight. Opening a file that is not a sysdelta store, or one
+//! with a newer schema, is refused before anything is written to it.
+
+pub mod schema;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+
+use crate::error::bad;
+use crate::metric::{Direction, MetricSpec};
+use crate::plan::{Order, Overrides};
+use crate::workload::MetricSamples;
+
+pub const DEFAULT_PATH: &str = "sysdelta.db";
+
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+pub struct NewExperiment<'a> {
+    pub name: &'a str,
+    pub label: Option<&'a str>,
+    pub plan_source: &'a str,
+    pub plan_text: &'a str,
+    pub overrides: &'a Overrides,
+    pub host: &'a str,
+    pub fingerprint: &'a BTreeMap<String, String>,
+    pub seed: u64,
+    pub order: Order,
+    pub runs: u32,
+    pub warmup: u32,
+    pub baseline: &'a str,
+    pub configs: Vec<String>,
+    pub workloads: Vec<String>,
+}
+
+/// A time series a monitor or workload recorded during one run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeriesRecord {
+    pub name: String,
+    pub unit: String,
+    pub t: Vec<f64>,
+    pub v: Vec<f64>,
+}
+
+pub enum RunResult<'a> {
+    Ok(&'a [MetricSamples]),
+    Failed {
+        reason: &'a str,
+        stderr_tail: &'a str,
+        exit_code: Option<i32>,
+    },
+}
+
+pub struct RunRecord<'a> {
+    pub experiment_id: i64,
+    pub block: u32,
+    pub seq: u32,
+    pub config: &'a str,
+    pub workload: &'a str,
+    pub warmup: bool,
+    pub started_at: f64,
+    pub result: RunResult<'a>,
+    pub series: &'a [SeriesRecord],
+    /// Profile samples: (symbol, kernel?, count).
+    pub profile: &'a [(String, bool, u64)],
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentInfo {
+    pub id: i64,
+    pub name: String,
+    pub label: Option<String>,
+    pub plan_source: String,
+    pub plan_text: String,
+    pub overrides: Overrides,
+    pub host: String,
+    pub fingerprint: BTreeMap<String, String>,
+    pub seed: u64,
+    pub order: String,
+    pub runs_per_cell: u32,
+    pub warmup: u32,
+    pub baseline: String,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub status: String,
+    pub entered_config: Option<String>,
+    pub self_usage: Option<serde_json::Value>,
+    pub configs: Vec<String>,
+    pub workloads: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StoredRun {
+    pub id: i64,
+    pub block: u32,
+    pub seq: u32,
+    pub config: String,
+    pub workload: String,
+    pub warmup: bool,
+    pub status: String,
+    pub reason: Option<String>,
+    pub stderr_tail: Option<String>,
+    pub exit_code: Option<i32>,
+    pub started_at: f64,
+    pub samples: BTreeMap<String, Vec<f64>>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StoredMetric {
+    pub workload: String,
+    #[serde(flatten)]
+    pub spec: MetricSpec,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Event {
+    pub at: String,
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentData {
+    pub info: ExperimentInfo,
+    pub metrics: Vec<StoredMetric>,
+    pub runs: Vec<StoredRun>,
+    pub events: Vec<Event>,
+}
+
+impl Store {
+    /// Open a store. With `create`, a missing file becomes a new store;
+    /// without, a missing file is bad input.
+    pub fn open(path: &Path, create: bool) -> Result<Store> {
+        let exists = path.exists();
+        if !exists && !create {
+            return Err(bad(format!(
+                "{}: no such store (run an experiment first, or pass --store)",
+                path.display()
+            )));
+        }
+        if exists && path.is_dir() {
+            return Err(bad(format!(
+                "{}: is a directory, not a sysdelta store",
+                path.display()
+            )));
+        }
+        let flags = if exists {
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+        } else {
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)
+            .map_err(|e| bad(format!("{}: cannot open store: {e}", path.display())))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.check_and_migrate()?;
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_and_migrate(&self) -> Result<()> {
+        let p = self.path.display();
+        // Reading the schema is the first access: a file that is not SQLite fails here, untouched.
+        let tables: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+        let version: i64 = if tables.iter().any(|t| t == "meta") {
+            let app: Option<String> = self
+                .conn
+                .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
+                .optional()
+                .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+            if app.as_deref() != Some(schema::APP_ID) {
+                return Err(bad(format!(
+                    "{p}: not a sysdelta store (its meta table belongs to something else)"
+                )));
+            }
+            let v: String = self
+                .conn
+                .query_row(
+                    "SELECT value FROM meta WHERE key = 'schema_version'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| {
+                    bad(format!(
+                        "{p}: damaged sysdelta store, no schema version ({e})"
+                    ))
+                })?;
+            v.parse()
+                .map_err(|_| bad(format!("{p}: damaged sysdelta store, schema version '{v}'")))?
+        } else if tables.is_empty() {
+            0
+        } else {
+            return Err(bad(format!(
+                "{p}: not a sysdelta store (an SQLite database with other tables: {})",
+                tables.join(", ")
+            )));
+        };
+        let known = schema::MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(bad(format!(
+                "{p}: store schema v{version} is newer than this sysdelta understands (v{known}); upgrade sysdelta"
+            )));
+        }
+        self.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .context("setting WAL mode")?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        if version < known {
+            let tx = self.conn.unchecked_transaction()?;
+            for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.execute_batch(m)
+                    .with_context(|| format!("migrating store to v{}", i + 1))?;
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?1)",
+                [schema::APP_ID],
+            )?;
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [known.to_string()],
+            )?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    pub fn create_experiment(&self, e: &NewExperiment) -> Result<i64> {
+        let tx = self.conn.unchecked_transaction()?;
+        tx.execute(
+            "INSERT INTO experiments (name, label, plan_source, plan_text, overrides, host, fingerprint, seed,
+                 run_order, runs_per_cell, warmup, baseline, status)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'running')",
+            params![
+                e.name,
+                e.label,
+                e.plan_source,
+                e.plan_text,
+                serde_json::to_string(e.overrides)?,
+                e.host,
+                serde_json::to_string(e.fingerprint)?,
+                e.seed as i64,
+                e.order.as_str(),
+                e.runs,
+                e.warmup,
+                e.baseline,
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        for (i, c) in e.configs.iter().enumerate() {
+            tx.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", params![id, i, c])?;
+        }
+        for (i, w) in e.workloads.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO workloads VALUES (?1, ?2, ?3)",
+                params![id, i, w],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// Declare metrics of a workload (idempotent; keeps the first order seen).
+    pub fn declare_metrics(&self, exp: i64, workload: &str, specs: &[MetricSpec]) -> Result<()> {
+        let tx = self.conn.unchecked_transaction()?;
+        let base: i64 = tx.query_row(
+            "SELECT COALESCE(MAX(ord) + 1, 0) FROM metrics WHERE experiment_id = ?1 AND workload = ?2",
+            params![exp, workload],
+            |r| r.get(0),
+        )?;
+        for (i, m) in specs.iter().enumerate() {
+            tx.execute(
+                "INSERT OR IGNORE INTO metrics VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    exp,
+                    workload,
+                    m.name,
+                    m.unit,
+                    m.direction.as_str(),
+                    base + i as i64
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Commit one run with all its samples, atomically.
+    pub fn record_run(&self, r: &RunRecord) -> Result<i64> {
+        let tx = self.conn.unchecked_transaction()?;
+        let (status, reason, tail, code) = match &r.result {
+            RunResult::Ok(_) => ("ok", None, None, None),
+            RunResult::Failed {
+                reason,
+                stderr_tail,
+                exit_code,
+            } => ("failed", Some(*reason), Some(*stderr_tail), *exit_code),
+        };
+        tx.execute(
+            "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status, reason, stderr_tail,
+                 exit_code, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                r.experiment_id,
+                r.block,
+                r.seq,
+                r.config,
+                r.workload,
+                r.warmup,
+                status,
+                reason,
+                tail,
+                code,
+                r.started_at
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        if let RunResult::Ok(samples) = &r.result {
+            let mut st = tx.prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
+            for ms in samples.iter() {
+                for (i, v) in ms.values.iter().enumerate() {
+                    st.execute(params![run_id, ms.metric, i, v])?;
+                }
+            }
+        }
+        for s in r.series {
+            tx.execute(
+                "INSERT OR REPLACE INTO series VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    run_id,
+                    s.name,
+                    s.unit,
+                    serde_json::to_string(&s.t)?,
+                    serde_json::to_string(&s.v)?
+                ],
+            )?;
+        }
+        for (sym, kernel, n) in r.profile {
+            tx.execute(
+                "INSERT OR REPLACE INTO profiles VALUES (?1, ?2, ?3, ?4)",
+                params![run_id, sym, kernel, *n as i64],
+            )?;
+        }
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    pub fn set_entered_config(&self, exp: i64, config: Option<&str>) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET entered_config = ?2 WHERE id = ?1",
+            params![exp, config],
+        )?;
+        Ok(())
+    }
+
+    pub fn add_event(&self, exp: i64, kind: &str, message: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO events (experiment_id, kind, message) VALUES (?1, ?2, ?3)",
+            params![exp, kind, message],
+        )?;
+        Ok(())
+    }
+
+    pub fn finish(
+        &self,
+        exp: i64,
+        status: &str,
+        self_usage: Option<&serde_json::Value>,
+    ) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
+                 finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?1",
+            params![exp, status, self_usage.map(|v| v.to_string())],
+        )?;
+        Ok(())
+    }
+
+    pub fn set_status(&self, exp: i64, status: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET status = ?2 WHERE id = ?1",
+            params![exp, status],
+        )?;
+        Ok(())
+    }
+
+    /// (block, seq) of every run already recorded.
+    pub fn done_slots(&self, exp: i64) -> Result<HashSet<(u32, u32)>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT block, seq FROM runs WHERE experiment_id = ?1")?;
+        let rows = st.query_map([exp], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn experiment_ids(&self) -> Result<Vec<i64>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id FROM experiments ORDER BY id")?;
+        let rows = st.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Resolve an id, `last`, or a label (newest experiment with that label).
+    pub fn resolve(&self, what: &str) -> Result<i64> {
+        if what == "last" || what == "--last" {
+            return self
+                .conn
+                .query_row("SELECT MAX(id) FROM experiments", [], |r| {
+                    r.get::<_, Option<i64>>(0)
+                })?
+                .ok_or_else(|| {
+                    bad(format!(
+                        "{}: the store has no experiments",
+                        self.path.display()
+                    ))
+                });
+        }
+        if let Ok(id) = what.parse::<i64>() {
+            let found: Option<i64> = self
+                .conn
+                .query_row("SELECT id FROM experiments WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            return found.ok_or_else(|| {
+                bad(format!(
+                    "no experiment with id {id} in {}",
+                    self.path.display()
+                ))
+            });
+        }
+        let ids: Vec<i64> = {
+            let mut st = self
+                .conn
+                .prepare("SELECT id FROM experiments WHERE label = ?1 ORDER BY id")?;
+            let rows = st.query_map([what], |r| r.get(0))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        match ids.as_slice() {
+            [] => Err(bad(format!(
+                "no experiment has id or label '{what}' in {}",
+                self.path.display()
+            ))),
+            [id] => Ok(*id),
+            many => Err(bad(format!(
+                "label '{what}' matches {} experiments ({}); name one by id",
+                many.len(),
+                many.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    pub fn info(&self, id: i64) -> Result<ExperimentInfo> {
+        let mut info = self.conn.query_row(
+            "SELECT id, name, label, plan_source, plan_text, overrides, host, fingerprint, seed, run_order,
+                    runs_per_cell, warmup, baseline, created_at, finished_at, status, entered_config, self_usage
+             FROM experiments WHERE id = ?1",
+            [id],
+            |r| {
+                let ov: String = r.get(5)?;
+                let fp: String = r.get(7)?;
+                let su: Option<String> = r.get(17)?;
+                Ok(ExperimentInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    label: r.get(2)?,
+                    plan_source: r.get(3)?,
+                    plan_text: r.get(4)?,
+                    overrides: serde_json::from_str(&ov).unwrap_or_default(),
+                    host: r.get(6)?,
+                    fingerprint: serde_json::from_str(&fp).unwrap_or_default(),
+                    seed: r.get::<_, i64>(8)? as u64,
+                    order: r.get(9)?,
+                    runs_per_cell: r.get(10)?,
+                    warmup: r.get(11)?,
+                    baseline: r.get(12)?,
+                    created_at: r.get(13)?,
+                    finished_at: r.get(14)?,
+                    status: r.get(15)?,
+                    entered_config: r.get(16)?,
+                    self_usage: su.and_then(|s| serde_json::from_str(&s).ok()),
+                    configs: Vec::new(),
+                    workloads: Vec::new(),
+                })
+            },
+        )?;
+        info.configs = self.names("configs", id)?;
+        info.workloads = self.names("workloads", id)?;
+        Ok(info)
+    }
+
+    fn names(&self, table: &str, id: i64) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare(&format!(
+            "SELECT name FROM {table} WHERE experiment_id = ?1 ORDER BY idx"
+        ))?;
+        let rows = st.query_map([id], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Everything stored about one experiment.
+    pub fn load(&self, id: i64) -> Result<ExperimentData> {
+        let info = self.info(id)?;
+        let metrics = {
+            let mut st = self.conn.prepare(
+                "SELECT m.workload, m.name, m.unit, m.direction FROM metrics m
+                 LEFT JOIN workloads w ON w.experiment_id = m.experiment_id AND w.name = m.workload
+                 WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
+            )?;
+            let rows = st.query_map([id], |r| {
+                let dir: String = r.get(3)?;
+                Ok(StoredMetric {
+                    workload: r.get(0)?,
+                    spec: MetricSpec {
+                        name: r.get(1)?,
+                        unit: r.get(2)?,
+                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                    },
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()?
+        };
+        let mut runs: Vec<StoredRun> = {
+            let mut st = self.conn.prepare(
+                "SELECT id, block, seq, config, workload, warmup, status, reason, stderr_tail, exit_code, started_at
+                 FROM runs WHERE experiment_id = ?1 ORDER BY block, seq",
+            )?;
+            let rows = st.query_map([id], |r| {
+                Ok(StoredRun {
+                    id: r.get(0)?,
+                    block: r.get(1)?,
+                    seq: r.get(2)?,
+                    config: r.get(3)?,
+                    workload: r.get(4)?,
+                    warmup: r.get(5)?,
+                    status: r.get(6)?,
+                    reason: r.get(7)?,
+                    stderr_tail: r.get(8)?,
+                    exit_code: r.get(9)?,
+                    started_at: r.get(10)?,
+                    samples: BTreeMap::new(),
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        {
+            let index: std::collections::HashMap<i64, usize> =
+                runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+            let mut st = self.conn.prepare(
+                "SELECT s.run_id, s.metric, s.value FROM samples s JOIN runs r ON r.id = s.run_id
+                 WHERE r.experiment_id = ?1 ORDER BY s.run_id, s.metric, s.idx",
+            )?;
+            let mut rows = st.query([id])?;
+            while let Some(row) = rows.next()? {
+                let run_id: i64 = row.get(0)?;
+                let metric: String = row.get(1)?;
+                let v: f64 = row.get(2)?;
+                if let Some(&i) = index.get(&run_id) {
+                    runs[i].samples.entry(metric).or_default().push(v);
+                }
+            }
+        }
+        let events = {
+            let mut st = self.conn.prepare(
+                "SELECT at, kind, message FROM events WHERE experiment_id = ?1 ORDER BY id",
+            )?;
+            let rows = st.query_map([id], |r| {
+                Ok(Event {
+                    at: r.get(0)?,
+                    kind: r.get(1)?,
+                    message: r.get(2)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        Ok(ExperimentData {
+            info,
+            metrics,
+            runs,
+            events,
+        })
+    }
+
+    /// Series recorded for one experiment: (run id, series).
+    pub fn series(&self, exp: i64) -> Result<Vec<(i64, SeriesRecord)>> {
+        let mut st = self.conn.prepare(
+            "SELECT s.run_id, s.name, s.unit, s.t_json, s.v_json FROM series s JOIN runs r ON r.id = s.run_id
+             WHERE r.experiment_id = ?1 ORDER BY s.run_id, s.name",
+        )?;
+        let rows = st.query_map([exp], |r| {
+            let t: String = r.get(3)?;
+            let v: String = r.get(4)?;
+            Ok((
+                r.get(0)?,
+                SeriesRecord {
+                    name: r.get(1)?,
+                    unit: r.get(2)?,
+                    t: serde_json::from_str(&t).unwrap_or_default(),
+                    v: serde_json::from_str(&v).unwrap_or_default(),
+                },
+            ))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Profile samples summed per (config, symbol, kernel) for one experiment.
+    pub fn profile_totals(&self, exp: i64) -> Result<Vec<(String, String, bool, u64)>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.config, p.symbol, p.kernel, SUM(p.samples) FROM profiles p JOIN runs r ON r.id = p.run_id
+             WHERE r.experiment_id = ?1 AND r.warmup = 0 GROUP BY r.config, p.symbol, p.kernel",
+        )?;
+        let rows = st.query_map([exp], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64))
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}

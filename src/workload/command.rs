@@ -1,0 +1,132 @@
+//! The command workload: any shell command, timed as a child process.
+//!
+//! Metrics of every run: `wall` (s, monotonic, fork to reap of `sh -c`),
+//! `user` and `sys` (s, CPU time of the shell and its waited-for
+//! descendants, from `wait4`), `maxrss` (KiB, largest resident set among
+//! them), plus any metric the plan extracts from stdout with a regex. See
+//! [`crate::process`] for exactly what one measurement covers.
+
+use crate::metric::{Direction, MetricSpec};
+use crate::plan::RegexMetric;
+use crate::process::{run_shell, ShellSpec};
+use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
+
+/// The metrics every command run reports, in report order.
+pub const TIMING_METRICS: &[&str] = &["wall", "user", "sys", "maxrss"];
+
+pub struct CommandWorkload {
+    pub command: String,
+    pub extract: Vec<RegexMetric>,
+}
+
+impl CommandWorkload {
+    fn extract_value(&self, m: &RegexMetric, stdout: &[u8]) -> Result<f64, String> {
+        let caps = m
+            .regex
+            .captures_iter(stdout)
+            .last()
+            .ok_or_else(|| format!("metric '{}': regex did not match stdout", m.spec.name))?;
+        let g = caps.name("value").or_else(|| caps.get(1)).ok_or_else(|| {
+            format!(
+                "metric '{}': capture group did not participate",
+                m.spec.name
+            )
+        })?;
+        let text = String::from_utf8_lossy(g.as_bytes());
+        let v: f64 = text.trim().parse().map_err(|_| {
+            format!(
+                "metric '{}': captured '{text}' is not a number",
+                m.spec.name
+            )
+        })?;
+        if !v.is_finite() {
+            return Err(format!(
+                "metric '{}': captured value {v} is not finite",
+                m.spec.name
+            ));
+        }
+        Ok(v)
+    }
+}
+
+impl Workload for CommandWorkload {
+    fn metrics(&self) -> Vec<MetricSpec> {
+        let mut v = vec![
+            MetricSpec::new("wall", "s", Direction::Lower),
+            MetricSpec::new("user", "s", Direction::Lower),
+            MetricSpec::new("sys", "s", Direction::Lower),
+            MetricSpec::new("maxrss", "KiB", Direction::Lower),
+        ];
+        v.extend(self.extract.iter().map(|m| m.spec.clone()));
+        v
+    }
+
+    fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        let mut env = vec![crate::runner::scratch_var(ctx.scratch)];
+        env.extend(ctx.env.iter().cloned());
+        let spec = ShellSpec {
+            command: &self.command,
+            env: &env,
+            cwd: ctx.cwd,
+            cpus: ctx.cpus,
+            cgroup_procs: ctx.cgroup_procs,
+            timeout: Some(ctx.timeout),
+            capture_stdout: !self.extract.is_empty(),
+        };
+        let r = match run_shell(&spec, ctx.cancel) {
+            Ok(r) => r,
+            Err(e) => {
+                return RunOutcome::Failed {
+                    reason: format!("cannot start /bin/sh: {e}"),
+                    stderr_tail: String::new(),
+                    exit_code: None,
+                }
+            }
+        };
+        let exit_code = match r.exit {
+            crate::process::Exit::Code(c) => Some(c),
+            crate::process::Exit::Signal(_) => None,
+        };
+        if let Some(reason) = r.failure_reason() {
+            return RunOutcome::Failed {
+                reason,
+                stderr_tail: r.stderr_tail,
+                exit_code,
+            };
+        }
+        let mut out = vec![
+            MetricSamples {
+                metric: "wall".into(),
+                values: vec![r.wall.as_secs_f64()],
+            },
+            MetricSamples {
+                metric: "user".into(),
+                values: vec![r.user.as_secs_f64()],
+            },
+            MetricSamples {
+                metric: "sys".into(),
+                values: vec![r.sys.as_secs_f64()],
+            },
+            MetricSamples {
+                metric: "maxrss".into(),
+                values: vec![r.maxrss_kib as f64],
+            },
+        ];
+        for m in &self.extract {
+            match self.extract_value(m, &r.stdout) {
+                Ok(v) => out.push(MetricSamples {
+                    metric: m.spec.name.clone(),
+                    values: vec![v],
+                }),
+                Err(reason) => {
+                    return RunOutcome::Failed {
+                        reason,
+                        stderr_tail: r.stderr_tail,
+                        exit_code,
+                    }
+                }
+            }
+        }
+        RunOutcome::Ok(out)
+    }
+}
