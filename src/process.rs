@@ -74,6 +74,40 @@ impl ProcessResult {
     }
 }
 
+/// Restricts the calling thread to a CPU list until dropped.
+struct AffinityGuard {
+    saved: libc::cpu_set_t,
+}
+
+impl AffinityGuard {
+    fn restrict(cpus: &[usize]) -> std::io::Result<AffinityGuard> {
+        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
+        unsafe {
+            let mut saved: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                libc::CPU_SET(c, &mut set);
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(AffinityGuard { saved })
+        }
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask read in `restrict`.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
+        }
+    }
+}
+
 fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
@@ -116,24 +150,17 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     });
     cmd.stderr(Stdio::piped());
     cmd.process_group(0);
-    let cpus: Option<Vec<usize>> = spec.cpus.map(|c| c.to_vec());
     let cgroup: Option<std::ffi::CString> = spec
         .cgroup_procs
         .map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL in path"));
-    // SAFETY: the closure only calls async-signal-safe functions (sched_setaffinity,
-    // open, write, close) on data prepared before fork.
-    unsafe {
-        cmd.pre_exec(move || {
-            if let Some(cpus) = &cpus {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                for &c in cpus {
-                    libc::CPU_SET(c, &mut set);
-                }
-                if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            if let Some(path) = &cgroup {
+    // A pre_exec closure makes std fork instead of posix_spawn, which costs
+    // time on every run: install one only when a cgroup must be joined
+    // before exec (so that no descendant escapes the limit).
+    if let Some(path) = cgroup {
+        // SAFETY: the closure only calls async-signal-safe functions (open,
+        // write, close) on data prepared before fork.
+        unsafe {
+            cmd.pre_exec(move || {
                 let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
                 if fd < 0 {
                     return Err(std::io::Error::last_os_error());
@@ -144,13 +171,20 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
                 if !ok {
                     return Err(std::io::Error::last_os_error());
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            });
+        }
     }
+    // CPU affinity is inherited: restrict this thread while it spawns the
+    // child, then restore it.
+    let _affinity = match spec.cpus {
+        Some(cpus) => Some(AffinityGuard::restrict(cpus)?),
+        None => None,
+    };
 
     let start = Instant::now();
     let mut child = cmd.spawn()?;
+    drop(_affinity);
     let pid = child.id() as libc::pid_t;
     let stdout_pipe = child.stdout.take();
     let stderr_pipe = child.stderr.take().expect("stderr is piped");
@@ -288,6 +322,21 @@ mod tests {
         assert!(r.timed_out);
         assert!(!r.success());
         assert!(r.wall < Duration::from_secs(3), "{:?}", r.wall);
+    }
+
+    #[test]
+    fn cpu_restriction_reaches_the_child_and_not_us() {
+        let before = std::fs::read_to_string("/proc/self/status").unwrap();
+        let spec = ShellSpec {
+            command: "grep Cpus_allowed_list /proc/self/status",
+            cpus: Some(&[0]),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.stdout).split_whitespace().last(), Some("0"));
+        assert_eq!(std::fs::read_to_string("/proc/self/status").unwrap().lines().find(|l| l.starts_with("Cpus_allowed_list")),
+            before.lines().find(|l| l.starts_with("Cpus_allowed_list")));
     }
 
     #[test]
