@@ -196,6 +196,19 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         });
     }
 
+    // Bootstrap CIs for every comparison at once: each baseline's resampled
+    // means are computed once per metric and shared by all its configs.
+    let items: Vec<stats::bootstrap::BatchItem> = metrics
+        .iter()
+        .enumerate()
+        .map(|(mi, m)| stats::bootstrap::BatchItem {
+            base: &m.cells[0].values,
+            others: m.cells[1..].iter().map(|c| c.values.as_slice()).collect(),
+            seed: stats::bootstrap::stream_seed(opts.seed, mi as u64),
+        })
+        .collect();
+    let cis = stats::bootstrap::ratio_cis_batch(&items, opts.resamples, opts.confidence);
+
     // Raw comparisons, then one Holm correction over all of them.
     let mut pvals: Vec<(usize, usize, f64)> = Vec::new();
     for (mi, m) in metrics.iter_mut().enumerate() {
@@ -219,16 +232,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                         cmp.delta_median_pct = Some(100.0 * (o.median / b.median - 1.0));
                     }
                     if base.len() >= 2 && cell.values.len() >= 2 {
-                        let seed = opts.seed ^ ((mi as u64) << 20) ^ ci as u64;
-                        cmp.ratio_ci = stats::bootstrap::ratio_of_means_ci(
-                            &base,
-                            &cell.values,
-                            opts.resamples,
-                            opts.confidence,
-                            seed,
-                        );
-                        cmp.p =
-                            stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
+                        cmp.ratio_ci = cis[mi][ci - 1];
+                        cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
                         if let Some(p) = cmp.p {
                             pvals.push((mi, ci - 1, p));
                         }
@@ -236,9 +241,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                         cmp.note = Some("fewer than 2 runs on a side".into());
                     }
                 }
-                (Some(b), Some(_)) if b.mean == 0.0 => {
-                    cmp.note = Some("baseline mean is zero".into())
-                }
+                (Some(b), Some(_)) if b.mean == 0.0 => cmp.note = Some("baseline mean is zero".into()),
                 _ => cmp.note = Some("no successful runs on a side".into()),
             }
             m.comparisons.push(cmp);

@@ -1,4 +1,21 @@
 //! Mann-Whitney U test (two-sided), matching scipy.stats.mannwhitneyu.
+//!
+//! `mann_whitney_u(a, b)` reproduces
+//! `scipy.stats.mannwhitneyu(a, b, alternative='two-sided',
+//! use_continuity=True, method='auto')` (SciPy 1.17):
+//!
+//! * U is U1 = R1 - n1 (n1 + 1) / 2, R1 the sum of the mid-ranks of `a` in
+//!   the pooled sample (ties share the average rank).
+//! * 'auto' chooses the exact null distribution when at least one sample has
+//!   8 or fewer values **and** there are no ties in the pooled sample;
+//!   otherwise (both samples have more than 8 values, or any tie) it uses
+//!   the normal approximation (SciPy's `_mwu_choose_method`).
+//! * Exact: p = 2 P(U >= max(U1, U2)) under H0, clipped to 1, with the null
+//!   distribution counted exactly (see [`exact_cdf`]).
+//! * Asymptotic: z = (max(U1, U2) - n1 n2 / 2 - 0.5) / s with
+//!   s^2 = n1 n2 / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1))), t the tie
+//!   group sizes; p = 2 * (1 - Phi(z)), clipped to 1. When every value is
+//!   identical s is 0, z is -inf and p is 1 (as in SciPy), not NaN.
 
 use serde::Serialize;
 
@@ -18,7 +35,183 @@ pub struct MannWhitney {
     pub method: Method,
 }
 
+/// Mid-ranks (1-based, ties averaged) of the pooled sample, and the sizes of
+/// the tie groups larger than one. Values must be finite; -0.0 and 0.0 tie.
+pub fn midranks(xs: &[f64]) -> (Vec<f64>, Vec<usize>) {
+    let mut idx: Vec<usize> = (0..xs.len()).collect();
+    // Finite values only, so partial_cmp never fails; it also makes -0 == 0.
+    idx.sort_by(|&i, &j| xs[i].partial_cmp(&xs[j]).unwrap());
+    let mut ranks = vec![0.0; xs.len()];
+    let mut ties = Vec::new();
+    let mut start = 0;
+    while start < idx.len() {
+        let mut end = start + 1;
+        while end < idx.len() && xs[idx[end]] == xs[idx[start]] {
+            end += 1;
+        }
+        // Ranks start+1 ..= end share their average.
+        let avg = (start + 1 + end) as f64 / 2.0;
+        for &i in &idx[start..end] {
+            ranks[i] = avg;
+        }
+        if end - start > 1 {
+            ties.push(end - start);
+        }
+        start = end;
+    }
+    (ranks, ties)
+}
+
 /// Two-sided Mann-Whitney U test of `a` against `b`.
-pub fn mann_whitney_u(_a: &[f64], _b: &[f64]) -> Option<MannWhitney> {
-    todo!("stats helper")
+///
+/// None when either sample is empty or any value is not finite.
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+    if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
+        return None;
+    }
+    let (n1, n2) = (a.len(), b.len());
+    let pooled: Vec<f64> = a.iter().chain(b).copied().collect();
+    let (ranks, ties) = midranks(&pooled);
+    let r1: f64 = ranks[..n1].iter().sum();
+    let u1 = r1 - (n1 * (n1 + 1)) as f64 / 2.0;
+    let u2 = (n1 * n2) as f64 - u1;
+    let u = u1.max(u2);
+    let exact = (n1 <= 8 || n2 <= 8) && ties.is_empty();
+    let (p, method) = if exact {
+        // Without ties U is an integer; kc = n1 n2 - U <= n1 n2 / 2 and by
+        // symmetry P(U >= u) = P(U <= n1 n2 - u).
+        let kc = (n1 * n2) as u64 - u.round() as u64;
+        (2.0 * exact_cdf(n1, n2, kc), Method::Exact)
+    } else {
+        (
+            2.0 * normal_sf(asymptotic_z(u, n1, n2, &ties)),
+            Method::Asymptotic,
+        )
+    };
+    Some(MannWhitney {
+        u: u1,
+        p: p.clamp(0.0, 1.0),
+        method,
+    })
+}
+
+/// Continuity-corrected, tie-corrected z of U (SciPy's `_get_mwu_z`).
+fn asymptotic_z(u: f64, n1: usize, n2: usize, ties: &[usize]) -> f64 {
+    let (n1f, n2f) = (n1 as f64, n2 as f64);
+    let n = n1f + n2f;
+    let tie_term: f64 = ties
+        .iter()
+        .map(|&t| {
+            let t = t as f64;
+            t * t * t - t
+        })
+        .sum();
+    let s = (n1f * n2f / 12.0 * ((n + 1.0) - tie_term / (n * (n - 1.0)))).sqrt();
+    let numerator = u - n1f * n2f / 2.0 - 0.5;
+    if s == 0.0 {
+        // All values tie: numerator is -0.5, so z = -inf and p = 1.
+        return if numerator < 0.0 {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        };
+    }
+    numerator / s
+}
+
+/// Upper tail of the standard normal, 1 - Phi(z), accurate in the far tail.
+pub fn normal_sf(z: f64) -> f64 {
+    0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// P(U <= k) under H0 for samples of sizes n1 and n2 without ties.
+///
+/// The number of arrangements with U = u is the coefficient of q^u in the
+/// Gaussian binomial [n1 + n2 choose m]_q = prod_{i=1..m} (1 - q^(M+i)) /
+/// (1 - q^i), with m = min(n1, n2) and M = max(n1, n2). We build it by
+/// dynamic programming, one factor at a time, keeping only the coefficients
+/// 0..=k: dividing by (1 - q^i) is a running sum with stride i, multiplying
+/// by (1 - q^(M+i)) a shifted subtraction. Cost O(m * k), memory O(k).
+/// Counts are exact in u128 while the total C(n1 + n2, m) fits; beyond that
+/// (with m <= 8, as 'auto' requires, that needs M above about 200,000) the
+/// same recurrence runs in f64.
+pub fn exact_cdf(n1: usize, n2: usize, k: u64) -> f64 {
+    let m = n1.min(n2);
+    let big = n1.max(n2);
+    let total_max = (m * big) as u64;
+    if k >= total_max {
+        return 1.0;
+    }
+    let k = k as usize;
+    match gaussian_binomial_u128(m, big, k) {
+        Some(coeffs) => {
+            let total = binomial_u128(n1 + n2, m).expect("fits when coefficients fit");
+            let below: u128 = coeffs.iter().sum();
+            below as f64 / total as f64
+        }
+        None => {
+            let coeffs = gaussian_binomial_f64(m, big, k);
+            let total = binomial_f64(n1 + n2, m);
+            coeffs.iter().sum::<f64>() / total
+        }
+    }
+}
+
+/// C(n, k) in u128, None on overflow.
+fn binomial_u128(n: usize, k: usize) -> Option<u128> {
+    let k = k.min(n - k);
+    let mut acc: u128 = 1;
+    for i in 0..k {
+        // acc * (n - i) / (i + 1) stays an integer at every step.
+        acc = acc.checked_mul((n - i) as u128)? / (i as u128 + 1);
+    }
+    Some(acc)
+}
+
+fn binomial_f64(n: usize, k: usize) -> f64 {
+    let k = k.min(n - k);
+    let mut ln = 0.0;
+    for i in 0..k {
+        ln += ((n - i) as f64).ln() - ((i + 1) as f64).ln();
+    }
+    ln.exp()
+}
+
+/// Coefficients 0..=k of [m + big choose m]_q, None if a count overflows.
+fn gaussian_binomial_u128(m: usize, big: usize, k: usize) -> Option<Vec<u128>> {
+    // The full polynomial's coefficients never exceed C(m + big, m).
+    binomial_u128(m + big, m)?;
+    let mut c = vec![0u128; k + 1];
+    c[0] = 1;
+    for i in 1..=m {
+        // Divide by (1 - q^i): running sum with stride i.
+        for u in i..=k {
+            c[u] = c[u].checked_add(c[u - i])?;
+        }
+        // Multiply by (1 - q^(big + i)). The result has non-negative
+        // coefficients, so processing u downwards reads unmodified values.
+        let shift = big + i;
+        for u in (shift..=k).rev() {
+            c[u] -= c[u - shift];
+        }
+    }
+    Some(c)
+}
+
+/// Same recurrence in f64 for the (rare) sizes whose counts overflow u128.
+/// Counts are kept unscaled (f64 reaches 1e308); the subtraction step can
+/// cancel, so this path is less precise than the integer one.
+fn gaussian_binomial_f64(m: usize, big: usize, k: usize) -> Vec<f64> {
+    let mut c = vec![0f64; k + 1];
+    c[0] = 1.0;
+    for i in 1..=m {
+        for u in i..=k {
+            c[u] += c[u - i];
+        }
+        let shift = big + i;
+        for u in (shift..=k).rev() {
+            c[u] -= c[u - shift];
+        }
+    }
+    c
 }

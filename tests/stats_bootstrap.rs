@@ -1,0 +1,114 @@
+//! Bootstrap properties a report relies on: determinism, unbiased index
+//! draws, batch = single, refusals, and the coverage of the 95% CI.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use sysdelta::stats::bootstrap::{
+    ratio_ci, ratio_cis_batch, ratio_of_means_ci, resample_means, stream_seed, BatchItem,
+};
+
+fn normal(rng: &mut SmallRng, mean: f64, sd: f64) -> f64 {
+    // Box-Muller; 1 - u keeps the logarithm finite.
+    let u: f64 = rng.random();
+    let v: f64 = rng.random();
+    mean + sd * (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+}
+
+#[test]
+fn same_seed_same_ci_other_seed_other_ci() {
+    let base: Vec<f64> = (0..30).map(|i| 100.0 + (i % 7) as f64).collect();
+    let other: Vec<f64> = (0..30).map(|i| 103.0 + (i % 5) as f64).collect();
+    let a = ratio_of_means_ci(&base, &other, 10_000, 0.95, 42).unwrap();
+    let b = ratio_of_means_ci(&base, &other, 10_000, 0.95, 42).unwrap();
+    let c = ratio_of_means_ci(&base, &other, 10_000, 0.95, 43).unwrap();
+    assert_eq!(a, b);
+    assert_ne!(a, c);
+    let observed = other.iter().sum::<f64>() / base.iter().sum::<f64>();
+    assert!(a.0 < observed && observed < a.1, "{a:?} vs {observed}");
+}
+
+#[test]
+fn batch_equals_single_calls_and_shares_the_baseline() {
+    let base: Vec<f64> = (0..40).map(|i| 10.0 + (i * 7 % 11) as f64).collect();
+    let o1: Vec<f64> = base.iter().map(|x| x * 1.1).collect();
+    let o2: Vec<f64> = base.iter().map(|x| x * 0.9 + 1.0).collect();
+    let items = vec![BatchItem {
+        base: &base,
+        others: vec![&o1, &o2],
+        seed: 9,
+    }];
+    let got = ratio_cis_batch(&items, 5_000, 0.95);
+    assert_eq!(got[0][0], ratio_of_means_ci(&base, &o1, 5_000, 0.95, 9));
+    let bm = resample_means(&base, 5_000, stream_seed(9, 0));
+    let om = resample_means(&o2, 5_000, stream_seed(9, 2));
+    assert_eq!(got[0][1], ratio_ci(&bm, &om, 0.95));
+}
+
+#[test]
+fn refuses_what_it_cannot_answer() {
+    assert_eq!(ratio_of_means_ci(&[1.0], &[1.0, 2.0], 1000, 0.95, 1), None);
+    assert_eq!(ratio_of_means_ci(&[1.0, 2.0], &[3.0], 1000, 0.95, 1), None);
+    assert_eq!(
+        ratio_of_means_ci(&[0.0, 0.0], &[1.0, 2.0], 1000, 0.95, 1),
+        None
+    );
+    assert_eq!(
+        ratio_of_means_ci(&[-1.0, 1.0], &[1.0, 2.0], 1000, 0.95, 1),
+        None
+    );
+    assert_eq!(
+        ratio_of_means_ci(&[1.0, f64::NAN], &[1.0, 2.0], 1000, 0.95, 1),
+        None
+    );
+    // Base resamples that cross zero make the ratio meaningless.
+    assert_eq!(
+        ratio_of_means_ci(&[-1.0, 3.0], &[1.0, 2.0], 1000, 0.95, 1),
+        None
+    );
+}
+
+/// Every index must be drawn with probability 1/n, including sizes whose
+/// bit fields are mostly rejected (n = 2^k + 1) and the wide path
+/// (n > 2^16). A one-hot sample's resampled mean times n counts how often
+/// that index was drawn: over R resamples its average is 1 with standard
+/// error about 1/sqrt(R).
+#[test]
+fn index_draws_are_uniform() {
+    for n in [2usize, 3, 5, 17, 1000, 1025, 70_000] {
+        let resamples = if n > 10_000 { 100 } else { 20_000 };
+        for hot in [0, n / 2, n - 1] {
+            let mut xs = vec![0.0; n];
+            xs[hot] = n as f64;
+            let means = resample_means(&xs, resamples, n as u64 + hot as u64);
+            let avg = means.iter().sum::<f64>() / resamples as f64;
+            // Draw count per resample ~ Binomial(n, 1/n): variance (n-1)/n.
+            let se = ((n - 1) as f64 / n as f64 / resamples as f64).sqrt();
+            assert!(
+                (avg - 1.0).abs() < 5.0 * se,
+                "n={n} index {hot}: mean draw count {avg}"
+            );
+        }
+    }
+}
+
+/// Coverage by simulation: 1,000 experiments of n = 20 per side from
+/// normal(100, 5) and normal(103, 5); the 95% CI must cover the true ratio
+/// 1.03 in 93-97% of them. (Percentile intervals run slightly narrow at
+/// small n: a 20,000-experiment run of this design covers 93.9%.)
+/// 2,000 resamples per CI keep the test fast; coverage barely depends on it.
+#[test]
+fn ci_covers_the_true_ratio_95_percent_of_the_time() {
+    let covered: usize = (0..1000u64)
+        .into_par_iter()
+        .map(|t| {
+            let mut rng = SmallRng::seed_from_u64(1_000_000 + t);
+            let base: Vec<f64> = (0..20).map(|_| normal(&mut rng, 100.0, 5.0)).collect();
+            let other: Vec<f64> = (0..20).map(|_| normal(&mut rng, 103.0, 5.0)).collect();
+            let (lo, hi) = ratio_of_means_ci(&base, &other, 2_000, 0.95, t).unwrap();
+            usize::from(lo <= 1.03 && 1.03 <= hi)
+        })
+        .sum();
+    assert!((930..=970).contains(&covered), "coverage {covered}/1000");
+    eprintln!("coverage {covered}/1000");
+}
