@@ -5,6 +5,7 @@
 //! (`tests/reference/`).
 
 pub mod bootstrap;
+pub mod joint;
 pub mod mannwhitney;
 pub mod multiple;
 pub mod summary;
