@@ -1,3 +1,5 @@
 //! Configurations: named system states, entered before runs and always left.
 
+pub mod journal;
 pub mod kind;
+pub mod kinds;
