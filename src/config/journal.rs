@@ -605,6 +605,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.journal");
         let file = dir.path().join("v");
+        fs::write(&file, "").unwrap();
         let mut j = Journal::open(&path).unwrap();
         for v in ["first", "second"] {
             j.record(UndoAction::WriteFile {

@@ -65,3 +65,6 @@ pub trait Workload: Send {
     /// Undo `prepare`; always called, also after failures and signals.
     fn cleanup(&mut self) {}
 }
+pub mod compile;
+pub mod compress;
+pub mod fsops;

@@ -128,7 +128,7 @@ pub(crate) mod value {
 }
 
 /// Checks several kinds share.
-pub(crate) mod check {
+pub mod check {
     /// One preflight line when not root.
     pub fn root(kind: &str, why: &str) -> Option<String> {
         // SAFETY: geteuid has no preconditions.
