@@ -4,6 +4,14 @@
 //! the undo and clears its entry. After a crash (SIGKILL, power loss) the
 //! entries still in the file are what `sysdelta restore` puts back.
 //!
+//! The file is an append-only log, one JSON object per line:
+//! `{"op":"add","entry":{...}}` or `{"op":"done","ids":[...]}`; each append
+//! is fdatasync'ed before the change it guards is made (one disk flush per
+//! journal update; the directory is synced once, when the file is created).
+//! Replaying the log gives the pending entries; a torn last line (power
+//! loss mid-append) is ignored, since its change was never made. When
+//! nothing is pending the file is removed.
+//!
 //! Every undo action is written so that running it when the change never
 //! happened (a crash between `record` and the change) is harmless: a mount
 //! is only unmounted if it is mounted, a loop device only detached if it is
@@ -70,11 +78,29 @@ struct Entry {
     undo: UndoAction,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+enum LogLine {
+    Add { entry: Entry },
+    Done { ids: Vec<EntryId> },
+}
+
+#[derive(Debug, Default)]
 struct JournalFile {
-    version: u32,
     next_id: EntryId,
     entries: Vec<Entry>,
+}
+
+impl JournalFile {
+    fn apply(&mut self, line: LogLine) {
+        match line {
+            LogLine::Add { entry } => {
+                self.next_id = self.next_id.max(entry.id + 1);
+                self.entries.push(entry);
+            }
+            LogLine::Done { ids } => self.entries.retain(|e| !ids.contains(&e.id)),
+        }
+    }
 }
 
 /// The journal file and its pending entries.
@@ -87,17 +113,26 @@ pub struct Journal {
 impl Journal {
     /// Open (or start) the journal at `path`; existing entries are kept.
     pub fn open(path: &Path) -> Result<Journal> {
-        let state = match fs::read_to_string(path) {
-            Ok(text) if text.trim().is_empty() => JournalFile::default(),
-            Ok(text) => serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "journal {} is not valid sysdelta journal JSON",
-                    path.display()
-                )
-            })?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => JournalFile::default(),
+        let mut state = JournalFile::default();
+        match fs::read_to_string(path) {
+            Ok(text) => {
+                let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+                for (i, l) in lines.iter().enumerate() {
+                    match serde_json::from_str::<LogLine>(l) {
+                        Ok(line) => state.apply(line),
+                        // A torn last append: its change was never made.
+                        Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+                        Err(e) => bail!(
+                            "journal {} line {}: not a sysdelta journal record ({e})",
+                            path.display(),
+                            i + 1
+                        ),
+                    }
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(e).context(format!("cannot read journal {}", path.display())),
-        };
+        }
         Ok(Journal {
             path: path.to_path_buf(),
             state,
@@ -137,17 +172,26 @@ impl Journal {
     /// changes many values at once). They are undone in reverse order.
     pub fn record_all(&mut self, owner: &str, undos: Vec<UndoAction>) -> Result<Vec<EntryId>> {
         let mut ids = Vec::with_capacity(undos.len());
+        let mut lines = Vec::with_capacity(undos.len());
         for undo in undos {
             let id = self.state.next_id;
             self.state.next_id += 1;
-            self.state.entries.push(Entry {
-                id,
-                owner: owner.to_string(),
-                undo,
+            lines.push(LogLine::Add {
+                entry: Entry {
+                    id,
+                    owner: owner.to_string(),
+                    undo,
+                },
             });
             ids.push(id);
         }
-        self.save()?;
+        if lines.is_empty() {
+            return Ok(ids);
+        }
+        self.append(&lines)?;
+        for l in lines {
+            self.state.apply(l);
+        }
         Ok(ids)
     }
 
@@ -156,10 +200,28 @@ impl Journal {
         self.done_all(&[id])
     }
 
-    /// Forget several entries with one fsync.
+    /// Forget several entries with one flush.
     pub fn done_all(&mut self, ids: &[EntryId]) -> Result<()> {
-        self.state.entries.retain(|e| !ids.contains(&e.id));
-        self.save()
+        let ids: Vec<EntryId> = ids
+            .iter()
+            .copied()
+            .filter(|id| self.state.entries.iter().any(|e| e.id == *id))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.state.apply(LogLine::Done { ids: ids.clone() });
+        if self.state.entries.is_empty() {
+            // Nothing pending: the file goes. Should the unlink be lost in
+            // a crash, replaying the log gives the same empty set.
+            return match fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).context(format!("cannot remove journal {}", self.path.display()))
+                }
+                _ => Ok(()),
+            };
+        }
+        self.append(&[LogLine::Done { ids }])
     }
 
     /// Undo the given entries (newest first) and forget those that worked.
@@ -210,42 +272,49 @@ impl Journal {
         Ok(lines)
     }
 
-    /// Write the whole journal to a temporary file, fsync it, rename it over
-    /// the journal and fsync the directory, so a crash leaves either the old
-    /// or the new journal, never a torn one. An empty journal is removed.
-    fn save(&self) -> Result<()> {
-        let dir = self
-            .path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        if self.state.entries.is_empty() {
-            match fs::remove_file(&self.path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(e) => {
-                    return Err(e).context(format!("cannot remove journal {}", self.path.display()))
-                }
-            }
-        } else {
-            let mut tmp_name = self.path.as_os_str().to_owned();
-            tmp_name.push(".tmp");
-            let tmp = PathBuf::from(tmp_name);
-            let text = serde_json::to_string_pretty(&JournalFile {
-                version: 1,
-                next_id: self.state.next_id,
-                entries: self.state.entries.clone(),
-            })?;
-            let mut f = File::create(&tmp)
-                .with_context(|| format!("cannot write journal {}", tmp.display()))?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            fs::rename(&tmp, &self.path)
-                .with_context(|| format!("cannot write journal {}", self.path.display()))?;
+    /// Append records and fdatasync them. A new file also gets its
+    /// directory synced, so the file itself survives power loss; a file
+    /// whose last line is torn gets a newline first.
+    fn append(&self, lines: &[LogLine]) -> Result<()> {
+        let existed = self.path.exists();
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .with_context(|| format!("cannot write journal {}", self.path.display()))?;
+        let mut text = String::new();
+        if existed && !ends_with_newline(&self.path) {
+            text.push('\n');
         }
-        File::open(dir)?.sync_all()?;
+        for l in lines {
+            text.push_str(&serde_json::to_string(l)?);
+            text.push('\n');
+        }
+        f.write_all(text.as_bytes())
+            .and_then(|_| f.sync_data())
+            .with_context(|| format!("cannot write journal {}", self.path.display()))?;
+        if !existed {
+            let dir = self
+                .path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            File::open(dir)?.sync_all()?;
+        }
         Ok(())
     }
+}
+
+fn ends_with_newline(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else {
+        return true;
+    };
+    if f.seek(SeekFrom::End(-1)).is_err() {
+        return true; // empty file
+    }
+    let mut b = [0u8; 1];
+    f.read_exact(&mut b).map(|_| b[0] == b'\n').unwrap_or(true)
 }
 
 /// One human line saying what an undo action does.

@@ -244,8 +244,11 @@ impl ConfigKind for Blktrace {
             c.stop()?;
         }
         leave_outputs(&self.journal, std::mem::take(&mut self.outputs), self.keep)?;
-        let ids = std::mem::take(&mut self.entries);
+        // One journal update for the values and the mount (undone last:
+        // its entry is the oldest).
+        let mut ids = std::mem::take(&mut self.entries);
+        ids.extend(self.mount.take());
         self.journal.lock().unwrap().undo_entries(&ids)?;
-        tracefs::release(&self.journal, self.mount.take())
+        Ok(())
     }
 }
