@@ -63,7 +63,7 @@ fn crash_helper() {
         }
         "fsops" => {
             let v: toml::Value = toml::from_str(&format!(
-                "volumes = 3\nsize_mb = 32\nwrite_files = 4\nfile_size_kb = 256\ndir = \"{}\"",
+                "volumes = 10\nsize_mb = 32\nwrite_files = 4\nfile_size_kb = 256\ndir = \"{}\"",
                 dir.display()
             ))
             .unwrap();
@@ -206,6 +206,18 @@ fn sigkill_after_ftrace_and_sysctl_then_restore_puts_all_back() {
     assert!(!Journal::is_pending(&jpath).unwrap());
 }
 
+/// The loop devices that exist (bound or not).
+fn loop_devices() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("loop"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// Loop devices whose backing file lies under `dir`.
 fn loops_under(dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
@@ -249,9 +261,10 @@ fn sigkill_mid_fsops_run_then_restore_leaves_no_volume() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let dir_path = std::fs::canonicalize(dir.path()).unwrap();
+    let loops_before = loop_devices();
     let mut h = spawn_helper("fsops", &dir_path);
     wait_for("ready", || dir_path.join("ready").exists(), &mut h.child);
-    assert_eq!(loops_under(&dir_path).len(), 3);
+    assert_eq!(loops_under(&dir_path).len(), 10);
     wait_for(
         "a mounted volume",
         || !mounts_under(&dir_path).is_empty(),
@@ -270,6 +283,7 @@ fn sigkill_mid_fsops_run_then_restore_leaves_no_volume() {
     }
     assert_eq!(mounts_under(&dir_path), Vec::<String>::new());
     assert_eq!(loops_under(&dir_path), Vec::<String>::new());
+    assert_eq!(loop_devices(), loops_before);
     let left: Vec<PathBuf> = std::fs::read_dir(&dir_path)
         .unwrap()
         .flatten()

@@ -55,6 +55,9 @@ pub enum UndoAction {
         device: PathBuf,
         backing_file: PathBuf,
     },
+    /// Remove loop device `number` (LOOP_CTL_REMOVE) if it is unbound: for
+    /// devices sysdelta itself created beyond those that existed before.
+    RemoveLoop { number: u32 },
     /// Remove a file, or a directory (recursively when `recursive`).
     RemovePath { path: PathBuf, recursive: bool },
     /// Kill process `pid` (its process group when `group`), but only if its
@@ -335,6 +338,7 @@ pub fn describe(undo: &UndoAction) -> String {
             device.display(),
             backing_file.display()
         ),
+        UndoAction::RemoveLoop { number } => format!("remove loop device loop{number}"),
         UndoAction::RemovePath { path, .. } => format!("remove {}", path.display()),
         UndoAction::KillProcess { pid, .. } => format!("kill process {pid}"),
         UndoAction::Swapoff { path } => format!("swapoff {}", path.display()),
@@ -383,6 +387,23 @@ pub fn apply(undo: &UndoAction) -> Result<String> {
                 ));
             }
             detach_loop(device)?;
+            Ok(describe(undo))
+        }
+        UndoAction::RemoveLoop { number } => {
+            let dev = PathBuf::from(format!("/dev/loop{number}"));
+            if !Path::new(&format!("/sys/block/loop{number}")).exists() {
+                return Ok(format!("loop{number} is gone, nothing to do"));
+            }
+            // An autoclear detach (after the unmount just undone) may
+            // still be finishing: give it a moment before calling it in use.
+            let deadline = Instant::now() + Duration::from_secs(1);
+            while loop_backing_file(&dev).is_some() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if loop_backing_file(&dev).is_some() {
+                return Ok(format!("loop{number} is in use, left alone"));
+            }
+            remove_loop(*number)?;
             Ok(describe(undo))
         }
         UndoAction::RemovePath { path, recursive } => {
@@ -550,6 +571,38 @@ pub fn detach_loop(device: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// LOOP_CTL_REMOVE from <linux/loop.h>.
+const LOOP_CTL_REMOVE: libc::c_ulong = 0x4C81;
+
+/// Remove an unbound loop device; retried briefly while the kernel is
+/// still finishing an autoclear detach (EBUSY).
+pub fn remove_loop(number: u32) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    let ctl = File::open("/dev/loop-control").context("cannot open /dev/loop-control")?;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        // SAFETY: LOOP_CTL_REMOVE takes the device number as its argument.
+        if unsafe {
+            libc::ioctl(
+                ctl.as_raw_fd(),
+                LOOP_CTL_REMOVE as _,
+                number as libc::c_ulong,
+            )
+        } >= 0
+        {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::ENODEV) => return Ok(()),
+            Some(libc::EBUSY) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            _ => return Err(e).context(format!("cannot remove loop{number}")),
+        }
+    }
 }
 
 /// Field 22 of /proc/PID/stat: start time in clock ticks since boot.

@@ -77,6 +77,9 @@ struct Volume {
     /// device detaches by itself once this closes and nothing is mounted,
     /// which also covers a SIGKILL of sysdelta.
     fd: File,
+    /// The device did not exist before (GET_FREE created it): remove it
+    /// in teardown so the machine keeps the loop devices it had.
+    created: bool,
 }
 
 pub struct FsopsWorkload {
@@ -186,17 +189,12 @@ impl FsopsWorkload {
             out.push("fsops: must run as root (loop devices, mkfs, mount)".into());
             return out;
         }
+        // max_loop only limits the devices made at boot and by mknod;
+        // LOOP_CTL_GET_FREE creates more on demand, so no count check.
         if !Path::new("/dev/loop-control").exists() {
             out.push(
                 "fsops: no loop device support (/dev/loop-control missing; modprobe loop)".into(),
             );
-        } else if let Some(free) = free_loop_budget() {
-            if free < self.volumes {
-                out.push(format!(
-                    "fsops: needs {} free loop devices, {free} available (max_loop limit)",
-                    self.volumes
-                ));
-            }
         }
         if launch::which(&self.mkfs_tool()).is_none() {
             out.push(format!(
@@ -248,25 +246,29 @@ impl FsopsWorkload {
         let ctl =
             File::open("/dev/loop-control").context("fsops: cannot open /dev/loop-control")?;
         for _attempt in 0..8 {
+            let existing = loop_numbers();
             // SAFETY: LOOP_CTL_GET_FREE takes no argument.
             let n = unsafe { libc::ioctl(ctl.as_raw_fd(), LOOP_CTL_GET_FREE as _) };
             if n < 0 {
                 return Err(std::io::Error::last_os_error()).context("fsops: no free loop device");
             }
+            let created = !existing.contains(&(n as u32));
             let device = PathBuf::from(format!("/dev/loop{n}"));
-            let ids = journal.lock().unwrap().record_all(
-                "fsops",
-                vec![
-                    UndoAction::DetachLoop {
-                        device: device.clone(),
-                        backing_file: backing.clone(),
-                    },
-                    UndoAction::Unmount {
-                        target: mountpoint.clone(),
-                        source: Some(device.to_string_lossy().into_owned()),
-                    },
-                ],
-            )?;
+            let mut undos = Vec::new();
+            if created {
+                undos.push(UndoAction::RemoveLoop { number: n as u32 });
+            }
+            undos.extend([
+                UndoAction::DetachLoop {
+                    device: device.clone(),
+                    backing_file: backing.clone(),
+                },
+                UndoAction::Unmount {
+                    target: mountpoint.clone(),
+                    source: Some(device.to_string_lossy().into_owned()),
+                },
+            ]);
+            let ids = journal.lock().unwrap().record_all("fsops", undos)?;
             let fd = open_loop(&device)?;
             // SAFETY: LoopConfig is plain data; zeroed is a valid start.
             let mut cfg: LoopConfig = unsafe { std::mem::zeroed() };
@@ -291,6 +293,7 @@ impl FsopsWorkload {
                 mountpoint,
                 device,
                 fd,
+                created,
             });
             return Ok(());
         }
@@ -310,6 +313,19 @@ impl FsopsWorkload {
             // SAFETY: LOOP_CLR_FD on our own open loop fd.
             unsafe { libc::ioctl(v.fd.as_raw_fd(), LOOP_CLR_FD as _, 0) };
             drop(v.fd);
+            if v.created {
+                let n = v
+                    .device
+                    .to_string_lossy()
+                    .trim_start_matches("/dev/loop")
+                    .parse();
+                if let Err(e) = n
+                    .map_err(anyhow::Error::from)
+                    .and_then(journal::remove_loop)
+                {
+                    first.get_or_insert(e);
+                }
+            }
             let _ = std::fs::remove_dir(&v.mountpoint);
             let _ = std::fs::remove_file(&v.backing);
         }
@@ -411,25 +427,21 @@ fn open_loop(device: &Path) -> Result<File> {
     }
 }
 
-/// How many more loop devices can exist, when the loop module limits it
-/// (max_loop > 0); None when the kernel creates them on demand.
-fn free_loop_budget() -> Option<usize> {
-    let max: usize = std::fs::read_to_string("/sys/module/loop/parameters/max_loop")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    if max == 0 {
-        return None;
-    }
-    let used = std::fs::read_dir("/sys/block")
-        .ok()?
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name().to_string_lossy().starts_with("loop") && e.path().join("loop").exists()
+/// Numbers of the loop devices that exist now.
+fn loop_numbers() -> Vec<u32> {
+    std::fs::read_dir("/sys/block")
+        .map(|r| {
+            r.filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix("loop")?
+                    .parse()
+                    .ok()
+            })
+            .collect()
         })
-        .count();
-    Some(max.saturating_sub(used))
+        .unwrap_or_default()
 }
 
 fn free_mb(dir: &Path) -> Option<u64> {

@@ -19,8 +19,9 @@ use anyhow::{anyhow, Context, Result};
 
 use super::tracefs::{self, CpuStats};
 
-/// Bytes moved per splice: 16 pages, the default pipe capacity.
-const CHUNK: usize = 16 * 4096;
+/// Bytes moved per splice, and the pipe's capacity: 1 MiB, so one wakeup
+/// moves many pages (the default 64 KiB pipe loses events under load).
+const CHUNK: usize = 1 << 20;
 
 /// Per-run capture of every CPU's ring buffer into `dir/<prefix>.cpuN`.
 pub struct Capture {
@@ -163,6 +164,8 @@ fn splice(from: i32, to: i32, len: usize, flags: libc::c_uint) -> std::io::Resul
 
 fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
     let (pr, pw): (OwnedFd, OwnedFd) = nix::unistd::pipe()?;
+    // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
+    unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
     let mut total = 0u64;
     loop {
         match splice(
