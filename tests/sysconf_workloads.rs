@@ -292,38 +292,34 @@ fn trace_reader_keeps_count_during_compile() {
     let traces = tempfile::tempdir_in("/var/tmp").unwrap();
     let j = journal(dir.path());
     let _restore = Restore(j.clone());
-    let mut w = CompileWorkload::from_params(&params("files = 60\nfunctions = 8")).unwrap();
+    let mut w = CompileWorkload::from_params(&params("files = 40\nfunctions = 8")).unwrap();
     w.prepare(dir.path()).unwrap();
-    let mut f = kinds::build(
-        "ftrace",
-        &params("events = [\"sched\", \"syscalls\"]\ntracing_on = true"),
-        j.clone(),
-    )
-    .unwrap();
-    let mut r = kinds::build(
-        "trace_reader",
-        &params(&format!("dir = \"{}\"", traces.path().display())),
-        j.clone(),
-    )
-    .unwrap();
-    f.enter().unwrap();
-    r.enter().unwrap();
-    r.before_run().unwrap();
-    let cancel = AtomicBool::new(false);
-    let m = ok(w.run(&ctx(dir.path(), &cancel, None)));
-    let rm = r.after_run().unwrap();
-    r.leave().unwrap();
-    f.leave().unwrap();
+    // The kernel's default ring buffer, then a 16 MiB one per CPU.
+    for buffer in ["", "\nbuffer_size_kb = 16384"] {
+        let src = format!("events = [\"sched\", \"syscalls\"]\ntracing_on = true{buffer}");
+        let mut f = kinds::build("ftrace", &params(&src), j.clone()).unwrap();
+        let out = format!("dir = \"{}\"", traces.path().display());
+        let mut r = kinds::build("trace_reader", &params(&out), j.clone()).unwrap();
+        f.enter().unwrap();
+        r.enter().unwrap();
+        r.before_run().unwrap();
+        let cancel = AtomicBool::new(false);
+        let m = ok(w.run(&ctx(dir.path(), &cancel, None)));
+        let rm = r.after_run().unwrap();
+        r.leave().unwrap();
+        f.leave().unwrap();
+        let bytes = value(&rm, "trace_bytes");
+        let lost = value(&rm, "trace_events_lost");
+        eprintln!(
+            "TRACE under compile ({:.2} s build, sched+syscalls, buffer {}): {:.1} MB written, {lost} events lost",
+            value(&m, "build_time"),
+            if buffer.is_empty() { "default" } else { "16 MiB/cpu" },
+            bytes / 1e6
+        );
+        assert!(bytes > 0.0);
+        assert!(lost >= 0.0);
+    }
     w.cleanup();
-    let bytes = value(&rm, "trace_bytes");
-    let lost = value(&rm, "trace_events_lost");
-    eprintln!(
-        "TRACE under compile ({:.2} s build, sched+syscalls): {:.1} MB written, {lost} events lost",
-        value(&m, "build_time"),
-        bytes / 1e6
-    );
-    assert!(bytes > 0.0);
-    assert!(lost >= 0.0);
     assert!(
         std::fs::read_dir(traces.path()).unwrap().next().is_none(),
         "trace files left"

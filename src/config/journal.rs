@@ -248,13 +248,46 @@ impl Journal {
         self.undo_list(all)
     }
 
+    /// Undo the given entries concurrently, one thread each: for
+    /// independent undos that each wait on the kernel (disabling blk
+    /// tracing per device waits for an RCU grace period).
+    pub fn undo_entries_parallel(&mut self, ids: &[EntryId]) -> Result<Vec<String>> {
+        let selected: Vec<Entry> = self
+            .state
+            .entries
+            .iter()
+            .filter(|e| ids.contains(&e.id))
+            .cloned()
+            .collect();
+        let results: Vec<Result<String>> = std::thread::scope(|s| {
+            let hs: Vec<_> = selected
+                .iter()
+                .map(|e| s.spawn(|| apply(&e.undo)))
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("undo panicked"))))
+                .collect()
+        });
+        self.finish_undo(&selected, results)
+    }
+
     fn undo_list(&mut self, mut entries: Vec<Entry>) -> Result<Vec<String>> {
         entries.sort_by_key(|e| std::cmp::Reverse(e.id));
+        let results = entries.iter().map(|e| apply(&e.undo)).collect();
+        self.finish_undo(&entries, results)
+    }
+
+    /// Forget the entries whose undo worked; name those that failed.
+    fn finish_undo(
+        &mut self,
+        entries: &[Entry],
+        results: Vec<Result<String>>,
+    ) -> Result<Vec<String>> {
         let mut lines = Vec::new();
         let mut failed = Vec::new();
         let mut finished = Vec::new();
-        for e in &entries {
-            match apply(&e.undo) {
+        for (e, r) in entries.iter().zip(results) {
+            match r {
                 Ok(what) => {
                     lines.push(format!("[{}] {}", e.owner, what));
                     finished.push(e.id);

@@ -303,32 +303,23 @@ impl FsopsWorkload {
     /// Unmount what is mounted, detach, remove files: the normal undo of
     /// prepare. Returns the first error but always tries everything.
     fn teardown(&mut self) -> Result<()> {
-        let mut first: Option<anyhow::Error> = None;
-        for v in self.vols.drain(..) {
-            if journal::is_mounted(&v.mountpoint, None).unwrap_or(false) {
-                if let Err(e) = journal::unmount(&v.mountpoint) {
-                    first.get_or_insert(e);
-                }
-            }
-            // SAFETY: LOOP_CLR_FD on our own open loop fd.
-            unsafe { libc::ioctl(v.fd.as_raw_fd(), LOOP_CLR_FD as _, 0) };
-            drop(v.fd);
-            if v.created {
-                let n = v
-                    .device
-                    .to_string_lossy()
-                    .trim_start_matches("/dev/loop")
-                    .parse();
-                if let Err(e) = n
-                    .map_err(anyhow::Error::from)
-                    .and_then(journal::remove_loop)
-                {
-                    first.get_or_insert(e);
-                }
-            }
-            let _ = std::fs::remove_dir(&v.mountpoint);
-            let _ = std::fs::remove_file(&v.backing);
-        }
+        // One thread per volume: detaching a loop device waits on the
+        // kernel, and ten of them in a row add up.
+        let vols: Vec<Volume> = self.vols.drain(..).collect();
+        let errors: Vec<anyhow::Error> = std::thread::scope(|s| {
+            let hs: Vec<_> = vols
+                .into_iter()
+                .map(|v| s.spawn(move || teardown_volume(v)))
+                .collect();
+            hs.into_iter()
+                .filter_map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("teardown panicked")))
+                        .err()
+                })
+                .collect()
+        });
+        let mut first: Option<anyhow::Error> = errors.into_iter().next();
         registry::withdraw(REGISTRY_NAME);
         if let Some(j) = &self.journal {
             // Anything teardown could not do is done (or reported) by the
@@ -401,6 +392,36 @@ impl FsopsWorkload {
         }
         Ok(())
     }
+}
+
+/// Unmount if mounted, detach, remove a loop device we created, remove
+/// the mount point and the backing file.
+fn teardown_volume(v: Volume) -> Result<()> {
+    let mut first: Option<anyhow::Error> = None;
+    if journal::is_mounted(&v.mountpoint, None).unwrap_or(false) {
+        if let Err(e) = journal::unmount(&v.mountpoint) {
+            first.get_or_insert(e);
+        }
+    }
+    // SAFETY: LOOP_CLR_FD on our own open loop fd.
+    unsafe { libc::ioctl(v.fd.as_raw_fd(), LOOP_CLR_FD as _, 0) };
+    drop(v.fd);
+    if v.created {
+        let n = v
+            .device
+            .to_string_lossy()
+            .trim_start_matches("/dev/loop")
+            .parse();
+        if let Err(e) = n
+            .map_err(anyhow::Error::from)
+            .and_then(journal::remove_loop)
+        {
+            first.get_or_insert(e);
+        }
+    }
+    let _ = std::fs::remove_dir(&v.mountpoint);
+    let _ = std::fs::remove_file(&v.backing);
+    first.map_or(Ok(()), Err)
 }
 
 fn force_flags(fstype: &str) -> Vec<&'static str> {

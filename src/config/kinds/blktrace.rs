@@ -39,6 +39,8 @@ pub struct Blktrace {
     journal: JournalHandle,
     mount: Option<EntryId>,
     entries: Vec<EntryId>,
+    /// The per-device `trace/enable` entries (undone in parallel).
+    device_entries: Vec<EntryId>,
     outputs: Vec<EntryId>,
     capture: Option<Capture>,
 }
@@ -100,6 +102,7 @@ impl Blktrace {
             journal,
             mount: None,
             entries: Vec::new(),
+            device_entries: Vec::new(),
             outputs: Vec::new(),
             capture: None,
         })
@@ -185,7 +188,13 @@ impl ConfigKind for Blktrace {
                 contents: tracefs::read(f)?,
             });
         }
-        self.entries = self.journal.lock().unwrap().record_all("blktrace", undos)?;
+        let first_dev = usize::from(self.buffer_size_kb.is_some());
+        let ids = self.journal.lock().unwrap().record_all("blktrace", undos)?;
+        self.device_entries = ids[first_dev..first_dev + devs.len()].to_vec();
+        self.entries = ids
+            .into_iter()
+            .filter(|id| !self.device_entries.contains(id))
+            .collect();
         if let Some(kb) = self.buffer_size_kb {
             journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())?;
         }
@@ -244,11 +253,13 @@ impl ConfigKind for Blktrace {
             c.stop()?;
         }
         leave_outputs(&self.journal, std::mem::take(&mut self.outputs), self.keep)?;
-        // One journal update for the values and the mount (undone last:
-        // its entry is the oldest).
-        let mut ids = std::mem::take(&mut self.entries);
-        ids.extend(self.mount.take());
-        self.journal.lock().unwrap().undo_entries(&ids)?;
+        let mut j = self.journal.lock().unwrap();
+        // Tracer and tracing_on first (the blk tracer stops), then every
+        // device at once: each disable waits for an RCU grace period, so
+        // one after the other costs ~25 ms per device.
+        j.undo_entries(&std::mem::take(&mut self.entries))?;
+        j.undo_entries_parallel(&std::mem::take(&mut self.device_entries))?;
+        j.undo_entries(&self.mount.take().into_iter().collect::<Vec<_>>())?;
         Ok(())
     }
 }
