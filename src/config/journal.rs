@@ -153,6 +153,21 @@ impl Journal {
         Ok(!Journal::open(path)?.state.entries.is_empty())
     }
 
+    /// The one-line refusal `sysdelta run` gives while a crashed run's
+    /// changes are still in the journal.
+    pub fn refuse_if_pending(path: &Path) -> Result<()> {
+        let j = Journal::open(path)?;
+        if j.state.entries.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{} holds {} system change(s) left by an interrupted run (first: {}); run `sysdelta restore` first",
+            path.display(),
+            j.state.entries.len(),
+            j.pending()[0]
+        )
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -730,6 +745,32 @@ mod tests {
         assert!(!Journal::is_pending(&path).unwrap());
         // done() on an entry another process already cleared is harmless.
         j.done(id).unwrap();
+    }
+
+    #[test]
+    fn pending_journal_refuses_with_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.journal");
+        Journal::refuse_if_pending(&path).unwrap();
+        let mut j = Journal::open(&path).unwrap();
+        j.record(UndoAction::Unmount {
+            target: "/nonexistent-mnt".into(),
+            source: None,
+        })
+        .unwrap();
+        let e = Journal::refuse_if_pending(&path).unwrap_err().to_string();
+        assert!(!e.contains('\n'), "{e}");
+        assert!(
+            e.contains("sysdelta restore") && e.contains("unmount /nonexistent-mnt"),
+            "{e}"
+        );
+        // A torn last line (power loss mid-append) is ignored.
+        let mut text = fs::read_to_string(&path).unwrap();
+        text.push_str("{\"op\":\"add\",\"ent");
+        fs::write(&path, text).unwrap();
+        assert_eq!(Journal::open(&path).unwrap().pending().len(), 1);
+        j.restore_all().unwrap();
+        Journal::refuse_if_pending(&path).unwrap();
     }
 
     #[test]
