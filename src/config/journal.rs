@@ -78,7 +78,33 @@ struct Entry {
     id: EntryId,
     /// Who made the change, for the restore report ("ftrace", "fsops").
     owner: String,
+    /// The boot the change was made in (/proc/sys/kernel/random/boot_id):
+    /// kernel state (sysctls, tracefs, mounts, loop devices, processes) of
+    /// an earlier boot is gone, so only on-disk undos still apply.
+    #[serde(default)]
+    boot_id: String,
     undo: UndoAction,
+}
+
+impl Entry {
+    /// Undo this entry, or say why there is nothing to undo any more.
+    fn undo(&self) -> Result<String> {
+        let on_disk = matches!(self.undo, UndoAction::RemovePath { .. });
+        if !on_disk && !self.boot_id.is_empty() && self.boot_id != boot_id() {
+            return Ok(format!(
+                "{}: made before the last reboot, nothing to do",
+                describe(&self.undo)
+            ));
+        }
+        apply(&self.undo)
+    }
+}
+
+/// This boot's id; empty where the kernel does not provide one.
+pub fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -191,6 +217,7 @@ impl Journal {
     pub fn record_all(&mut self, owner: &str, undos: Vec<UndoAction>) -> Result<Vec<EntryId>> {
         let mut ids = Vec::with_capacity(undos.len());
         let mut lines = Vec::with_capacity(undos.len());
+        let boot = boot_id();
         for undo in undos {
             let id = self.state.next_id;
             self.state.next_id += 1;
@@ -198,6 +225,7 @@ impl Journal {
                 entry: Entry {
                     id,
                     owner: owner.to_string(),
+                    boot_id: boot.clone(),
                     undo,
                 },
             });
@@ -275,10 +303,7 @@ impl Journal {
             .cloned()
             .collect();
         let results: Vec<Result<String>> = std::thread::scope(|s| {
-            let hs: Vec<_> = selected
-                .iter()
-                .map(|e| s.spawn(|| apply(&e.undo)))
-                .collect();
+            let hs: Vec<_> = selected.iter().map(|e| s.spawn(|| e.undo())).collect();
             hs.into_iter()
                 .map(|h| h.join().unwrap_or_else(|_| Err(anyhow!("undo panicked"))))
                 .collect()
@@ -288,7 +313,7 @@ impl Journal {
 
     fn undo_list(&mut self, mut entries: Vec<Entry>) -> Result<Vec<String>> {
         entries.sort_by_key(|e| std::cmp::Reverse(e.id));
-        let results = entries.iter().map(|e| apply(&e.undo)).collect();
+        let results = entries.iter().map(|e| e.undo()).collect();
         self.finish_undo(&entries, results)
     }
 
@@ -398,19 +423,11 @@ pub fn describe(undo: &UndoAction) -> String {
 pub fn apply(undo: &UndoAction) -> Result<String> {
     match undo {
         UndoAction::WriteFile { path, contents } => {
-            write_value(path, contents)?;
+            with_tracefs(path, || write_value(path, contents))?;
             Ok(describe(undo))
         }
         UndoAction::WriteLines { path, lines } => {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            for line in lines.iter().filter(|l| !l.trim().is_empty()) {
-                f.write_all(line.trim().as_bytes())
-                    .with_context(|| format!("cannot write {:?} to {}", line, path.display()))?;
-            }
+            with_tracefs(path, || write_lines(path, lines))?;
             Ok(describe(undo))
         }
         UndoAction::Unmount { target, source } => {
@@ -507,6 +524,43 @@ pub fn apply(undo: &UndoAction) -> Result<String> {
             Ok(describe(undo))
         }
     }
+}
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Run `f` (a write under tracefs) with tracefs mounted: if the journal
+/// outlived the mount (someone unmounted it after a crash), mount it for
+/// the write and unmount it again.
+fn with_tracefs(path: &Path, f: impl FnOnce() -> Result<()>) -> Result<()> {
+    let tracefs = Path::new(TRACEFS);
+    if !path.starts_with(tracefs) || tracefs.join("trace").exists() {
+        return f();
+    }
+    nix::mount::mount(
+        Some("tracefs"),
+        tracefs,
+        Some("tracefs"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .context("cannot mount tracefs to restore it")?;
+    let r = f();
+    let u = unmount(tracefs);
+    r.and(u)
+}
+
+/// Truncate, then one write per line (tracefs `set_event`).
+pub fn write_lines(path: &Path, lines: &[String]) -> Result<()> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    for line in lines.iter().filter(|l| !l.trim().is_empty()) {
+        f.write_all(line.trim().as_bytes())
+            .with_context(|| format!("cannot write {:?} to {}", line, path.display()))?;
+    }
+    Ok(())
 }
 
 /// Write a value to a sysfs/procfs/tracefs file with a single write(2),
@@ -771,6 +825,39 @@ mod tests {
         assert_eq!(Journal::open(&path).unwrap().pending().len(), 1);
         j.restore_all().unwrap();
         Journal::refuse_if_pending(&path).unwrap();
+    }
+
+    #[test]
+    fn kernel_state_of_an_earlier_boot_is_not_restored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.journal");
+        let value = dir.path().join("value");
+        fs::write(&value, "now").unwrap();
+        let gone = dir.path().join("backing.img");
+        fs::write(&gone, "x").unwrap();
+        let mut j = Journal::open(&path).unwrap();
+        j.record(UndoAction::RemovePath {
+            path: gone.clone(),
+            recursive: false,
+        })
+        .unwrap();
+        j.record(UndoAction::WriteFile {
+            path: value.clone(),
+            contents: "before".into(),
+        })
+        .unwrap();
+        // Pretend both were recorded in another boot.
+        let text = fs::read_to_string(&path)
+            .unwrap()
+            .replace(&boot_id(), "an-earlier-boot");
+        fs::write(&path, text).unwrap();
+        let lines = Journal::open(&path).unwrap().restore_all().unwrap();
+        assert!(lines[0].contains("before the last reboot"), "{lines:?}");
+        assert_eq!(fs::read_to_string(&value).unwrap(), "now");
+        assert!(
+            !gone.exists(),
+            "files on disk are removed whatever the boot"
+        );
     }
 
     #[test]
