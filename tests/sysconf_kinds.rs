@@ -396,3 +396,89 @@ fn blktrace_preflight_rejects_missing_device() {
     assert!(err.contains("no `fsops` workload"), "{err}");
     assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
 }
+
+const PREFLIGHT_HELPER: &str = "SYSDELTA_PREFLIGHT_HELPER";
+
+/// Child side of the bad-input test: prints every kind's preflight lines.
+#[test]
+fn preflight_helper() {
+    if std::env::var(PREFLIGHT_HELPER).is_err() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(dir.path());
+    for (kind, src) in [
+        ("ftrace", "events = [\"sched\"]"),
+        ("trace_reader", "dir = \"/tmp/sysdelta-preflight-probe\""),
+        ("perf_record", "event = \"cpu-clock\""),
+        ("blktrace", "devices = [\"vda\"]"),
+        ("sysctl", "\"vm.swappiness\" = 10"),
+    ] {
+        for l in build(kind, src, &j).preflight() {
+            println!("PREFLIGHT {kind}: {l}");
+        }
+    }
+}
+
+fn preflight_lines(as_nobody: bool, path: &str) -> Vec<String> {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "preflight_helper",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(PREFLIGHT_HELPER, "1")
+    .env("PATH", path);
+    if as_nobody {
+        // SAFETY: setgid/setuid between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "preflight helper failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        // The harness may print "test preflight_helper ... " on the same line.
+        .filter_map(|l| l.find("PREFLIGHT ").map(|i| l[i + 10..].to_string()))
+        .collect()
+}
+
+/// Not root, and perf not installed: one clear line each, from preflight
+/// (which changes nothing).
+#[test]
+fn preflight_says_not_root_and_perf_missing() {
+    need_root_and_tracefs!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = tracing_state();
+    let lines = preflight_lines(true, &std::env::var("PATH").unwrap_or_default());
+    for kind in [
+        "ftrace",
+        "trace_reader",
+        "perf_record",
+        "blktrace",
+        "sysctl",
+    ] {
+        let mine: Vec<&String> = lines.iter().filter(|l| l.starts_with(kind)).collect();
+        assert!(
+            mine.iter().any(|l| l.contains("must run as root")),
+            "{kind} as nobody: {mine:?}"
+        );
+    }
+    let lines = preflight_lines(false, "/nonexistent");
+    assert_eq!(
+        lines,
+        vec!["perf_record: perf_record: perf is not installed (not in PATH; apt-get install linux-perf)"]
+    );
+    assert_eq!(tracing_state(), before);
+}

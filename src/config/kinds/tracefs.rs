@@ -117,7 +117,8 @@ pub fn probe() -> Result<Offer> {
             bail!("this kernel has no tracefs (not in /proc/filesystems)");
         }
         let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c").arg(format!(
+        // Our own PATH may be anything; cat is a system tool.
+        cmd.env("PATH", "/usr/bin:/bin").arg("-c").arg(format!(
             "cat {TRACEFS}/available_tracers && echo @@ && cat {TRACEFS}/available_events"
         ));
         // SAFETY: only async-signal-safe syscalls between fork and exec.
