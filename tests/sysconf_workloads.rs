@@ -325,3 +325,106 @@ fn trace_reader_keeps_count_during_compile() {
         "trace files left"
     );
 }
+
+/// The shared launcher honours every RunContext field: env, cwd, CPU list
+/// (sched_setaffinity before exec), cgroup (the child joins it before
+/// exec), and cancel (the whole process group is killed).
+#[test]
+fn launcher_honours_the_run_context() {
+    use std::process::{Command, Stdio};
+    use sysdelta::workload::compile::launch;
+    let dir = tempfile::tempdir().unwrap();
+    let cgroot = Path::new("/sys/fs/cgroup/unified");
+    let cgroup = cgroot.join(format!("sysdelta-test-{}", std::process::id()));
+    let use_cgroup = is_root() && cgroot.join("cgroup.procs").exists();
+    if use_cgroup {
+        std::fs::create_dir(&cgroup).unwrap();
+    } else {
+        eprintln!(
+            "SKIP cgroup part: needs root and cgroup v2 at {}",
+            cgroot.display()
+        );
+    }
+    let procs = cgroup.join("cgroup.procs");
+    let out_path = dir.path().join("out");
+    let cancel = AtomicBool::new(false);
+    let env = [("SYSDELTA_TEST_VAR".to_string(), "hello".to_string())];
+    let cpus = [0usize];
+    let ctx = RunContext {
+        env: &env,
+        cwd: Some(dir.path()),
+        timeout: Duration::from_secs(30),
+        cancel: &cancel,
+        cpus: Some(&cpus),
+        cgroup_procs: use_cgroup.then_some(procs.as_path()),
+        scratch: dir.path(),
+    };
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(
+        "echo $SYSDELTA_TEST_VAR; pwd; grep Cpus_allowed_list /proc/self/status; cat /proc/self/cgroup",
+    );
+    let out = std::fs::File::create(&out_path).unwrap();
+    let done =
+        launch::run_io(cmd, &ctx, Stdio::from(out)).unwrap_or_else(|_| panic!("launch failed"));
+    let text = std::fs::read_to_string(&out_path).unwrap();
+    if use_cgroup {
+        let _ = std::fs::remove_dir(&cgroup);
+    }
+    assert!(done.status.success());
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("hello"));
+    assert_eq!(
+        lines.next().map(Path::new),
+        Some(std::fs::canonicalize(dir.path()).unwrap().as_path())
+    );
+    assert_eq!(
+        lines.next().map(|l| l.split_whitespace().last()),
+        Some(Some("0"))
+    );
+    if use_cgroup {
+        let name = cgroup.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(text.contains(&format!("0::/{name}")), "{text}");
+    }
+
+    // Cancel: a background grandchild dies with the group.
+    let pidfile = dir.path().join("bg.pid");
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(format!("sleep 30 & echo $! > {}; wait", pidfile.display()));
+    let ctx = RunContext {
+        cpus: None,
+        cgroup_procs: None,
+        ..ctx
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(300));
+            cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        match launch::run(cmd, &ctx) {
+            Err(RunOutcome::Failed { reason, .. }) => {
+                assert!(reason.contains("cancelled"), "{reason}")
+            }
+            _ => panic!("a cancelled run did not fail"),
+        }
+    });
+    let bg: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The grandchild was killed; once reaped by init its /proc entry goes.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Path::new(&format!("/proc/{bg}")).exists() && Instant::now() < deadline {
+        let state = std::fs::read_to_string(format!("/proc/{bg}/stat")).unwrap_or_default();
+        if state.contains(") Z") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let state = std::fs::read_to_string(format!("/proc/{bg}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.contains(") Z"),
+        "background sleep survived: {state}"
+    );
+}
