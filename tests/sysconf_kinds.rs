@@ -391,6 +391,35 @@ fn blktrace_preflight_rejects_missing_device() {
             .any(|l| l.contains("`nosuchdisk9` does not exist")),
         "{lines:?}"
     );
+    // The trace must not go to the disk being traced.
+    let root_disk = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| {
+            let here = std::fs::metadata("/var/tmp").map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                format!("{}:{}", libc::major(m.dev()), libc::minor(m.dev()))
+            });
+            std::fs::read_to_string(format!("/sys/block/{n}/dev"))
+                .map(|s| s.trim().to_string())
+                .ok()
+                == here.ok()
+        });
+    if let Some(disk) = root_disk {
+        let c = build(
+            "blktrace",
+            &format!("devices = [\"{disk}\"]\ndir = \"/var/tmp/x\""),
+            &j,
+        );
+        assert!(
+            c.preflight()
+                .iter()
+                .any(|l| l.contains("put the trace on another filesystem")),
+            "{:?}",
+            c.preflight()
+        );
+    }
     let mut c = build("blktrace", "devices = \"fsops\"", &j);
     let err = c.enter().unwrap_err().to_string();
     assert!(err.contains("no `fsops` workload"), "{err}");

@@ -65,6 +65,35 @@ fn block_devices() -> Vec<String> {
     v
 }
 
+/// "major:minor" numbers of a disk and its partitions.
+fn dev_numbers(name: &str) -> Vec<String> {
+    let base = Path::new("/sys/block").join(name);
+    let mut v: Vec<String> = std::fs::read_to_string(base.join("dev"))
+        .map(|s| vec![s.trim().to_string()])
+        .unwrap_or_default();
+    for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(name) {
+            if let Ok(s) = std::fs::read_to_string(e.path().join("dev")) {
+                v.push(s.trim().to_string());
+            }
+        }
+    }
+    v
+}
+
+/// Whether `dir` (or its nearest existing ancestor) lives on disk `name`.
+fn dir_is_on(dir: &Path, name: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let mut d = dir.to_path_buf();
+    while !d.exists() && d.pop() {}
+    let Ok(m) = std::fs::metadata(&d) else {
+        return false;
+    };
+    let dev = m.dev();
+    let here = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    dev_numbers(name).contains(&here)
+}
+
 impl Blktrace {
     pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Blktrace, String> {
         let t = value::table("blktrace", v, &["devices", "dir", "keep", "buffer_size_kb"])?;
@@ -155,6 +184,14 @@ impl ConfigKind for Blktrace {
             }
         }
         out.extend(check::writable_dir("blktrace", &self.dir));
+        if let Devices::Named(devs) = &self.devices {
+            if let Some(d) = devs.iter().find(|d| dir_is_on(&self.dir, d)) {
+                out.push(format!(
+                    "blktrace: dir {} is on the traced device `{d}`; put the trace on another filesystem",
+                    self.dir.display()
+                ));
+            }
+        }
         out
     }
 
