@@ -67,4 +67,7 @@ pub trait Workload: Send {
 }
 
 pub mod command;
+pub mod compile;
+pub mod compress;
+pub mod fsops;
 pub mod registry;
