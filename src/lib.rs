@@ -2,5 +2,7 @@
 
 pub mod config;
 pub mod metric;
+pub mod monitor;
+pub mod series;
 pub mod stats;
 pub mod workload;
