@@ -6,7 +6,7 @@
 //! idle included (idle time shows up as the idle loop's symbols, as
 //! `default_idle` did in 2001). Kernel samples are resolved through
 //! /proc/kallsyms; user samples are attributed to the process name
-//! ("[user] comm"), not to functions: user-space symbol resolution is not done.
+//! (its `comm`, flagged non-kernel), not to functions: user-space symbol resolution is not done.
 
 pub mod kallsyms;
 pub mod perf;
@@ -328,7 +328,7 @@ impl Monitor for ProfileMonitor {
                 .get(pid)
                 .cloned()
                 .unwrap_or_else(|| format!("pid {pid}"));
-            *by_sym.entry((format!("[user] {comm}"), false)).or_default() += n;
+            *by_sym.entry((comm, false)).or_default() += n;
         }
         let mut symbols: Vec<(String, bool, u64)> =
             by_sym.into_iter().map(|((s, k), n)| (s, k, n)).collect();
