@@ -72,3 +72,71 @@ fn short_run_reports_one_rate_per_interval_in_order() {
     assert_eq!(prefill.len(), 1);
     eprintln!("steps/s per interval: {steps:?}, prefill {prefill:?} s");
 }
+
+/// Experiment, not a check: memsweep with and without a memory limit,
+/// vmstat alongside, printed side by side with the trend analysis.
+/// Needs a prepared cgroup (and swap, for swapping rather than OOM):
+/// SYSDELTA_MEMSWEEP_CGROUP=/sys/fs/cgroup/memory/x/cgroup.procs
+/// cargo test --release --test series_memsweep -- --ignored --nocapture
+#[test]
+#[ignore]
+fn pressure_experiment() {
+    let Ok(procs) = std::env::var("SYSDELTA_MEMSWEEP_CGROUP") else {
+        eprintln!("skipping: SYSDELTA_MEMSWEEP_CGROUP is not set");
+        return;
+    };
+    let ws = std::env::var("SYSDELTA_MEMSWEEP_WS").unwrap_or("512M".into());
+    let dur = std::env::var("SYSDELTA_MEMSWEEP_DURATION").unwrap_or("40s".into());
+    let mut w = params(&format!(
+        "working_set = \"{ws}\"\nduration = \"{dur}\"\ninterval = \"2s\""
+    ))
+    .unwrap();
+    let cancel = AtomicBool::new(false);
+    let dir = tempfile::tempdir().unwrap();
+    let mut cols = Vec::new();
+    for (label, cg) in [("unlimited", None), ("limited", Some(procs.as_str()))] {
+        let path = cg.map(std::path::Path::new);
+        let ctx = RunContext {
+            env: &[],
+            cwd: None,
+            timeout: Duration::from_secs(3600),
+            cancel: &cancel,
+            cpus: None,
+            cgroup_procs: path,
+            scratch: dir.path(),
+        };
+        let mut vm = sysdelta::monitor::build("vmstat", Duration::from_secs(2)).unwrap();
+        vm.start().unwrap();
+        let out = w.run(&ctx);
+        let data = vm.stop().unwrap();
+        for (m, v) in &data.summaries {
+            if [
+                "vmstat.si_per_s",
+                "vmstat.so_per_s",
+                "vmstat.cs_per_s",
+                "vmstat.us_pct",
+                "vmstat.sy_pct",
+                "vmstat.wa_pct",
+            ]
+            .contains(&m.name.as_str())
+            {
+                eprintln!("{label}: {} = {v:.1} {}", m.name, m.unit);
+            }
+        }
+        match out {
+            RunOutcome::Ok(ms) => {
+                let s = ms
+                    .iter()
+                    .find(|m| m.metric == "memsweep.steps_per_s")
+                    .unwrap();
+                cols.push((label.to_string(), s.values.clone()));
+                let si = data.series.iter().find(|s| s.name == "vmstat.si").unwrap();
+                cols.push((format!("{label} si"), si.values.clone()));
+            }
+            other => eprintln!("{label}: {other:?}"),
+        }
+    }
+    let mut out = Vec::new();
+    sysdelta::series::table::print_side_by_side_with(&cols, 2.0, "2 s", &mut out).unwrap();
+    eprint!("{}", String::from_utf8(out).unwrap());
+}
