@@ -60,3 +60,26 @@ fn vmstat_columns_are_rates_and_shares_like_procps() {
     assert_eq!(sum("vmstat.cs_per_s"), 2000.0);
     assert_eq!(sum("vmstat.si_per_s"), 100.0);
 }
+
+#[test]
+fn kallsyms_resolve_to_the_enclosing_text_symbol() {
+    use sysdelta::monitor::profile::kallsyms::Kallsyms;
+    let k = Kallsyms::parse(
+        "ffffffff81000000 T _stext\nffffffff81000100 t default_idle\nffffffff81000200 D some_data\nffffffff81000300 T ext4_map_blocks\t[ext4]\n0000000000000000 T hidden\n",
+    );
+    assert_eq!(k.resolve(0xffffffff81000150), Some("default_idle"));
+    assert_eq!(k.resolve(0xffffffff81000250), Some("default_idle")); // data skipped
+    assert_eq!(
+        k.resolve(0xffffffff81000300),
+        Some("ext4_map_blocks [ext4]")
+    );
+    assert_eq!(k.resolve(0x1000), None);
+}
+
+#[test]
+fn cpu_lists_parse() {
+    use sysdelta::monitor::profile::perf::parse_cpu_list;
+    assert_eq!(parse_cpu_list("0-1"), Some(vec![0, 1]));
+    assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
+    assert_eq!(parse_cpu_list("x"), None);
+}

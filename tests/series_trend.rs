@@ -120,3 +120,21 @@ fn side_by_side_table_shows_values_flags_and_ratio() {
     );
     assert!(text.contains("11.58x"), "{text}");
 }
+
+#[test]
+fn long_series_are_binned_and_still_flagged() {
+    // 10 000 points (about 2.8 h at 1 s): a 10% decline plus noise.
+    let y: Vec<f64> = noise(4, 10_000, 1.0)
+        .iter()
+        .enumerate()
+        .map(|(i, e)| 100.0 - 10.0 * i as f64 / 10_000.0 + e)
+        .collect();
+    let t = analyze(&y, 1.0);
+    assert_eq!(t.bin, 5);
+    assert_eq!(t.flag, Flag::Degrading);
+    assert!(
+        t.slope_ci.0 < -0.001 && -0.001 < t.slope_ci.1,
+        "{:?}",
+        t.slope_ci
+    );
+}

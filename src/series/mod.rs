@@ -21,6 +21,10 @@ pub const MK_ALPHA: f64 = 0.05;
 pub const SLOPE_CONFIDENCE: f64 = 0.95;
 /// Smallest relative change over the run that counts as a trend.
 pub const MIN_RELATIVE_CHANGE: f64 = 0.05;
+/// Longest series analysed point by point. Theil-Sen and Mann-Kendall are
+/// O(n^2) in time (Theil-Sen also in memory); longer series are first
+/// reduced to medians of consecutive bins of `bin` values each.
+pub const MAX_POINTS: usize = 2048;
 
 /// The verdict on one series.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -53,6 +57,9 @@ impl Flag {
 pub struct Trend {
     pub n: usize,
     pub interval_s: f64,
+    /// Values per analysed point: 1, or more when the series was longer than
+    /// [`MAX_POINTS`] and slope, test and change points ran on bin medians.
+    pub bin: usize,
     /// Theil-Sen slope, in the series' unit per second.
     pub theil_sen_slope: f64,
     /// 95% confidence interval of the slope (Sen 1968), unit per second.
@@ -88,6 +95,7 @@ pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Tre
     let mut t = Trend {
         n,
         interval_s,
+        bin: n.div_ceil(MAX_POINTS).max(1),
         theil_sen_slope: f64::NAN,
         slope_ci: (f64::NAN, f64::NAN),
         mann_kendall_p: f64::NAN,
@@ -97,10 +105,28 @@ pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Tre
         relative_change: f64::NAN,
         flag: Flag::TooShort,
     };
-    let x: Vec<f64> = (0..n).map(|i| i as f64 * interval_s).collect();
+    let binned: Vec<f64>;
+    let y: &[f64] = if t.bin > 1 {
+        // Bin medians, each placed at its bin's centre: the bins are equally
+        // spaced except a shorter last one, whose centre is computed exactly.
+        binned = values
+            .chunks(t.bin)
+            .map(|c| theilsen::median(c).unwrap_or(f64::NAN))
+            .collect();
+        &binned
+    } else {
+        values
+    };
+    let x: Vec<f64> = (0..y.len())
+        .map(|i| {
+            let start = i * t.bin;
+            let len = t.bin.min(n - start);
+            (start as f64 + (len as f64 - 1.0) / 2.0) * interval_s
+        })
+        .collect();
     let (Some(ts), Some(mk)) = (
-        theilsen::theil_sen(&x, values, SLOPE_CONFIDENCE),
-        mannkendall::mann_kendall(values),
+        theilsen::theil_sen(&x, y, SLOPE_CONFIDENCE),
+        mannkendall::mann_kendall(y),
     ) else {
         return t;
     };
@@ -108,7 +134,10 @@ pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Tre
     t.slope_ci = (ts.low, ts.high);
     t.mann_kendall_p = mk.p;
     t.kendall_tau = mk.tau;
-    t.change_points = changepoint::change_points(values);
+    t.change_points = changepoint::change_points(y)
+        .into_iter()
+        .map(|i| i * t.bin)
+        .collect();
     let med = theilsen::median(values).unwrap_or(f64::NAN).abs();
     let span = (n - 1) as f64 * interval_s;
     t.relative_change = if med > 0.0 {
