@@ -83,3 +83,51 @@ fn cpu_lists_parse() {
     assert_eq!(parse_cpu_list("0,2-4,7"), Some(vec![0, 2, 3, 4, 7]));
     assert_eq!(parse_cpu_list("x"), None);
 }
+
+#[test]
+fn paranoid_level_above_zero_needs_privilege() {
+    use sysdelta::monitor::profile::paranoid_error;
+    let e = paranoid_error(2, false).unwrap();
+    assert!(
+        e.contains("perf_event_paranoid is 2") && e.contains("at most 0"),
+        "{e}"
+    );
+    assert_eq!(paranoid_error(2, true), None);
+    assert_eq!(paranoid_error(0, false), None);
+    assert_eq!(paranoid_error(-1, false), None);
+}
+
+#[test]
+fn profiles_merge_and_diff() {
+    use sysdelta::monitor::profile::{print_diff_labeled, Profile};
+    let a = Profile {
+        total_samples: 100,
+        symbols: vec![
+            ("default_idle".into(), true, 90),
+            ("blk_get_queue".into(), true, 10),
+        ],
+        lost: 0,
+    };
+    let b = Profile {
+        total_samples: 100,
+        symbols: vec![("default_idle".into(), true, 60), ("fget".into(), true, 40)],
+        lost: 1,
+    };
+    let m = Profile::merge(&[a.clone(), b.clone()]);
+    assert_eq!(m.total_samples, 200);
+    assert_eq!(m.symbols[0], ("default_idle".to_string(), true, 150));
+    assert_eq!(m.lost, 1);
+    let mut out = Vec::new();
+    print_diff_labeled("2.4.7", &a, "2.4.14", &b, 2, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // fget +40pp and default_idle -30pp are the two largest changes.
+    assert!(
+        lines[1].contains("fget") && lines[1].contains("+40.0pp"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("default_idle") && lines[2].contains("-30.0pp"),
+        "{text}"
+    );
+}

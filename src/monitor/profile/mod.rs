@@ -30,7 +30,7 @@ const RING_PAGES: usize = 64;
 const MAX_DRAIN: Duration = Duration::from_secs(1);
 
 /// A run's profile: samples per symbol, most sampled first.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Profile {
     pub total_samples: u64,
     /// (symbol, is kernel, samples), sorted by samples descending then name.
@@ -40,6 +40,26 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// Sum several runs' profiles (e.g. all runs of one config) into one.
+    pub fn merge(profiles: &[Profile]) -> Profile {
+        let mut by: HashMap<(&str, bool), u64> = HashMap::new();
+        for p in profiles {
+            for (s, k, n) in &p.symbols {
+                *by.entry((s.as_str(), *k)).or_default() += n;
+            }
+        }
+        let mut symbols: Vec<(String, bool, u64)> = by
+            .into_iter()
+            .map(|((s, k), n)| (s.to_string(), k, n))
+            .collect();
+        sort_symbols(&mut symbols);
+        Profile {
+            total_samples: profiles.iter().map(|p| p.total_samples).sum(),
+            symbols,
+            lost: profiles.iter().map(|p| p.lost).sum(),
+        }
+    }
+
     /// Share of all samples, in percent, per (symbol, kernel).
     fn shares(&self) -> HashMap<(&str, bool), f64> {
         let tot = self.total_samples.max(1) as f64;
@@ -48,6 +68,15 @@ impl Profile {
             .map(|(s, k, n)| ((s.as_str(), *k), 100.0 * *n as f64 / tot))
             .collect()
     }
+}
+
+/// Most samples first; ties by name, kernel before user, for stable output.
+fn sort_symbols(v: &mut [(String, bool, u64)]) {
+    v.sort_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then_with(|| a.0.cmp(&b.0))
+            .then(b.1.cmp(&a.1))
+    });
 }
 
 fn tag(kernel: bool) -> &'static str {
@@ -220,6 +249,15 @@ fn has_perf_capability() -> bool {
         .is_some_and(|caps| caps & (1 << 38 | 1 << 21) != 0)
 }
 
+/// The error for a perf_event_paranoid level, if it forbids system-wide
+/// sampling of kernel and user code: allowed at level <= 0, or at any level
+/// with CAP_PERFMON or CAP_SYS_ADMIN.
+pub fn paranoid_error(paranoid: i64, privileged: bool) -> Option<String> {
+    (paranoid > 0 && !privileged).then(|| format!(
+        "monitor profile: kernel.perf_event_paranoid is {paranoid}; system-wide sampling needs it at most 0 (sysctl kernel.perf_event_paranoid=0) or root/CAP_PERFMON"
+    ))
+}
+
 /// One line per reason profiling cannot work here; stops at the first, so
 /// the user sees the root cause rather than its consequences.
 pub fn profile_preflight() -> Vec<String> {
@@ -229,10 +267,8 @@ pub fn profile_preflight() -> Vec<String> {
     let Some(paranoid) = paranoid else {
         return vec!["monitor profile: /proc/sys/kernel/perf_event_paranoid is missing: this kernel has no perf events".into()];
     };
-    if paranoid > 0 && !has_perf_capability() {
-        return vec![format!(
-            "monitor profile: kernel.perf_event_paranoid is {paranoid}; system-wide sampling needs it at most 0 (sysctl kernel.perf_event_paranoid=0) or root/CAP_PERFMON"
-        )];
+    if let Some(e) = paranoid_error(paranoid, has_perf_capability()) {
+        return vec![e];
     }
     let first = std::fs::File::open("/proc/kallsyms").and_then(|f| {
         let mut line = String::new();
@@ -332,7 +368,7 @@ impl Monitor for ProfileMonitor {
         }
         let mut symbols: Vec<(String, bool, u64)> =
             by_sym.into_iter().map(|((s, k), n)| (s, k, n)).collect();
-        symbols.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+        sort_symbols(&mut symbols);
         let total: u64 = symbols.iter().map(|s| s.2).sum();
 
         c.ticks.push(c.cur); // samples drained after the thread stopped
