@@ -101,7 +101,7 @@ fn profile_attributes_samples_to_symbols() {
     let ours = p
         .symbols
         .iter()
-        .find(|s| !s.1 && s.0.starts_with("monitor_live"));
+        .find(|s| !s.1 && s.0.starts_with("monitor_live") && s.0.contains("(monitor_live-"));
     assert!(
         ours.is_some(),
         "{:?}",

@@ -131,3 +131,18 @@ fn profiles_merge_and_diff() {
         "{text}"
     );
 }
+
+#[test]
+fn user_maps_keep_executable_mappings_by_file_name() {
+    use sysdelta::monitor::profile::usermaps::parse_maps;
+    let m = parse_maps(
+        "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 123 /usr/bin/cat\n\
+         55d0c0001000-55d0c0005000 r-xp 00001000 fd:00 123 /usr/bin/cat\n\
+         7f0000000000-7f0000100000 r-xp 00000000 fd:00 456 /usr/lib/x86_64-linux-gnu/libc.so.6\n\
+         7f0000200000-7f0000300000 rwxp 00000000 00:00 0\n\
+         7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0 [vdso]\n",
+    );
+    let names: Vec<&str> = m.iter().map(|r| &*r.2).collect();
+    assert_eq!(names, ["cat", "libc.so.6", "[anon]", "[vdso]"]);
+    assert_eq!((m[0].0, m[0].1), (0x55d0c0001000, 0x55d0c0005000));
+}

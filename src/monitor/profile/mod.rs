@@ -5,14 +5,17 @@
 //! it works without a PMU) on one CPU, every 1/hz seconds of that CPU's time,
 //! idle included (idle time shows up as the idle loop's symbols, as
 //! `default_idle` did in 2001). Kernel samples are resolved through
-//! /proc/kallsyms; user samples are attributed to the process name
-//! (its `comm`, flagged non-kernel), not to functions: user-space symbol resolution is not done.
+//! /proc/kallsyms; user samples are attributed to the process name and the
+//! file they ran in, "comm (libc.so.6)", flagged non-kernel: function names
+//! inside user files are not resolved.
 
 pub mod kallsyms;
 pub mod perf;
+pub mod usermaps;
 
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
@@ -169,8 +172,10 @@ struct Tick {
 struct Collector {
     rings: Vec<perf::Ring>,
     kernel_ips: HashMap<u64, u64>,
-    user_pids: HashMap<u32, u64>,
+    /// (pid, mapped file or None) -> samples.
+    user: HashMap<(u32, Option<Arc<str>>), u64>,
     comms: HashMap<u32, String>,
+    maps: usermaps::UserMaps,
     cur: Tick,
     ticks: Vec<Tick>,
 }
@@ -180,10 +185,12 @@ impl Collector {
         let Collector {
             rings,
             kernel_ips,
-            user_pids,
+            user,
+            maps,
             cur,
             ..
         } = self;
+        maps.next_drain();
         for r in rings.iter_mut() {
             r.drain(|s| {
                 if s.kernel {
@@ -194,13 +201,14 @@ impl Collector {
                         cur.kernel += 1;
                     }
                 } else {
-                    *user_pids.entry(s.pid).or_default() += 1;
+                    let file = maps.resolve(s.pid, s.ip);
+                    *user.entry((s.pid, file)).or_default() += 1;
                     cur.user += 1;
                 }
             });
         }
         // Name new processes while they (probably) still exist.
-        for pid in self.user_pids.keys() {
+        for (pid, _) in self.user.keys() {
             self.comms.entry(*pid).or_insert_with(|| {
                 std::fs::read_to_string(format!("/proc/{pid}/comm"))
                     .map(|s| s.trim().to_string())
@@ -223,6 +231,9 @@ pub struct ProfileMonitor {
     hz: u64,
     interval: Duration,
     thread: Option<SamplerThread<Collector>>,
+    /// Kernel symbols, kept between runs while /proc/modules is unchanged
+    /// (reading and sorting /proc/kallsyms takes tens of milliseconds).
+    ksyms: Option<(String, Arc<kallsyms::Kallsyms>)>,
 }
 
 impl ProfileMonitor {
@@ -233,7 +244,20 @@ impl ProfileMonitor {
             hz: hz.clamp(1, 100_000),
             interval,
             thread: None,
+            ksyms: None,
         }
+    }
+
+    fn kallsyms(&mut self) -> anyhow::Result<Arc<kallsyms::Kallsyms>> {
+        let modules = std::fs::read_to_string("/proc/modules").unwrap_or_default();
+        if let Some((m, k)) = &self.ksyms {
+            if *m == modules {
+                return Ok(k.clone());
+            }
+        }
+        let k = Arc::new(kallsyms::Kallsyms::load().context("monitor profile: /proc/kallsyms")?);
+        self.ksyms = Some((modules, k.clone()));
+        Ok(k)
     }
 }
 
@@ -328,8 +352,9 @@ impl Monitor for ProfileMonitor {
         let c = Collector {
             rings,
             kernel_ips: HashMap::new(),
-            user_pids: HashMap::new(),
+            user: HashMap::new(),
             comms: HashMap::new(),
+            maps: usermaps::UserMaps::default(),
             cur: Tick::default(),
             ticks: Vec::new(),
         };
@@ -349,7 +374,7 @@ impl Monitor for ProfileMonitor {
         c.drain();
         let lost: u64 = c.rings.iter().map(|r| r.lost).sum();
         c.rings.clear(); // unmap and close before the slow symbol work
-        let ksyms = kallsyms::Kallsyms::load().context("monitor profile: /proc/kallsyms")?;
+        let ksyms = self.kallsyms()?;
         let mut by_sym: HashMap<(String, bool), u64> = HashMap::new();
         for (ip, n) in &c.kernel_ips {
             let name = ksyms
@@ -358,13 +383,17 @@ impl Monitor for ProfileMonitor {
                 .unwrap_or_else(|| format!("0x{ip:x}"));
             *by_sym.entry((name, true)).or_default() += n;
         }
-        for (pid, n) in &c.user_pids {
+        for ((pid, file), n) in &c.user {
             let comm = c
                 .comms
                 .get(pid)
                 .cloned()
                 .unwrap_or_else(|| format!("pid {pid}"));
-            *by_sym.entry((comm, false)).or_default() += n;
+            let name = match file {
+                Some(f) => format!("{comm} ({f})"),
+                None => format!("{comm} (?)"),
+            };
+            *by_sym.entry((name, false)).or_default() += n;
         }
         let mut symbols: Vec<(String, bool, u64)> =
             by_sym.into_iter().map(|((s, k), n)| (s, k, n)).collect();
