@@ -37,6 +37,7 @@ pub enum Flag {
     /// No trend that passes all three tests of the rule.
     Flat,
     /// Fewer than 3 values, or values that are not finite: no verdict.
+    #[serde(rename = "too_short")]
     TooShort,
 }
 
