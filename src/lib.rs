@@ -8,6 +8,7 @@ pub mod plan;
 pub mod process;
 pub mod report;
 pub mod runner;
+pub mod series;
 pub mod stats;
 pub mod store;
 pub mod workload;

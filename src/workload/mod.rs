@@ -4,6 +4,7 @@
 //! up by name in [`registry`]) and run once per run by the runner, inside
 //! whatever configuration is entered at the time.
 
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -70,4 +71,5 @@ pub mod command;
 pub mod compile;
 pub mod compress;
 pub mod fsops;
+pub mod memsweep;
 pub mod registry;
