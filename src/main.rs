@@ -39,6 +39,9 @@ enum Cmd {
     List,
     /// Print this machine's environment fingerprint.
     Env,
+    /// Put back every system change a crashed or killed run left in the
+    /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
+    Restore,
 }
 
 #[derive(Args, Clone)]
@@ -209,7 +212,7 @@ fn execute(
             )));
         }
     }
-    let mut prepared = runner::prepare(plan)?;
+    let mut prepared = runner::prepare(plan, store_path)?;
     let store = Store::open(store_path, true)?;
     let cancel = runner::signals::install()?;
     let id = match resume {
@@ -309,6 +312,33 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     i.created_at,
                     ok
                 );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Restore => {
+            let jpath = runner::journal_path(&cli.store);
+            let mut j = sysdelta::config::journal::Journal::open(&jpath)?;
+            let pending = j.pending();
+            if pending.is_empty() {
+                println!("nothing to restore ({} holds no changes)", jpath.display());
+            } else {
+                for line in j.restore_all()? {
+                    println!("restored: {line}");
+                }
+            }
+            if cli.store.exists() {
+                let store = Store::open(&cli.store, false)?;
+                for id in store.experiment_ids()? {
+                    let i = store.info(id)?;
+                    if i.status == "running" {
+                        println!(
+                            "experiment {id} was interrupted{}; finish it with: sysdelta run --resume {id}",
+                            i.entered_config
+                                .map(|c| format!(" inside config '{c}' (its teardown runs on resume)"))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -505,9 +505,14 @@ fn preflight_says_not_root_and_perf_missing() {
         );
     }
     let lines = preflight_lines(false, "/nonexistent");
+    let perf: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("perf_record"))
+        .collect();
     assert_eq!(
-        lines,
-        vec!["perf_record: perf_record: perf is not installed (not in PATH; apt-get install linux-perf)"]
+        perf,
+        vec!["perf_record: perf_record: perf is not installed (not in PATH; apt-get install linux-perf)"],
+        "all lines: {lines:?}"
     );
     assert_eq!(tracing_state(), before);
 }

@@ -475,6 +475,10 @@ fn free_mb(dir: &Path) -> Option<u64> {
 }
 
 impl Workload for FsopsWorkload {
+    fn preflight(&self, scratch: &Path) -> Vec<String> {
+        FsopsWorkload::preflight(self, scratch)
+    }
+
     fn metrics(&self) -> Vec<MetricSpec> {
         let mut m = vec![
             MetricSpec::new("fsops_time", "s", Direction::Lower),

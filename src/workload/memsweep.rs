@@ -507,6 +507,13 @@ impl Drop for Child {
 }
 
 impl Workload for MemsweepWorkload {
+    fn series(&self) -> Vec<(String, f64)> {
+        vec![(
+            "memsweep.steps_per_s".to_string(),
+            self.params.interval.as_secs_f64(),
+        )]
+    }
+
     fn metrics(&self) -> Vec<MetricSpec> {
         vec![
             MetricSpec::new("memsweep.steps_per_s", "steps/s", Direction::Higher),

@@ -4,7 +4,6 @@
 //! up by name in [`registry`]) and run once per run by the runner, inside
 //! whatever configuration is entered at the time.
 
-
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -58,6 +57,18 @@ pub trait Workload: Send {
     /// corpus, create volumes). Not timed.
     fn prepare(&mut self, _scratch: &Path) -> anyhow::Result<()> {
         Ok(())
+    }
+
+    /// Check, changing nothing, that the workload can run here; one line
+    /// per missing thing (root, a tool, disk space).
+    fn preflight(&self, _scratch: &Path) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Metrics whose samples within a run are a time series (one value per
+    /// interval, in time order), with the interval in seconds.
+    fn series(&self) -> Vec<(String, f64)> {
+        Vec::new()
     }
 
     /// Run once and report samples.
