@@ -3,4 +3,5 @@
 pub mod config;
 pub mod metric;
 pub mod stats;
+pub mod transport;
 pub mod workload;
