@@ -57,7 +57,11 @@ pub fn memcpy_mb_per_s(size: usize) -> f64 {
     }
     black_box(&dst);
     let cpu = CpuTime::now().since(c0).total().as_secs_f64();
-    let secs = if cpu > 0.0 { cpu } else { t0.elapsed().as_secs_f64() };
+    let secs = if cpu > 0.0 {
+        cpu
+    } else {
+        t0.elapsed().as_secs_f64()
+    };
     (copies * size) as f64 / 1e6 / secs.max(1e-9)
 }
 

@@ -55,7 +55,11 @@ pub struct TransportArgs {
 
 /// Turn the arguments into sweep options (bad input is a [`super::BadInput`]).
 pub fn options(args: &TransportArgs) -> anyhow::Result<SweepOptions> {
-    let (f0, t0, s0) = if args.quick { (5, 50, 5) } else { (100, 1000, 100) };
+    let (f0, t0, s0) = if args.quick {
+        (5, 50, 5)
+    } else {
+        (100, 1000, 100)
+    };
     let mb = 1_000_000u64;
     let from = args.from_mb.unwrap_or(f0);
     let to = args.to_mb.unwrap_or(t0);

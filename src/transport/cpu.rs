@@ -44,7 +44,8 @@ impl CpuTime {
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: sched_getaffinity writes at most sizeof(cpu_set_t) into `set`.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return vec![0];
     }

@@ -25,7 +25,12 @@ pub fn print_event_id(fs: &Tracefs) -> Option<u16> {
         .and_then(|s| s.trim().parse().ok())
 }
 
-pub fn run(p: &StepParams, fs: &Tracefs, sink: &mut Sink, cancel: &AtomicBool) -> anyhow::Result<Raw> {
+pub fn run(
+    p: &StepParams,
+    fs: &Tracefs,
+    sink: &mut Sink,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Raw> {
     // The guard comes first so it drops last, after every fd below.
     let inst = Instance::create(fs)?;
     inst.write("tracing_on", "0")?;
@@ -127,7 +132,13 @@ fn consume(
     let (pr, pw) = unsafe { (OwnedFd::from_raw_fd(pfd[0]), OwnedFd::from_raw_fd(pfd[1])) };
     let chunk = 16 * page_size;
     // SAFETY: fcntl on an fd we own; a failure leaves the default 64 KiB.
-    unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, (4 * chunk) as libc::c_int) };
+    unsafe {
+        libc::fcntl(
+            pw.as_raw_fd(),
+            libc::F_SETPIPE_SZ,
+            (4 * chunk) as libc::c_int,
+        )
+    };
     let sfd = sink.raw_fd();
     loop {
         let finished = done.load(Ordering::Acquire);

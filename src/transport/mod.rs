@@ -126,7 +126,9 @@ pub fn parse_kinds(s: &str) -> anyhow::Result<Vec<Kind>> {
 /// Check a record size against a transport's limits.
 pub fn check_record_size(kind: Kind, size: usize) -> anyhow::Result<()> {
     if size == 0 {
-        return Err(bad_input("record size 0: a record must carry at least 1 byte"));
+        return Err(bad_input(
+            "record size 0: a record must carry at least 1 byte",
+        ));
     }
     let (max, why) = kind.max_record();
     if size > max {

@@ -34,8 +34,13 @@ fn autobind(fd: &OwnedFd) -> anyhow::Result<u32> {
     let mut sa: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
     sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
     let len = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-    cvt(unsafe { libc::bind(fd.as_raw_fd(), (&sa as *const libc::sockaddr_nl).cast(), len) }
-        as isize)
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sa as *const libc::sockaddr_nl).cast(),
+            len,
+        )
+    } as isize)
     .map_err(|e| anyhow::anyhow!("netlink: bind: {e}"))?;
     let mut l = len;
     cvt(unsafe {
@@ -56,7 +61,12 @@ pub fn probe() -> Result<(), String> {
 pub fn run(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> anyhow::Result<Raw> {
     let rx = nl_socket()?;
     let tx = nl_socket()?;
-    set_buffer(rx.as_raw_fd(), libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, p.buffer)?;
+    set_buffer(
+        rx.as_raw_fd(),
+        libc::SO_RCVBUFFORCE,
+        libc::SO_RCVBUF,
+        p.buffer,
+    )?;
     let port = autobind(&rx)?;
     autobind(&tx)?;
     // SAFETY: zeroed sockaddr_nl is a valid value.

@@ -70,5 +70,8 @@ pub fn probe(fs: &Tracefs) -> Result<(), String> {
                 .into(),
         );
     }
-    Err("kernel delivers ftrace:print to perf, but the perf mmap-ring consumer is not built yet".into())
+    Err(
+        "kernel delivers ftrace:print to perf, but the perf mmap-ring consumer is not built yet"
+            .into(),
+    )
 }

@@ -71,7 +71,11 @@ pub fn count_in_page(page: &[u8], type_id: Option<u16>) -> u64 {
 }
 
 /// Count events in a file of raw pages.
-pub fn count_file(path: &std::path::Path, page_size: usize, type_id: Option<u16>) -> std::io::Result<u64> {
+pub fn count_file(
+    path: &std::path::Path,
+    page_size: usize,
+    type_id: Option<u16>,
+) -> std::io::Result<u64> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut buf = vec![0u8; page_size * 256];

@@ -13,7 +13,11 @@ const RULE: &str = "--------------------------------------";
 
 /// The machine header, then one block per step, in the 2005 format
 /// ("NETLINK with 1MB buffers / ... ns / call system + user time / ...").
-pub fn print_raw_blocks(w: &mut dyn Write, header: &SysHeader, steps: &[StepResult]) -> io::Result<()> {
+pub fn print_raw_blocks(
+    w: &mut dyn Write,
+    header: &SysHeader,
+    steps: &[StepResult],
+) -> io::Result<()> {
     for l in header.lines() {
         writeln!(w, "{l}")?;
     }
@@ -25,8 +29,17 @@ pub fn print_raw_blocks(w: &mut dyn Write, header: &SysHeader, steps: &[StepResu
             writeln!(w, "{RULE}")?;
             continue;
         }
-        let per = if s.transport == "ftrace" { " per CPU" } else { "" };
-        writeln!(w, "{name} with {} buffers{per} (consumer -> {})", fmt_buffer(s.buffer), s.sink)?;
+        let per = if s.transport == "ftrace" {
+            " per CPU"
+        } else {
+            ""
+        };
+        writeln!(
+            w,
+            "{name} with {} buffers{per} (consumer -> {})",
+            fmt_buffer(s.buffer),
+            s.sink
+        )?;
         writeln!(
             w,
             "write of {} bytes = {:.0} ns / record system + user time (user {:.0}, system {:.0}).",
@@ -35,7 +48,12 @@ pub fn print_raw_blocks(w: &mut dyn Write, header: &SysHeader, steps: &[StepResu
             s.user_ns as f64 / s.written.max(1) as f64,
             s.sys_ns as f64 / s.written.max(1) as f64
         )?;
-        writeln!(w, "write of {} in {:.2} secs real time.", fmt_volume(s.volume), s.wall_s)?;
+        writeln!(
+            w,
+            "write of {} in {:.2} secs real time.",
+            fmt_volume(s.volume),
+            s.wall_s
+        )?;
         writeln!(w, "Transfer rate = {:>7.2} MB/sec", s.mb_per_s)?;
         writeln!(w, "Transport failures: {}", s.dropped)?;
         writeln!(
@@ -54,7 +72,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
 }
 
 /// Per-transport figures derived from a sweep.
@@ -105,7 +127,8 @@ pub fn summarize(steps: &[StepResult]) -> Vec<TransportSummary> {
             }
             TransportSummary {
                 transport: t.to_string(),
-                sustained_mb_per_s: median(basis.iter().map(|s| s.mb_per_s).collect()).unwrap_or(0.0),
+                sustained_mb_per_s: median(basis.iter().map(|s| s.mb_per_s).collect())
+                    .unwrap_or(0.0),
                 cpu_ns_per_record: median(basis.iter().map(|s| s.cpu_ns_per_record).collect())
                     .unwrap_or(0.0),
                 from_clean_steps: !clean.is_empty(),
@@ -119,7 +142,11 @@ pub fn summarize(steps: &[StepResult]) -> Vec<TransportSummary> {
 
 /// The summary table, the zero-drop buffer table, skipped transports, and
 /// (with a calibration) the memcpy ceiling and the harness cost.
-pub fn print_summary(w: &mut dyn Write, steps: &[StepResult], calib: Option<&Calibration>) -> io::Result<()> {
+pub fn print_summary(
+    w: &mut dyn Write,
+    steps: &[StepResult],
+    calib: Option<&Calibration>,
+) -> io::Result<()> {
     let sums = summarize(steps);
     let rs = steps.first().map_or(0, |s| s.record_size);
     writeln!(
@@ -139,7 +166,12 @@ pub fn print_summary(w: &mut dyn Write, steps: &[StepResult], calib: Option<&Cal
         writeln!(
             w,
             "{:<12} {:>13.2}{mark:1} {:>13.0}{mark:1} {:>11} {:>6} {:>13}",
-            s.transport, s.sustained_mb_per_s, s.cpu_ns_per_record, ceil, s.steps, s.steps_with_drops
+            s.transport,
+            s.sustained_mb_per_s,
+            s.cpu_ns_per_record,
+            ceil,
+            s.steps,
+            s.steps_with_drops
         )?;
     }
     if sums.iter().any(|s| !s.from_clean_steps) {
@@ -147,13 +179,19 @@ pub fn print_summary(w: &mut dyn Write, steps: &[StepResult], calib: Option<&Cal
     }
     if !sums.is_empty() {
         writeln!(w)?;
-        writeln!(w, "Smallest buffer with zero drops, per volume (ftrace: per CPU):")?;
+        writeln!(
+            w,
+            "Smallest buffer with zero drops, per volume (ftrace: per CPU):"
+        )?;
         write!(w, "{:<10}", "volume")?;
         for s in &sums {
             write!(w, " {:>12}", s.transport)?;
         }
         writeln!(w)?;
-        let mut vols: Vec<u64> = sums.iter().flat_map(|s| s.zero_drop_buffer.keys().copied()).collect();
+        let mut vols: Vec<u64> = sums
+            .iter()
+            .flat_map(|s| s.zero_drop_buffer.keys().copied())
+            .collect();
         vols.sort_unstable();
         vols.dedup();
         for v in vols {
@@ -170,7 +208,12 @@ pub fn print_summary(w: &mut dyn Write, steps: &[StepResult], calib: Option<&Cal
         }
     }
     for s in steps.iter().filter(|s| s.skipped.is_some()) {
-        writeln!(w, "skipped: {}: {}", s.transport, s.skipped.as_deref().unwrap_or(""))?;
+        writeln!(
+            w,
+            "skipped: {}: {}",
+            s.transport,
+            s.skipped.as_deref().unwrap_or("")
+        )?;
     }
     if let Some(c) = calib {
         writeln!(w)?;
@@ -211,8 +254,18 @@ pub fn print_deltas(
     let b = summarize(base);
     let o = summarize(other);
     writeln!(w, "{other_name} vs {base_name}:")?;
-    writeln!(w, "{:<12} {:>22} {:>22}", "transport", "sustained MB/s", "CPU ns/record")?;
-    let pct = |x: f64, y: f64| if x > 0.0 { 100.0 * (y - x) / x } else { f64::NAN };
+    writeln!(
+        w,
+        "{:<12} {:>22} {:>22}",
+        "transport", "sustained MB/s", "CPU ns/record"
+    )?;
+    let pct = |x: f64, y: f64| {
+        if x > 0.0 {
+            100.0 * (y - x) / x
+        } else {
+            f64::NAN
+        }
+    };
     for bs in &b {
         if let Some(os) = o.iter().find(|s| s.transport == bs.transport) {
             writeln!(

@@ -43,7 +43,10 @@ impl Sink {
                     .truncate(true)
                     .open(&path)
                     .map_err(|e| {
-                        bad_input(format!("cannot create consumer file {}: {e}", path.display()))
+                        bad_input(format!(
+                            "cannot create consumer file {}: {e}",
+                            path.display()
+                        ))
                     })?;
                 (file, Some(path))
             }

@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::producer::{produce, SeqTracker, Sent};
+use super::producer::{produce, Sent, SeqTracker};
 use super::sink::Sink;
 use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 
@@ -90,8 +90,18 @@ pub fn run_unix_dgram(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> a
         )
     } as isize)?;
     let (tx, rx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    set_buffer(tx.as_raw_fd(), libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, p.buffer)?;
-    set_buffer(rx.as_raw_fd(), libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, p.buffer)?;
+    set_buffer(
+        tx.as_raw_fd(),
+        libc::SO_SNDBUFFORCE,
+        libc::SO_SNDBUF,
+        p.buffer,
+    )?;
+    set_buffer(
+        rx.as_raw_fd(),
+        libc::SO_RCVBUFFORCE,
+        libc::SO_RCVBUF,
+        p.buffer,
+    )?;
     let done = AtomicBool::new(false);
     let abort = AtomicBool::new(false);
     let stop = stop_check(cancel, &abort, p.deadline);

@@ -30,6 +30,10 @@ pub struct StepParams {
     pub deadline: Option<Instant>,
     /// Index used in the kept file's name.
     pub index: usize,
+    /// Start the consumer only after the producer has finished: every record
+    /// beyond what the buffer holds is then dropped. For tests and
+    /// demonstrations of drop accounting; never set by the sweep.
+    pub hold_consumer: bool,
 }
 
 impl StepParams {
@@ -192,9 +196,13 @@ pub fn run_pair<T: Send>(
     producer: impl FnOnce() -> io::Result<Produced> + Send,
 ) -> anyhow::Result<(Produced, T)> {
     let (pc, cc) = cpu::pick_cpus(&p.cpus);
+    let hold = p.hold_consumer;
     std::thread::scope(|s| {
         let ch = s.spawn(move || {
             cpu::pin_current_thread(cc);
+            while hold && !done.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
             let r = consumer();
             if r.is_err() {
                 abort.store(true, Ordering::Release);

@@ -49,7 +49,13 @@ impl SweepOptions {
     /// buffers from 1 MiB doubling up to 64 MiB, into a file in the temp dir.
     pub fn classic() -> SweepOptions {
         SweepOptions {
-            transports: vec![Kind::Ftrace, Kind::Netlink, Kind::UnixDgram, Kind::Pipe, Kind::Perf],
+            transports: vec![
+                Kind::Ftrace,
+                Kind::Netlink,
+                Kind::UnixDgram,
+                Kind::Pipe,
+                Kind::Perf,
+            ],
             transports_explicit: false,
             record_size: 100,
             volumes: ramp(100_000_000, 1_000_000_000, 100_000_000),
@@ -95,7 +101,10 @@ impl SweepOptions {
         }
         if let SinkTarget::Dir(d) = &self.sink {
             if !d.is_dir() {
-                return Err(bad_input(format!("consumer directory {} does not exist", d.display())));
+                return Err(bad_input(format!(
+                    "consumer directory {} does not exist",
+                    d.display()
+                )));
             }
         }
         if let Some(c) = &self.cpus {
@@ -175,6 +184,7 @@ pub fn run_sweep(opts: &SweepOptions, cancel: &AtomicBool) -> anyhow::Result<Vec
                     cpus: cpus.clone(),
                     deadline: None,
                     index,
+                    hold_consumer: false,
                 };
                 index += 1;
                 let t0 = Instant::now();

@@ -35,13 +35,19 @@ impl SysHeader {
         let distro = fs::read_to_string("/etc/os-release")
             .ok()
             .and_then(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+                s.lines().find_map(|l| {
+                    l.strip_prefix("PRETTY_NAME=")
+                        .map(|v| v.trim_matches('"').to_string())
+                })
             })
             .unwrap_or_else(|| "unknown distribution".into());
         let up = fs::read_to_string("/proc/uptime")
             .ok()
-            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+            .and_then(|s| {
+                s.split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<f64>().ok())
+            })
             .unwrap_or(0.0) as u64;
         let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let l: Vec<&str> = load.split_whitespace().take(3).collect();
@@ -58,7 +64,9 @@ impl SysHeader {
                 up % 3600 / 60,
                 l.join(", ")
             ),
-            cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cpus: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             cpu_model: cpuinfo
                 .lines()
                 .find(|l| l.starts_with("model name"))

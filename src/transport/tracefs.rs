@@ -57,13 +57,17 @@ impl Tracefs {
             }
         }
         let fss = fs::read_to_string("/proc/filesystems").unwrap_or_default();
-        if !fss.lines().any(|l| l.split_whitespace().last() == Some("tracefs")) {
+        if !fss
+            .lines()
+            .any(|l| l.split_whitespace().last() == Some("tracefs"))
+        {
             return Err(TracefsError::Unavailable(
                 "kernel has no tracefs (CONFIG_TRACING off)".into(),
             ));
         }
-        let dir = std::env::temp_dir().join(format!("sysdelta-tracefs-{}", std::process::id()));
-        fs::create_dir_all(&dir).map_err(|e| {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("sysdelta-tracefs-{}-{n}", std::process::id()));
+        fs::create_dir(&dir).map_err(|e| {
             TracefsError::Unavailable(format!("cannot create {}: {e}", dir.display()))
         })?;
         let r = nix::mount::mount(
@@ -76,11 +80,15 @@ impl Tracefs {
         if let Err(e) = r {
             let _ = fs::remove_dir(&dir);
             let msg = format!("cannot mount tracefs at {}: {e}", dir.display());
-            return Err(if e == nix::errno::Errno::EPERM || e == nix::errno::Errno::EACCES {
-                TracefsError::NoPermission(format!("no permission for tracefs: {msg} (run as root)"))
-            } else {
-                TracefsError::Unavailable(msg)
-            });
+            return Err(
+                if e == nix::errno::Errno::EPERM || e == nix::errno::Errno::EACCES {
+                    TracefsError::NoPermission(format!(
+                        "no permission for tracefs: {msg} (run as root)"
+                    ))
+                } else {
+                    TracefsError::Unavailable(msg)
+                },
+            );
         }
         Tracefs::checked(dir, true)
     }

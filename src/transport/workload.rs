@@ -38,8 +38,16 @@ fn get_u64(t: &toml::Table, key: &str, default: u64) -> anyhow::Result<u64> {
             .as_integer()
             .filter(|&i| i >= 0)
             .map(|i| i as u64)
-            .or_else(|| v.as_float().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64))
-            .ok_or_else(|| bad_input(format!("transport workload: {key} must be a non-negative integer"))),
+            .or_else(|| {
+                v.as_float()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                    .map(|f| f as u64)
+            })
+            .ok_or_else(|| {
+                bad_input(format!(
+                    "transport workload: {key} must be a non-negative integer"
+                ))
+            }),
     }
 }
 
@@ -52,7 +60,15 @@ impl TransportWorkload {
             _ => &empty,
         };
         for key in t.keys() {
-            if !["transports", "record_size", "volume_mb", "buffer_kb", "sink"].contains(&key.as_str()) {
+            if ![
+                "transports",
+                "record_size",
+                "volume_mb",
+                "buffer_kb",
+                "sink",
+            ]
+            .contains(&key.as_str())
+            {
                 return Err(bad_input(format!(
                     "transport workload: unknown parameter '{key}' (known: transports, record_size, volume_mb, buffer_kb, sink)"
                 )));
@@ -69,7 +85,11 @@ impl TransportWorkload {
                     .ok_or_else(|| bad_input("transport workload: transports must be strings"))?;
                 parse_kinds(&names.join(","))?
             }
-            Some(_) => return Err(bad_input("transport workload: transports must be a list of names")),
+            Some(_) => {
+                return Err(bad_input(
+                    "transport workload: transports must be a list of names",
+                ))
+            }
         };
         let record_size = get_u64(t, "record_size", 100)? as usize;
         let volume = get_u64(t, "volume_mb", 10)? * 1_000_000;
@@ -77,7 +97,11 @@ impl TransportWorkload {
         let null_sink = match t.get("sink").and_then(|v| v.as_str()) {
             None | Some("file") => false,
             Some("null") => true,
-            Some(o) => return Err(bad_input(format!("transport workload: sink '{o}' (use file or null)"))),
+            Some(o) => {
+                return Err(bad_input(format!(
+                    "transport workload: sink '{o}' (use file or null)"
+                )))
+            }
         };
         for &k in &transports {
             check_record_size(k, record_size)?;
@@ -130,7 +154,10 @@ impl Workload for TransportWorkload {
 
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let started = Instant::now();
-        let cpus = ctx.cpus.map(<[usize]>::to_vec).unwrap_or_else(cpu::allowed_cpus);
+        let cpus = ctx
+            .cpus
+            .map(<[usize]>::to_vec)
+            .unwrap_or_else(cpu::allowed_cpus);
         let mut samples = Vec::new();
         for &kind in &self.transports {
             let p = StepParams {
@@ -147,6 +174,7 @@ impl Workload for TransportWorkload {
                 cpus: cpus.clone(),
                 deadline: Some(started + ctx.timeout),
                 index: self.runs,
+                hold_consumer: false,
             };
             self.runs += 1;
             let cancel: &AtomicBool = ctx.cancel;
