@@ -36,7 +36,11 @@ pub fn run(
     inst.write("tracing_on", "0")?;
     inst.write("options/overwrite", "0")?;
     let kb = p.buffer.div_ceil(1024).max(1);
-    inst.write("buffer_size_kb", &kb.to_string())?;
+    inst.write("buffer_size_kb", &kb.to_string()).map_err(|e| {
+        anyhow::Error::new(super::BufferRefused(format!(
+            "ftrace buffer_size_kb {kb} refused: {e}"
+        )))
+    })?;
     let page_size = inst
         .read("buffer_subbuf_size_kb")
         .ok()

@@ -36,6 +36,12 @@ use std::fmt;
 #[error("{0}")]
 pub struct BadInput(pub String);
 
+/// The kernel refused or capped the requested buffer size (a missing
+/// capability, a sysctl maximum, memory). The sweep stops doubling there.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BufferRefused(pub String);
+
 /// Shorthand for returning a [`BadInput`] as an `anyhow::Error`.
 pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(BadInput(msg.into()))

@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 
 use super::producer::produce;
 use super::sink::Sink;
-use super::sockets::{consume_dgrams, sent_or_refused, set_buffer};
+use super::sockets::{buffer_error, consume_dgrams, sent_or_refused, set_buffer};
 use super::step::{cvt, run_pair, stop_check, Raw, StepParams};
 
 fn nl_socket() -> anyhow::Result<OwnedFd> {
@@ -66,7 +66,8 @@ pub fn run(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> anyhow::Resu
         libc::SO_RCVBUFFORCE,
         libc::SO_RCVBUF,
         p.buffer,
-    )?;
+    )
+    .map_err(buffer_error)?;
     let port = autobind(&rx)?;
     autobind(&tx)?;
     // SAFETY: zeroed sockaddr_nl is a valid value.

@@ -125,7 +125,8 @@ mod tests {
     fn counts_small_and_large_events_of_one_type() {
         let small = [5u8, 0, 0, 0, 1, 2, 3, 4];
         let other = [6u8, 0, 0, 0, 1, 2, 3, 4];
-        let big = vec![5u8; 200];
+        let mut big = vec![9u8; 200];
+        big[..2].copy_from_slice(&5u16.to_le_bytes());
         let p = page(&[(2, &small), (2, &other), (0, &big), (30, &[0; 4])]);
         assert_eq!(count_in_page(&p, Some(5)), 2);
         assert_eq!(count_in_page(&p, None), 3);

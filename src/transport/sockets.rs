@@ -10,6 +10,7 @@ use std::time::Instant;
 use super::producer::{produce, Sent, SeqTracker};
 use super::sink::Sink;
 use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
+use super::BufferRefused;
 
 /// Pipe: buffer is F_SETPIPE_SZ of the pipe; records are at most PIPE_BUF so
 /// a non-blocking write is all or nothing.
@@ -21,8 +22,14 @@ pub fn run_pipe(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> anyhow:
     set_nonblock(wr.as_raw_fd())?;
     let size = p.buffer.min(i32::MAX as u64) as libc::c_int;
     // SAFETY: fcntl on an fd we own.
-    cvt(unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, size) } as isize)
-        .map_err(|e| anyhow::anyhow!("pipe: F_SETPIPE_SZ {}: {e}", p.buffer))?;
+    if let Err(e) = cvt(unsafe { libc::fcntl(wr.as_raw_fd(), libc::F_SETPIPE_SZ, size) } as isize) {
+        let max = std::fs::read_to_string("/proc/sys/fs/pipe-max-size").unwrap_or_default();
+        return Err(anyhow::Error::new(BufferRefused(format!(
+            "pipe buffer {} refused ({e}): above fs.pipe-max-size = {} needs CAP_SYS_RESOURCE",
+            p.buffer,
+            max.trim()
+        ))));
+    }
 
     let done = AtomicBool::new(false);
     let abort = AtomicBool::new(false);
@@ -95,13 +102,15 @@ pub fn run_unix_dgram(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> a
         libc::SO_SNDBUFFORCE,
         libc::SO_SNDBUF,
         p.buffer,
-    )?;
+    )
+    .map_err(buffer_error)?;
     set_buffer(
         rx.as_raw_fd(),
         libc::SO_RCVBUFFORCE,
         libc::SO_RCVBUF,
         p.buffer,
-    )?;
+    )
+    .map_err(buffer_error)?;
     let done = AtomicBool::new(false);
     let abort = AtomicBool::new(false);
     let stop = stop_check(cancel, &abort, p.deadline);
@@ -213,6 +222,19 @@ fn set_nonblock(fd: RawFd) -> io::Result<()> {
     Ok(())
 }
 
+/// Turn a [`set_buffer`] error into an anyhow error, keeping a
+/// [`BufferRefused`] recognisable to the sweep.
+pub fn buffer_error(e: io::Error) -> anyhow::Error {
+    let refused = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<BufferRefused>())
+        .map(|b| b.0.clone());
+    match refused {
+        Some(msg) => anyhow::Error::new(BufferRefused(msg)),
+        None => anyhow::anyhow!("setting a socket buffer: {e}"),
+    }
+}
+
 /// Set a socket buffer: the FORCE option (root, may exceed the sysctl
 /// maximum) first, the plain one otherwise.
 pub fn set_buffer(fd: RawFd, force: libc::c_int, plain: libc::c_int, bytes: u64) -> io::Result<()> {
@@ -229,5 +251,27 @@ pub fn set_buffer(fd: RawFd, force: libc::c_int, plain: libc::c_int, bytes: u64)
             )
         } as isize)
     };
-    set(force).or_else(|_| set(plain)).map(|_| ())
+    set(force).or_else(|_| set(plain))?;
+    // The kernel stores twice the request (for its bookkeeping), capped by
+    // net.core.[rw]mem_max when the FORCE option was not allowed.
+    let mut got: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            plain,
+            (&mut got as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    } as isize)?;
+    if (got as i64) < 2 * v as i64 {
+        return Err(io::Error::other(BufferRefused(format!(
+            "socket buffer {bytes} capped at {} by the kernel (net.core.rmem_max/wmem_max; \
+             the FORCE option needs CAP_NET_ADMIN)",
+            got / 2
+        ))));
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::sink::SinkTarget;
 use super::step::{run_step, StepEnv, StepParams, StepResult};
 use super::tracefs::{Tracefs, TracefsError};
-use super::{bad_input, check_record_size, check_volume, cpu, perf, Kind};
+use super::{bad_input, check_record_size, check_volume, cpu, perf, BufferRefused, Kind};
 
 /// Everything a sweep needs.
 #[derive(Clone, Debug)]
@@ -168,6 +168,8 @@ pub fn run_sweep(opts: &SweepOptions, cancel: &AtomicBool) -> anyhow::Result<Vec
             continue;
         }
         let mut buffer = opts.start_buffer;
+        // Lowered when the kernel refuses a buffer size.
+        let mut limit = opts.max_buffer;
         for &volume in &opts.volumes {
             let mut retry = false;
             loop {
@@ -188,7 +190,31 @@ pub fn run_sweep(opts: &SweepOptions, cancel: &AtomicBool) -> anyhow::Result<Vec
                 };
                 index += 1;
                 let t0 = Instant::now();
-                let mut r = run_step(&p, &env, cancel)?;
+                let mut r = match run_step(&p, &env, cancel) {
+                    Ok(r) => r,
+                    Err(e) if retry && e.is::<BufferRefused>() => {
+                        // Stay at the largest size the kernel allowed; the
+                        // drops of the previous step stand.
+                        if opts.progress {
+                            eprintln!(
+                                "sysdelta transport: {kind}: {e}; staying at {}",
+                                super::fmt_buffer(buffer / 2)
+                            );
+                        }
+                        if let Some(last) = out.last_mut() {
+                            let last: &mut StepResult = last;
+                            last.detail
+                                .push_str(&format!("; larger buffer refused: {e}"));
+                        }
+                        buffer /= 2;
+                        limit = buffer;
+                        break;
+                    }
+                    Err(e) if e.is::<BufferRefused>() => {
+                        return Err(bad_input(format!("{kind}: starting buffer: {e}")));
+                    }
+                    Err(e) => return Err(e),
+                };
                 r.retry = retry;
                 if opts.progress {
                     eprintln!(
@@ -203,7 +229,7 @@ pub fn run_sweep(opts: &SweepOptions, cancel: &AtomicBool) -> anyhow::Result<Vec
                 }
                 let dropped = r.dropped > 0;
                 out.push(r);
-                if dropped && buffer * 2 <= opts.max_buffer {
+                if dropped && buffer * 2 <= limit {
                     buffer *= 2;
                     retry = true;
                     continue;
