@@ -218,3 +218,40 @@ fn workload_reports_three_metrics_per_transport() {
     assert_eq!(std::fs::read_dir(scratch.path()).unwrap().count(), 0);
     assert_eq!(our_private_mounts(), 0);
 }
+
+#[test]
+fn cancel_mid_step_stops_and_still_cleans_up() {
+    let _g = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let watch = match Tracefs::open() {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("skipped: tracefs not usable here: {e}");
+            return;
+        }
+    };
+    let before = snapshot(watch.root());
+    let opts = SweepOptions {
+        transports: vec![Kind::Ftrace],
+        transports_explicit: true,
+        record_size: 100,
+        // Far more than can be written before the cancel arrives.
+        volumes: vec![10_000_000_000],
+        start_buffer: 1 << 20,
+        max_buffer: 1 << 20,
+        sink: SinkTarget::Null,
+        keep: false,
+        cpus: None,
+        progress: false,
+    };
+    let cancel = AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(100));
+            cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        run_sweep(&opts, &cancel)
+    });
+    let e = r.expect_err("cancelled");
+    assert!(e.to_string().contains("interrupted"), "{e:#}");
+    assert_eq!(snapshot(watch.root()), before);
+}

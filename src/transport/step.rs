@@ -77,7 +77,8 @@ pub struct StepResult {
     /// The transport's own drop counter, for cross-checking `dropped`.
     pub kernel_dropped: Option<u64>,
     pub detail: String,
-    /// Producer thread CPU time in ns.
+    /// Producer thread CPU time in ns (exact total, split user:system in
+    /// the proportion sampled by getrusage).
     pub user_ns: u64,
     pub sys_ns: u64,
     /// (user + system CPU of the producer) / records written.
@@ -158,6 +159,7 @@ pub fn run_step(p: &StepParams, env: &StepEnv, cancel: &AtomicBool) -> anyhow::R
     let wall = raw.ended.saturating_duration_since(raw.produced.started);
     let wall_s = wall.as_secs_f64().max(1e-9);
     let cpu = raw.produced.cpu;
+    let (user, system) = cpu.split();
     Ok(StepResult {
         transport: p.kind.name().into(),
         record_size: p.record_size,
@@ -172,8 +174,8 @@ pub fn run_step(p: &StepParams, env: &StepEnv, cancel: &AtomicBool) -> anyhow::R
         dropped: written.saturating_sub(raw.read),
         kernel_dropped: raw.kernel_dropped,
         detail: raw.detail,
-        user_ns: cpu.user.as_nanos() as u64,
-        sys_ns: cpu.system.as_nanos() as u64,
+        user_ns: user.as_nanos() as u64,
+        sys_ns: system.as_nanos() as u64,
         cpu_ns_per_record: cpu.total().as_nanos() as f64 / written.max(1) as f64,
         wall_s,
         mb_per_s: p.volume as f64 / 1e6 / wall_s,
