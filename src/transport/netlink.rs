@@ -3,8 +3,10 @@
 //! a unicast to a port id, is the one between two processes).
 //!
 //! The producer sends with MSG_DONTWAIT, so a full receive queue refuses the
-//! record (EAGAIN) and the kernel flags the receiver with ENOBUFS; the
-//! consumer counts ENOBUFS and sequence gaps. Buffer is the consumer's
+//! record (EAGAIN at the producer). The consumer counts ENOBUFS and sequence
+//! gaps too; the kernel raises ENOBUFS at the receiver only when the sender
+//! is the kernel itself, so between two user sockets the gaps equal the
+//! producer's EAGAIN count and ENOBUFS stays 0. Buffer is the consumer's
 //! SO_RCVBUF.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -114,6 +114,32 @@ impl Sink {
         Ok(())
     }
 
+    /// Move up to `max` bytes from a pipe into the file with splice(2),
+    /// blocking until some arrive; 0 means end of file.
+    pub fn splice_from(&mut self, pipe: RawFd, max: usize) -> anyhow::Result<usize> {
+        loop {
+            // SAFETY: splice between two fds that stay open for the call.
+            let n = unsafe {
+                libc::splice(
+                    pipe,
+                    std::ptr::null_mut(),
+                    self.file.as_raw_fd(),
+                    std::ptr::null_mut(),
+                    max,
+                    libc::SPLICE_F_MOVE,
+                )
+            };
+            if n >= 0 {
+                self.written += n as u64;
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(self.full_error(e));
+            }
+        }
+    }
+
     /// Account bytes moved into the file by splice(2).
     pub fn add_spliced(&mut self, n: u64) {
         self.written += n;
