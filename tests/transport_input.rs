@@ -94,3 +94,23 @@ fn cli_exits_2_with_one_line_on_bad_record_size() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("record size 0"), "{err}");
 }
+
+#[test]
+fn cli_exits_2_without_permission_for_tracefs() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run the binary as an unprivileged user");
+        return;
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sysdelta"))
+        .args(["transport", "--transports", "ftrace", "--quick", "--quiet"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no permission for tracefs"), "{err}");
+}
