@@ -255,3 +255,41 @@ fn cancel_mid_step_stops_and_still_cleans_up() {
     assert!(e.to_string().contains("interrupted"), "{e:#}");
     assert_eq!(snapshot(watch.root()), before);
 }
+
+#[test]
+fn producer_panic_propagates_and_the_consumer_still_stops() {
+    use std::sync::atomic::Ordering;
+    let p = StepParams {
+        kind: Kind::Pipe,
+        record_size: 100,
+        volume: 100,
+        buffer: 4096,
+        sink: SinkTarget::Null,
+        keep: false,
+        cpus: vec![0],
+        deadline: None,
+        index: 0,
+        hold_consumer: false,
+    };
+    let done = AtomicBool::new(false);
+    let abort = AtomicBool::new(false);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sysdelta::transport::step::run_pair(
+            &p,
+            &done,
+            &abort,
+            || {
+                // A consumer waits for the producer's end, as the real ones do.
+                while !done.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            },
+            || -> std::io::Result<sysdelta::transport::producer::Produced> {
+                panic!("producer fails")
+            },
+        )
+    }));
+    assert!(r.is_err(), "the panic reaches the caller");
+    assert!(done.load(Ordering::Acquire));
+}

@@ -205,17 +205,19 @@ pub fn run_pair<T: Send>(
             while hold && !done.load(Ordering::Acquire) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
+            // Stops the producer if the consumer fails or panics.
+            let guard = SetOnDrop(abort);
             let r = consumer();
-            if r.is_err() {
-                abort.store(true, Ordering::Release);
+            if r.is_ok() {
+                std::mem::forget(guard);
             }
             r
         });
         let ph = s.spawn(move || {
             cpu::pin_current_thread(pc);
-            let r = producer();
-            done.store(true, Ordering::Release);
-            r
+            // Lets the consumer finish even if the producer panics.
+            let _done = SetOnDrop(done);
+            producer()
         });
         let prod = ph.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
         let cons = ch.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
@@ -223,6 +225,15 @@ pub fn run_pair<T: Send>(
         let cons = cons?;
         Ok((prod?, cons))
     })
+}
+
+/// Sets its flag when dropped, including during a panic's unwinding.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }
 
 /// The producer's stop check: Ctrl-C, a failed consumer, or the deadline.
