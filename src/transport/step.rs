@@ -85,7 +85,8 @@ pub struct StepResult {
     pub cpu_ns_per_record: f64,
     /// From the first write until the consumer drained the last record.
     pub wall_s: f64,
-    /// volume / wall, MB = 10^6 bytes.
+    /// volume / wall, MB = 10^6 bytes (the whole volume, dropped records
+    /// included, as in 2005).
     pub mb_per_s: f64,
     pub sink_bytes: u64,
     /// This step repeats the previous volume with a doubled buffer.
