@@ -113,3 +113,22 @@ fn ftrace_drops_are_counted_exactly() {
         r.detail
     );
 }
+
+#[test]
+fn perf_drops_are_counted_exactly() {
+    let fs = match Tracefs::open() {
+        Ok(fs) => fs,
+        Err(e) => {
+            eprintln!("skipped: tracefs not usable here: {e}");
+            return;
+        }
+    };
+    if let Err(e) = sysdelta::transport::perf::probe(&fs) {
+        eprintln!("skipped: perf stream not offered here: {e}");
+        return;
+    }
+    let env = StepEnv { tracefs: Some(fs) };
+    let d = tempfile::tempdir().unwrap();
+    let r = forced(Kind::Perf, &env, d.path());
+    check(&r);
+}

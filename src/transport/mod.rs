@@ -92,7 +92,9 @@ impl Kind {
     pub fn max_record(self) -> (usize, &'static str) {
         match self {
             // tracing_mark_write truncates writes above TRACE_MAX_PRINT.
-            Kind::Ftrace | Kind::Perf => (1024, "TRACE_MAX_PRINT of trace_marker"),
+            Kind::Ftrace => (1024, "TRACE_MAX_PRINT of trace_marker"),
+            // The sample copies this much of the producer's user stack.
+            Kind::Perf => (4096, "user-stack bytes one perf sample copies here"),
             // Non-blocking pipe writes are all-or-nothing only up to PIPE_BUF.
             Kind::Pipe => (4096, "PIPE_BUF, the atomic non-blocking pipe write"),
             // One datagram per record; kept well under the socket limits.

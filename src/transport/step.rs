@@ -20,7 +20,8 @@ pub struct StepParams {
     /// Bytes the producer writes (a whole number of records).
     pub volume: u64,
     /// Transport buffer in bytes: buffer_size_kb per CPU (ftrace), SO_RCVBUF
-    /// (netlink), SO_SNDBUF (unix-dgram), F_SETPIPE_SZ (pipe).
+    /// (netlink), SO_SNDBUF (unix-dgram), F_SETPIPE_SZ (pipe), the mmap
+    /// ring's data size rounded up to a power of two (perf).
     pub buffer: u64,
     pub sink: SinkTarget,
     pub keep: bool,
@@ -146,7 +147,13 @@ pub fn run_step(p: &StepParams, env: &StepEnv, cancel: &AtomicBool) -> anyhow::R
                 .ok_or_else(|| anyhow::anyhow!("ftrace step without a tracefs mount"))?;
             super::ftrace::run(p, fs, &mut sink, cancel)?
         }
-        Kind::Perf => anyhow::bail!("perf transport has no producer/consumer in this build"),
+        Kind::Perf => {
+            let fs = env
+                .tracefs
+                .as_ref()
+                .ok_or_else(|| anyhow::anyhow!("perf step without a tracefs mount"))?;
+            super::perf::run(p, fs, &mut sink, cancel)?
+        }
     };
     if cancel.load(Ordering::Relaxed) {
         anyhow::bail!("interrupted");

@@ -138,13 +138,12 @@ impl Workload for TransportWorkload {
     }
 
     fn prepare(&mut self, _scratch: &Path) -> anyhow::Result<()> {
-        if self.transports.contains(&Kind::Perf) {
-            return Err(bad_input(
-                "transport workload: perf has no producer/consumer in this build (use ftrace, netlink, unix-dgram, pipe)",
-            ));
-        }
-        if self.transports.contains(&Kind::Ftrace) {
+        if self.transports.contains(&Kind::Ftrace) || self.transports.contains(&Kind::Perf) {
             self.env.tracefs = Some(Tracefs::open().map_err(|e| bad_input(e.to_string()))?);
+        }
+        if self.transports.contains(&Kind::Perf) {
+            let fs = self.env.tracefs.as_ref().expect("opened above");
+            super::perf::probe(fs).map_err(|e| anyhow::anyhow!("perf: {e}"))?;
         }
         if self.transports.contains(&Kind::Netlink) {
             super::netlink::probe().map_err(|e| anyhow::anyhow!(e))?;
