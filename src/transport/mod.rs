@@ -5,7 +5,7 @@
 //! whenever records were dropped.
 //!
 //! Layout: one file per transport (`ftrace`, `netlink`, `sockets` for the
-//! unix-dgram and pipe baselines, `perf`), the shared producer loop
+//! unix-dgram and pipe baselines, `perf` with its mmap ring), the shared producer loop
 //! (`producer`), the consumer's file (`sink`), one step (`step`), the ramp
 //! (`sweep`), the text output (`report`), the harness-cost and memcpy
 //! figures (`calib`), and the `Workload` adapter (`workload`).

@@ -2,7 +2,7 @@
 //! buffer) per transport.
 //!
 //! Params (all optional): `transports` (array or comma string; default
-//! ftrace, netlink, unix-dgram, pipe), `record_size` (100), `volume_mb`
+//! ftrace, netlink, unix-dgram, pipe; perf may be added), `record_size` (100), `volume_mb`
 //! (10, MB = 10^6 bytes), `buffer_kb` (1024), `sink` ("file" in the
 //! experiment's scratch directory, or "null").
 //!
