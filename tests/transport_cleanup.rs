@@ -70,6 +70,7 @@ fn ftrace_sweep_leaves_tracer_state_and_no_instances() {
         keep: false,
         cpus: None,
         progress: false,
+        hold_consumer: false,
     };
     let steps = run_sweep(&opts, &AtomicBool::new(false)).expect("sweep runs");
     assert!(!steps.is_empty() && steps.iter().all(|s| s.skipped.is_none()));
@@ -159,6 +160,7 @@ fn full_disk_stops_reports_bytes_and_removes_the_file() {
             keep: true,
             cpus: None,
             progress: false,
+            hold_consumer: false,
         };
         let e = run_sweep(&opts, &AtomicBool::new(false)).expect_err("disk fills");
         assert!(e.is::<BadInput>(), "{e:#}");
@@ -242,6 +244,7 @@ fn cancel_mid_step_stops_and_still_cleans_up() {
         keep: false,
         cpus: None,
         progress: false,
+        hold_consumer: false,
     };
     let cancel = AtomicBool::new(false);
     let r = std::thread::scope(|s| {
@@ -292,4 +295,42 @@ fn producer_panic_propagates_and_the_consumer_still_stops() {
     }));
     assert!(r.is_err(), "the panic reaches the caller");
     assert!(done.load(Ordering::Acquire));
+}
+
+#[test]
+fn sweep_doubles_the_buffer_and_repeats_the_volume_after_drops() {
+    // With the consumer held back, a pipe step drops exactly when the volume
+    // does not fit in the pipe, so the ramp's path is known in advance.
+    let opts = SweepOptions {
+        transports: vec![Kind::Pipe],
+        transports_explicit: true,
+        record_size: 100,
+        volumes: vec![100_000, 50_000],
+        start_buffer: 4096,
+        max_buffer: 1 << 20,
+        sink: SinkTarget::Null,
+        keep: false,
+        cpus: None,
+        progress: false,
+        hold_consumer: true,
+    };
+    let steps = run_sweep(&opts, &AtomicBool::new(false)).unwrap();
+    let path: Vec<(u64, u64, bool, bool)> = steps
+        .iter()
+        .map(|s| (s.volume, s.buffer, s.dropped > 0, s.retry))
+        .collect();
+    let first = &path[..path.len() - 1];
+    // 100 kB: 4 KiB, 8 KiB, ... doubling while it drops, then one clean step.
+    for (i, (v, b, dropped, retry)) in first.iter().enumerate() {
+        assert_eq!(*v, 100_000);
+        assert_eq!(*b, 4096 << i);
+        assert_eq!(*retry, i > 0);
+        assert_eq!(*dropped, i + 1 < first.len(), "{path:?}");
+    }
+    // 50 kB starts at the buffer that last worked, and fits.
+    let last = path.last().unwrap();
+    assert_eq!(*last, (50_000, first.last().unwrap().1, false, false));
+    for s in &steps {
+        assert_eq!(s.dropped, s.written - s.read);
+    }
 }

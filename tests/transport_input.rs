@@ -20,6 +20,7 @@ fn opts(kinds: &[Kind], record_size: usize, volume: u64) -> SweepOptions {
         keep: false,
         cpus: None,
         progress: false,
+        hold_consumer: false,
     }
 }
 

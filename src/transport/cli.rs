@@ -93,6 +93,7 @@ pub fn options(args: &TransportArgs) -> anyhow::Result<SweepOptions> {
         keep: args.keep,
         cpus,
         progress: !args.quiet,
+        hold_consumer: false,
     })
 }
 

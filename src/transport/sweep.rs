@@ -31,6 +31,9 @@ pub struct SweepOptions {
     pub cpus: Option<Vec<usize>>,
     /// Print one line per step to stderr while running.
     pub progress: bool,
+    /// Start each consumer only after its producer finished, so every step
+    /// whose volume exceeds the buffer drops (see `StepParams`). Tests only.
+    pub hold_consumer: bool,
 }
 
 /// Volumes from `from` to `to` by `step` (bytes).
@@ -65,6 +68,7 @@ impl SweepOptions {
             keep: false,
             cpus: None,
             progress: false,
+            hold_consumer: false,
         }
     }
 
@@ -186,7 +190,7 @@ pub fn run_sweep(opts: &SweepOptions, cancel: &AtomicBool) -> anyhow::Result<Vec
                     cpus: cpus.clone(),
                     deadline: None,
                     index,
-                    hold_consumer: false,
+                    hold_consumer: opts.hold_consumer,
                 };
                 index += 1;
                 let t0 = Instant::now();
