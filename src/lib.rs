@@ -11,4 +11,5 @@ pub mod runner;
 pub mod series;
 pub mod stats;
 pub mod store;
+pub mod transport;
 pub mod workload;

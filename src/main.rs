@@ -39,6 +39,8 @@ enum Cmd {
     List,
     /// Print this machine's environment fingerprint.
     Env,
+    /// Tracer transports under overload (the 2005 netlink vs relayfs study).
+    Transport(sysdelta::transport::cli::TransportArgs),
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
@@ -315,6 +317,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Transport(args) => {
+            sysdelta::transport::cli::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Restore => {
             let jpath = runner::journal_path(&cli.store);
             let mut j = sysdelta::config::journal::Journal::open(&jpath)?;
@@ -356,7 +362,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            if is_user_error(&e) {
+            if is_user_error(&e) || e.is::<sysdelta::transport::BadInput>() {
                 eprintln!("sysdelta: {e}");
                 ExitCode::from(2)
             } else {
