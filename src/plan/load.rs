@@ -555,7 +555,7 @@ pub fn check_command_exists(cmd: &str) -> Result<(), String> {
     };
     let Some(prog) = words
         .into_iter()
-        .find(|w| !(w.contains('=') && !w.starts_with('=')))
+        .find(|w| !w.contains('=') || w.starts_with('='))
     else {
         return Ok(()); // only assignments
     };

@@ -19,7 +19,7 @@ pub fn fmt_num(v: f64) -> String {
         "n/a".into()
     } else if v == 0.0 {
         "0".into()
-    } else if a >= 1e7 || a < 1e-3 {
+    } else if !(1e-3..1e7).contains(&a) {
         format!("{v:.3e}")
     } else if a >= 1000.0 {
         format!("{v:.0}")
@@ -329,7 +329,7 @@ fn wrap(text: &str, indent: &str) -> String {
     let mut out = String::new();
     let mut line = String::from(indent);
     for word in text.split_whitespace() {
-        if line.len() + word.len() + 1 > WIDTH && line.trim().len() > 0 {
+        if line.len() + word.len() + 1 > WIDTH && !line.trim().is_empty() {
             out.push_str(line.trim_end());
             out.push('\n');
             line = String::from(indent);

@@ -304,7 +304,7 @@ pub fn profile_preflight() -> Vec<String> {
         Ok(l)
             if l.split_whitespace()
                 .next()
-                .map_or(true, |a| a.trim_start_matches('0').is_empty()) =>
+                .is_none_or(|a| a.trim_start_matches('0').is_empty()) =>
         {
             let kr = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
             return vec![format!(
