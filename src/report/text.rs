@@ -420,7 +420,8 @@ pub fn footer(a: &Analysis) -> String {
     out
 }
 
-pub fn render(a: &Analysis, with_detail: bool) -> String {
+/// The whole text report; `sections` (profiles, series) go before the footer.
+pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
     let mut out = header(a);
     out.push('\n');
     let metrics: Vec<&MetricAnalysis> = a.metrics.iter().collect();
@@ -432,6 +433,7 @@ pub fn render(a: &Analysis, with_detail: bool) -> String {
     if with_detail {
         out.push_str(&detail(a));
     }
+    out.push_str(sections);
     out.push_str(&footer(a));
     out
 }
