@@ -215,3 +215,23 @@ fn gaussian_binomial_f64(m: usize, big: usize, k: usize) -> Vec<f64> {
     }
     c
 }
+
+/// P(U <= k) for k = 0..=kmax under H0 without ties, from exact counts;
+/// None when the counts overflow u128 (see [`exact_cdf`]).
+pub fn exact_cdf_table(n1: usize, n2: usize, kmax: usize) -> Option<Vec<f64>> {
+    let m = n1.min(n2);
+    let big = n1.max(n2);
+    let kmax = kmax.min(m * big);
+    let coeffs = gaussian_binomial_u128(m, big, kmax)?;
+    let total = binomial_u128(n1 + n2, m)? as f64;
+    let mut acc: u128 = 0;
+    Some(
+        coeffs
+            .iter()
+            .map(|c| {
+                acc += c;
+                acc as f64 / total
+            })
+            .collect(),
+    )
+}
