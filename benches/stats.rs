@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use sysdelta::stats::bootstrap::{ratio_cis_batch, BatchItem, DEFAULT_RESAMPLES};
+use sysdelta::stats::bootstrap::{ratio_cis_batch, resample_means, BatchItem, DEFAULT_RESAMPLES};
 
 const METRICS: usize = 100;
 const CONFIGS: usize = 4;
@@ -53,6 +53,17 @@ fn process_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// CPU time consumed so far by the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// (min wall, median wall, min process CPU) over `reps` calls of `f`.
 fn time<F: FnMut()>(reps: usize, mut f: F) -> (Duration, Duration, Duration) {
     let mut walls = Vec::with_capacity(reps);
@@ -80,6 +91,23 @@ fn main() {
             seed: m as u64,
         })
         .collect();
+    // Single-thread kernel: one call of resample_means on 1,000 samples
+    // (10,000 resampled means), minimum thread CPU time over 15 calls.
+    let one = &data[0][0];
+    let kernel = (0..15)
+        .map(|i| {
+            let c = thread_cpu();
+            black_box(resample_means(black_box(one), DEFAULT_RESAMPLES, i));
+            thread_cpu() - c
+        })
+        .min()
+        .unwrap();
+    println!(
+        "single-thread resample_means(1000 samples, {DEFAULT_RESAMPLES} resamples): {:.2} ms CPU, \
+         {:.3} ns per resampled index",
+        kernel.as_secs_f64() * 1e3,
+        kernel.as_secs_f64() * 1e9 / (SAMPLES * DEFAULT_RESAMPLES) as f64
+    );
     let (boot_min, boot_med, boot_cpu) = time(5, || {
         black_box(ratio_cis_batch(black_box(&items), DEFAULT_RESAMPLES, 0.95));
     });

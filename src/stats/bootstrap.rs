@@ -18,9 +18,11 @@
 //! generator is cut into floor(64 / k) fields of k = ceil(log2 n) bits, and a
 //! field is used as an index when it is below n and skipped otherwise
 //! (rejection sampling, so every index is exactly uniform and independent).
-//! The skip is branch-free: values are read from a table padded with zeros
-//! up to 2^k, and only the count of accepted fields decides when n indices
-//! have been drawn. Four partial sums break the floating-point add chain.
+//! The skip is branch-free: the table holds (value, 1.0) pairs padded with
+//! (0, 0) up to 2^k, so one two-lane addition per field adds the value to
+//! the sum and the acceptance to the count; the count is read back only
+//! between blocks of words that cannot overshoot n. Six partial sums break
+//! the floating-point add chain.
 //! This draws from exactly the same distribution as the textbook loop; it
 //! only changes which random bits feed which index.
 //!
@@ -84,48 +86,74 @@ pub fn resample_means(xs: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
     out
 }
 
-/// `xs` followed by zeros up to 2^K entries.
-fn padded_table<const K: u32>(xs: &[f64]) -> Vec<f64> {
-    let mut t = vec![0.0; 1 << K];
-    t[..xs.len()].copy_from_slice(xs);
+/// One table entry: the value and 1.0 for an index below n, zeros for a
+/// padding index. Adding an entry adds the value to the sum and the
+/// acceptance to the count in one two-lane addition.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(16))]
+struct Entry([f64; 2]);
+
+/// `xs` as entries (value, 1.0), followed by zero entries up to 2^K.
+fn padded_table<const K: u32>(xs: &[f64]) -> Vec<Entry> {
+    let mut t = vec![Entry::default(); 1 << K];
+    for (e, &x) in t.iter_mut().zip(xs) {
+        *e = Entry([x, 1.0]);
+    }
     t
 }
 
-/// Sum of n values drawn uniformly with replacement from table[..n], using
-/// K-bit fields of random words with rejection of fields >= n.
+/// Sum of n values drawn uniformly with replacement from the first n
+/// entries of `table`, using K-bit fields of random words with rejection of
+/// fields >= n.
+///
+/// The count of accepted fields is accumulated in floating point next to
+/// the sum (exact: integers below 2^53), so the inner loop has no compare.
+/// It runs in rounds: with r values still to draw, floor(r / fields per
+/// word) words can never overshoot, so they are processed blind, then the
+/// count is read back; the last few values are drawn field by field.
 #[inline]
-fn resample_sum_fields<const K: u32>(table: &[f64], n: usize, rng: &mut SmallRng) -> f64 {
+fn resample_sum_fields<const K: u32>(table: &[Entry], n: usize, rng: &mut SmallRng) -> f64 {
     let per_word = (64 / K) as usize;
     let mask = (1u64 << K) - 1;
     let table = &table[..(mask as usize + 1)];
-    let mut acc = [0.0f64; 4];
-    let mut count = 0usize;
-    // Fast part: a whole word can never overshoot n accepted fields.
-    while count + per_word <= n {
-        let mut w = rng.next_u64();
-        for j in 0..per_word {
-            let c = (w & mask) as usize;
-            w >>= K;
-            acc[j & 3] += table[c];
-            count += (c < n) as usize;
+    // Six independent two-lane accumulators: for n in 513..=1024 (K = 10,
+    // six fields per word) each receives one addition per random word.
+    let mut acc = [[0.0f64; 2]; 6];
+    let mut remaining = n;
+    loop {
+        let words = remaining / per_word;
+        if words == 0 {
+            break;
         }
+        for _ in 0..words {
+            let mut w = rng.next_u64();
+            for j in 0..per_word {
+                let e = table[(w & mask) as usize].0;
+                w >>= K;
+                acc[j % 6][0] += e[0];
+                acc[j % 6][1] += e[1];
+            }
+        }
+        let count: f64 = acc.iter().map(|a| a[1]).sum();
+        remaining = n - count as usize;
     }
+    let mut sum: f64 = acc.iter().map(|a| a[0]).sum();
     // Tail: field by field until exactly n fields were accepted.
-    while count < n {
+    while remaining > 0 {
         let mut w = rng.next_u64();
         for _ in 0..per_word {
             let c = (w & mask) as usize;
             w >>= K;
             if c < n {
-                acc[0] += table[c];
-                count += 1;
-                if count == n {
+                sum += table[c].0[0];
+                remaining -= 1;
+                if remaining == 0 {
                     break;
                 }
             }
         }
     }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+    sum
 }
 
 /// Sum of n = xs.len() values drawn with replacement, for n > 2^16: one
