@@ -6,6 +6,7 @@
 
 pub mod bca;
 pub mod bootstrap;
+pub mod calibrate;
 pub mod detect;
 pub mod hierarchical;
 pub mod hodges_lehmann;
