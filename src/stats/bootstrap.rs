@@ -13,25 +13,17 @@
 //! [`resample_means`] then [`ratio_ci`], or [`ratio_cis_batch`] for many
 //! metrics at once (parallel across metrics with rayon).
 //!
-//! Speed, and why it is exact: a resampled mean needs n uniform indices in
-//! 0..n. Instead of one random word per index, each 64-bit word from the
-//! generator is cut into floor(64 / k) fields of k = ceil(log2 n) bits, and a
-//! field is used as an index when it is below n and skipped otherwise
-//! (rejection sampling, so every index is exactly uniform and independent).
-//! The skip is branch-free: the table holds (value, 1.0) pairs padded with
-//! (0, 0) up to 2^k, so one two-lane addition per field adds the value to
-//! the sum and the acceptance to the count; the count is read back only
-//! between blocks of words that cannot overshoot n. Six partial sums break
-//! the floating-point add chain.
-//! This draws from exactly the same distribution as the textbook loop; it
-//! only changes which random bits feed which index.
-//!
-//! The generator is rand's `SmallRng` (Xoshiro256++ on 64-bit targets),
-//! seeded per stream from the caller's seed with `seed_from_u64`. Results are
-//! deterministic for a given seed and the rand version pinned in Cargo.lock.
+//! Speed, and why it is exact: see [`crate::stats::resample`]. Indices are
+//! drawn by rejection from k-bit fields of random words (exactly uniform),
+//! with a branch-free inner loop and an AVX2 kernel (gathers, four
+//! Xoshiro256++ lanes) where the CPU has it, bit-identical to the scalar
+//! kernel used elsewhere. This draws from exactly the same distribution as
+//! the textbook loop; it only changes which random bits feed which index.
+//! Results are deterministic for a given seed on every machine.
 
-use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
+use crate::stats::resample::{
+    field_bits, padded_table, resample_sum, resample_sum_wide, Lanes, MAX_FIELD_N,
+};
 use rayon::prelude::*;
 
 /// Default number of bootstrap resamples used by the report.
@@ -62,119 +54,17 @@ pub fn resample_means(xs: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
     if n == 1 {
         return vec![xs[0]; resamples];
     }
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let bits = usize::BITS - (n - 1).leading_zeros();
-    let mut out = Vec::with_capacity(resamples);
-    macro_rules! dispatch {
-        ($($k:literal)*) => {
-            match bits {
-                $($k => {
-                    let table = padded_table::<$k>(xs);
-                    for _ in 0..resamples {
-                        out.push(resample_sum_fields::<$k>(&table, n, &mut rng) / n as f64);
-                    }
-                })*
-                _ => {
-                    for _ in 0..resamples {
-                        out.push(resample_sum_wide(xs, &mut rng) / n as f64);
-                    }
-                }
-            }
-        };
+    let mut rng = Lanes::new(seed);
+    if n > MAX_FIELD_N {
+        return (0..resamples)
+            .map(|_| resample_sum_wide(xs, &mut rng) / n as f64)
+            .collect();
     }
-    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-    out
-}
-
-/// One table entry: the value and 1.0 for an index below n, zeros for a
-/// padding index. Adding an entry adds the value to the sum and the
-/// acceptance to the count in one two-lane addition.
-#[derive(Clone, Copy, Default)]
-#[repr(C, align(16))]
-struct Entry([f64; 2]);
-
-/// `xs` as entries (value, 1.0), followed by zero entries up to 2^K.
-fn padded_table<const K: u32>(xs: &[f64]) -> Vec<Entry> {
-    let mut t = vec![Entry::default(); 1 << K];
-    for (e, &x) in t.iter_mut().zip(xs) {
-        *e = Entry([x, 1.0]);
-    }
-    t
-}
-
-/// Sum of n values drawn uniformly with replacement from the first n
-/// entries of `table`, using K-bit fields of random words with rejection of
-/// fields >= n.
-///
-/// The count of accepted fields is accumulated in floating point next to
-/// the sum (exact: integers below 2^53), so the inner loop has no compare.
-/// It runs in rounds: with r values still to draw, floor(r / fields per
-/// word) words can never overshoot, so they are processed blind, then the
-/// count is read back; the last few values are drawn field by field.
-#[inline]
-fn resample_sum_fields<const K: u32>(table: &[Entry], n: usize, rng: &mut SmallRng) -> f64 {
-    let per_word = (64 / K) as usize;
-    let mask = (1u64 << K) - 1;
-    let table = &table[..(mask as usize + 1)];
-    // Six independent two-lane accumulators: for n in 513..=1024 (K = 10,
-    // six fields per word) each receives one addition per random word.
-    let mut acc = [[0.0f64; 2]; 6];
-    let mut remaining = n;
-    loop {
-        let words = remaining / per_word;
-        if words == 0 {
-            break;
-        }
-        for _ in 0..words {
-            let mut w = rng.next_u64();
-            for j in 0..per_word {
-                let e = table[(w & mask) as usize].0;
-                w >>= K;
-                acc[j % 6][0] += e[0];
-                acc[j % 6][1] += e[1];
-            }
-        }
-        let count: f64 = acc.iter().map(|a| a[1]).sum();
-        remaining = n - count as usize;
-    }
-    let mut sum: f64 = acc.iter().map(|a| a[0]).sum();
-    // Tail: field by field until exactly n fields were accepted.
-    while remaining > 0 {
-        let mut w = rng.next_u64();
-        for _ in 0..per_word {
-            let c = (w & mask) as usize;
-            w >>= K;
-            if c < n {
-                sum += table[c].0[0];
-                remaining -= 1;
-                if remaining == 0 {
-                    break;
-                }
-            }
-        }
-    }
-    sum
-}
-
-/// Sum of n = xs.len() values drawn with replacement, for n > 2^16: one
-/// 64-bit word per index, mapped by Lemire's multiply-shift with rejection
-/// of the biased low range (exactly uniform).
-fn resample_sum_wide(xs: &[f64], rng: &mut SmallRng) -> f64 {
-    let n = xs.len() as u64;
-    // 2^64 mod n: multiply-shift results whose low half is below it are
-    // rejected, which removes the bias exactly.
-    let threshold = n.wrapping_neg() % n;
-    let mut acc = [0.0f64; 4];
-    for i in 0..xs.len() {
-        let idx = loop {
-            let m = rng.next_u64() as u128 * n as u128;
-            if (m as u64) >= threshold {
-                break (m >> 64) as usize;
-            }
-        };
-        acc[i & 3] += xs[idx];
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+    let k = field_bits(n);
+    let table = padded_table(xs, k);
+    (0..resamples)
+        .map(|_| resample_sum(&table, n, k, &mut rng) / n as f64)
+        .collect()
 }
 
 /// Quantile of `xs` at probability q in [0, 1] with numpy's default linear

@@ -13,6 +13,7 @@ pub mod hodges_lehmann;
 pub mod mannwhitney;
 pub mod multiple;
 pub mod power;
+pub mod resample;
 pub mod sequential;
 pub mod special;
 pub mod summary;
