@@ -9,7 +9,9 @@
 //! samples would ignore. One resample costs one draw per run plus one per
 //! sample, so the work is linear in the total sample count.
 //! CIs are percentile intervals of mean(other*) / mean(base*), as
-//! [`crate::stats::bootstrap::ratio_ci`] computes them.
+//! [`crate::stats::bootstrap::ratio_ci`] computes them. The generator is
+//! rand's `SmallRng`, so results are deterministic for a seed and the rand
+//! version pinned in Cargo.lock.
 
 use crate::stats::bootstrap::{ratio_ci, stream_seed};
 use rand::rngs::SmallRng;
