@@ -235,3 +235,28 @@ pub fn exact_cdf_table(n1: usize, n2: usize, kmax: usize) -> Option<Vec<f64>> {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The f64 fallback (used only past u128) against the exact integer
+    /// counts where both work: tail sums agree to 1e-12 relative.
+    #[test]
+    fn f64_counts_match_exact_counts() {
+        for (m, big) in [(8usize, 3000usize), (5, 20_000), (8, 40)] {
+            let kmax = m * big / 2;
+            let exact = gaussian_binomial_u128(m, big, kmax).unwrap();
+            let approx = gaussian_binomial_f64(m, big, kmax);
+            let (mut se, mut sa) = (0u128, 0f64);
+            for k in 0..=kmax {
+                se += exact[k];
+                sa += approx[k];
+                if k % 97 == 0 || k == kmax {
+                    let rel = (sa - se as f64).abs() / se as f64;
+                    assert!(rel < 1e-12, "m={m} big={big} k={k}: rel {rel:e}");
+                }
+            }
+        }
+    }
+}
