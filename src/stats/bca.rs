@@ -99,6 +99,39 @@ pub fn bca_interval(
     Some((quantile_linear(theta_b, l1), quantile_linear(theta_b, l2)))
 }
 
+/// BCa CI of mean(other) / mean(base) from resampled means the caller
+/// already has (e.g. the baseline's, shared across configs as in
+/// `ratio_cis_batch`, from `resample_means` with `stream_seed(seed, 0)` and
+/// `stream_seed(seed, j)`). Same None cases as [`bca_ratio_ci`].
+pub fn bca_ratio_ci_from_means(
+    base: &[f64],
+    other: &[f64],
+    base_means: &[f64],
+    other_means: &[f64],
+    confidence: f64,
+) -> Option<(f64, f64)> {
+    if base.len() < 2
+        || other.len() < 2
+        || base_means.len() != other_means.len()
+        || base_means.is_empty()
+        || base.iter().chain(other).any(|x| !x.is_finite())
+    {
+        return None;
+    }
+    let a_hat = ratio_acceleration(base, other)?;
+    let mb = base.iter().sum::<f64>() / base.len() as f64;
+    let mo = other.iter().sum::<f64>() / other.len() as f64;
+    let positive = mb > 0.0;
+    let mut theta_b = Vec::with_capacity(base_means.len());
+    for (b, o) in base_means.iter().zip(other_means) {
+        if *b == 0.0 || (*b > 0.0) != positive || !b.is_finite() || !o.is_finite() {
+            return None;
+        }
+        theta_b.push(o / b);
+    }
+    bca_interval(&mut theta_b, mo / mb, a_hat, confidence)
+}
+
 /// BCa bootstrap CI of mean(other) / mean(base) with `resamples` resamples
 /// from `seed` (streams 0 and 1, as the percentile CI uses). None when a
 /// side has fewer than 2 values or a non-finite one, the base mean is 0 or
@@ -110,22 +143,10 @@ pub fn bca_ratio_ci(
     confidence: f64,
     seed: u64,
 ) -> Option<(f64, f64)> {
-    if base.len() < 2 || other.len() < 2 || base.iter().chain(other).any(|x| !x.is_finite()) {
+    if base.len() < 2 || other.len() < 2 {
         return None;
     }
-    let a_hat = ratio_acceleration(base, other)?;
-    let mb = base.iter().sum::<f64>() / base.len() as f64;
-    let mo = other.iter().sum::<f64>() / other.len() as f64;
-    let theta_hat = mo / mb;
     let bm = resample_means(base, resamples, stream_seed(seed, 0));
     let om = resample_means(other, resamples, stream_seed(seed, 1));
-    let positive = mb > 0.0;
-    let mut theta_b = Vec::with_capacity(resamples);
-    for (b, o) in bm.iter().zip(&om) {
-        if *b == 0.0 || (*b > 0.0) != positive {
-            return None;
-        }
-        theta_b.push(o / b);
-    }
-    bca_interval(&mut theta_b, theta_hat, a_hat, confidence)
+    bca_ratio_ci_from_means(base, other, &bm, &om, confidence)
 }
