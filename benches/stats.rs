@@ -149,7 +149,7 @@ fn main() {
 /// CoV from `calibration_cov`, 2% true shift for coverage, seed 2026. Run with `cargo bench --bench stats -- --calibrate`.
 fn calibrate_figures() {
     use sysdelta::stats::calibrate::{
-        aa_false_positive_rate, calibration_cov, ci_coverage, detection_table, SHAPES,
+        aa_false_positive_rate, bca_coverage, calibration_cov, ci_coverage, detection_table, SHAPES,
     };
     let t = Instant::now();
     for n in [10, 20, 50] {
@@ -179,7 +179,20 @@ fn calibrate_figures() {
                 DEFAULT_RESAMPLES,
                 2026,
             );
-            println!("95% CI coverage, {shape:?}, n={n}: {:.1}%", cov * 100.0);
+            let bca = bca_coverage(
+                shape,
+                n,
+                calibration_cov(shape),
+                0.02,
+                1000,
+                DEFAULT_RESAMPLES,
+                2026,
+            );
+            println!(
+                "95% CI coverage, {shape:?}, n={n}: percentile {:.1}%, BCa {:.1}%",
+                cov * 100.0,
+                bca * 100.0
+            );
         }
     }
     for row in detection_table(

@@ -166,6 +166,24 @@ pub fn ci_coverage(
     })
 }
 
+/// Coverage of the 95% BCa CI ([`crate::stats::bca::bca_ratio_ci`]), as
+/// [`ci_coverage`] measures it for the percentile CI.
+pub fn bca_coverage(
+    shape: Shape,
+    n: usize,
+    cov: f64,
+    shift: f64,
+    trials: usize,
+    resamples: usize,
+    seed: u64,
+) -> f64 {
+    let truth = 1.0 + shift;
+    simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
+        matches!(crate::stats::bca::bca_ratio_ci(b, o, resamples, 0.95, s),
+            Some((lo, hi)) if lo <= truth && truth <= hi)
+    })
+}
+
 /// Detection rate of [`verdict`] for a true relative shift.
 pub fn detection_rate(
     shape: Shape,
