@@ -17,6 +17,7 @@
 //!   group sizes; p = 2 * (1 - Phi(z)), clipped to 1. When every value is
 //!   identical s is 0, z is -inf and p is 1 (as in SciPy), not NaN.
 
+use crate::stats::special::normal_sf;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -117,11 +118,6 @@ fn asymptotic_z(u: f64, n1: usize, n2: usize, ties: &[usize]) -> f64 {
         };
     }
     numerator / s
-}
-
-/// Upper tail of the standard normal, 1 - Phi(z), accurate in the far tail.
-pub fn normal_sf(z: f64) -> f64 {
-    0.5 * statrs::function::erf::erfc(z / std::f64::consts::SQRT_2)
 }
 
 /// P(U <= k) under H0 for samples of sizes n1 and n2 without ties.
