@@ -93,11 +93,16 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> String {
         .series
         .iter()
         .filter_map(|(id, s)| {
+            // A workload's time series is a metric with one sample per
+            // interval; monitor telemetry has its own series and per-run
+            // summaries, shown as metrics.
             let r = runs.get(id)?;
-            data.metrics
+            let is_metric = data
+                .metrics
                 .iter()
-                .any(|m| m.workload == r.workload && m.spec.name == s.name)
-                .then_some((r.workload.as_str(), s.name.as_str()))
+                .any(|m| m.workload == r.workload && m.spec.name == s.name);
+            let per_interval = r.samples.get(&s.name).is_some_and(|v| v.len() > 1);
+            (is_metric && per_interval).then_some((r.workload.as_str(), s.name.as_str()))
         })
         .collect();
     names.sort();

@@ -191,23 +191,54 @@ fn column_title(m: &MetricAnalysis) -> (String, String) {
     (m.workload.clone(), format!("{}{}", m.spec.name, unit))
 }
 
+/// Header lines of one column: the workload, then the metric name and unit
+/// broken into pieces of at most COL characters (at dots and spaces where
+/// possible), so long names are not cut.
+fn header_lines(m: &MetricAnalysis) -> Vec<String> {
+    let (w, t) = column_title(m);
+    let mut lines = vec![ascii(&w)];
+    let mut cur = String::new();
+    for piece in ascii(&t).split_inclusive(['.', ' ', '_']) {
+        if cur.len() + piece.len() > COL && !cur.is_empty() {
+            lines.push(cur.trim_end().to_string());
+            cur.clear();
+        }
+        let mut p = piece;
+        while p.len() > COL {
+            lines.push(p[..COL].to_string());
+            p = &p[COL..];
+        }
+        cur.push_str(p);
+    }
+    if !cur.trim().is_empty() {
+        lines.push(cur.trim_end().to_string());
+    }
+    lines
+}
+
 /// The configs x metrics tables, split to fit 80 columns.
 pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
     let mut out = String::new();
     for chunk in metrics.chunks(COLS_PER_TABLE.max(1)) {
         let n = chunk.len();
         rule(&mut out, n);
-        let titles: Vec<(String, String)> = chunk.iter().map(|m| column_title(m)).collect();
-        row(
-            &mut out,
-            "",
-            &titles.iter().map(|t| ascii(&t.0)).collect::<Vec<_>>(),
-        );
-        row(
-            &mut out,
-            "config",
-            &titles.iter().map(|t| ascii(&t.1)).collect::<Vec<_>>(),
-        );
+        let heads: Vec<Vec<String>> = chunk.iter().map(|m| header_lines(m)).collect();
+        let depth = heads.iter().map(Vec::len).max().unwrap_or(1);
+        for l in 0..depth {
+            // Workload on top; name and unit bottom-aligned above the rule.
+            let cells: Vec<String> = heads
+                .iter()
+                .map(|h| {
+                    let pad = depth - h.len();
+                    match l {
+                        0 => h[0].clone(),
+                        _ if l <= pad => String::new(),
+                        _ => h[l - pad].clone(),
+                    }
+                })
+                .collect();
+            row(&mut out, if l + 1 == depth { "config" } else { "" }, &cells);
+        }
         rule(&mut out, n);
         for (ci, config) in a.configs.iter().enumerate() {
             let values: Vec<String> = chunk
