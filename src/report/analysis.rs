@@ -20,6 +20,28 @@ pub struct Options {
     pub confidence: f64,
     pub resamples: usize,
     pub seed: u64,
+    pub correction: Correction,
+    pub ci_method: CiMethod,
+    /// TOST margin as a fraction (0.01 for "is the overhead under 1%?").
+    pub equivalence: Option<f64>,
+}
+
+/// How p-values are corrected for testing many comparisons in one report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Correction {
+    /// Holm step-down: the chance of any false flag is at most alpha.
+    Holm,
+    /// Benjamini-Hochberg: at most alpha of the flags are expected false.
+    Bh,
+}
+
+/// Which bootstrap CI of the ratio of means drives the verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CiMethod {
+    Percentile,
+    Bca,
 }
 
 impl Default for Options {
@@ -30,6 +52,9 @@ impl Default for Options {
             confidence: 0.95,
             resamples: 10_000,
             seed: 0x5d_e17a,
+            correction: Correction::Holm,
+            ci_method: CiMethod::Percentile,
+            equivalence: None,
         }
     }
 }
@@ -71,8 +96,20 @@ pub struct Comparison {
     /// 100 * (mean / baseline mean - 1).
     pub delta_mean_pct: Option<f64>,
     pub delta_median_pct: Option<f64>,
-    /// CI of mean / baseline mean.
+    /// CI of mean / baseline mean, by the report's CI method.
     pub ratio_ci: Option<(f64, f64)>,
+    /// The same CI by the other method (percentile or BCa), for reference.
+    pub ratio_ci_other_method: Option<(f64, f64)>,
+    /// median / baseline median.
+    pub median_ratio: Option<f64>,
+    /// Hodges-Lehmann shift (config - baseline, in the metric's unit) with
+    /// its rank-based CI: the effect that matches the rank test.
+    pub hl_shift: Option<stats::hodges_lehmann::ShiftEstimate>,
+    /// TOST verdict on the ratio of means, when a margin was asked for.
+    pub equivalence: Option<stats::tost::Equivalence>,
+    /// Smallest shift (%) this comparison could detect with 80% power at its
+    /// observed CoV and run counts.
+    pub mde_pct: Option<f64>,
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
     pub verdict: Verdict,
@@ -112,6 +149,12 @@ pub struct Analysis {
     pub alpha: f64,
     pub confidence: f64,
     pub resamples: usize,
+    pub correction: Correction,
+    pub ci_method: CiMethod,
+    /// TOST margin (fraction), when asked for.
+    pub equivalence: Option<f64>,
+    /// What one independent observation is in the statistics.
+    pub unit_of_replication: String,
     pub failed: Vec<FailedRun>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
@@ -136,6 +179,17 @@ fn run_value(r: &StoredRun, metric: &str) -> Option<f64> {
         .map(|v| median_of(v))
 }
 
+/// Coefficient of variation of two samples around their own means, pooled:
+/// sqrt of the pooled variance over the mean of the two means.
+fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
+    let (sa, sb) = (stats::summary::summarize(a)?, stats::summary::summarize(b)?);
+    let (va, vb) = (sa.stddev? * sa.stddev?, sb.stddev? * sb.stddev?);
+    let pooled =
+        ((a.len() - 1) as f64 * va + (b.len() - 1) as f64 * vb) / (a.len() + b.len() - 2) as f64;
+    let m = (sa.mean + sb.mean) / 2.0;
+    (m != 0.0).then(|| pooled.sqrt() / m.abs())
+}
+
 fn verdict(direction: Direction, ratio: f64, ci: (f64, f64), p_adj: f64, alpha: f64) -> Verdict {
     let excludes_one = ci.0 > 1.0 || ci.1 < 1.0;
     if p_adj < alpha && excludes_one {
@@ -149,8 +203,8 @@ fn verdict(direction: Direction, ratio: f64, ci: (f64, f64), p_adj: f64, alpha: 
     }
 }
 
-/// Bootstrap CIs of mean(config) / mean(baseline) for every comparison:
-/// `result[metric][config - 1]`.
+/// Resampled means of every (metric, config) cell, for the bootstrap CIs
+/// of mean(config) / mean(baseline).
 ///
 /// Runs are the unit of resampling. Within one (workload, config) cell all
 /// metrics that every successful run reported are resampled jointly (one
@@ -162,7 +216,7 @@ fn bootstrap_cis(
     by_cell: &CellRuns,
     configs: &[String],
     opts: &Options,
-) -> Vec<Vec<Option<(f64, f64)>>> {
+) -> HashMap<(usize, usize), Vec<f64>> {
     use rayon::prelude::*;
 
     let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
@@ -172,7 +226,7 @@ fn bootstrap_cis(
         .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
         .collect();
     // (metric index, config index) -> resampled means.
-    let means: HashMap<(usize, usize), Vec<f64>> = cells
+    let means = cells
         .par_iter()
         .flat_map_iter(|&(wi, ci)| {
             let w = workloads[wi];
@@ -216,25 +270,98 @@ fn bootstrap_cis(
             out
         })
         .collect();
-    metrics
-        .iter()
-        .enumerate()
-        .map(|(mi, m)| {
-            (1..configs.len())
-                .map(|ci| {
-                    let base_mean = m.cells[0].summary.as_ref()?.mean;
-                    if base_mean == 0.0 {
-                        return None;
+    means
+}
+
+/// Most warnings of one kind listed before "... and N more".
+const WARNINGS_PER_KIND: usize = 5;
+
+fn push_grouped(out: &mut Vec<String>, what: &str, items: Vec<String>) {
+    if items.is_empty() {
+        return;
+    }
+    let more = items.len().saturating_sub(WARNINGS_PER_KIND);
+    let mut line = format!(
+        "{what}: {}",
+        items
+            .into_iter()
+            .take(WARNINGS_PER_KIND)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if more > 0 {
+        line.push_str(&format!("; and {more} more"));
+    }
+    out.push(line);
+}
+
+/// What a reader needs to know before trusting the table: comparisons that
+/// can never reject at these run counts, bimodal cells, drift within a
+/// config's runs (what interleaving protects the comparison from, but which
+/// still widens it), and outliers by MAD.
+fn data_warnings(
+    metrics: &[MetricAnalysis],
+    configs: &[String],
+    family: usize,
+    alpha: f64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut too_few: Vec<(usize, usize)> = Vec::new();
+    let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
+    for m in metrics {
+        let n0 = m.cells[0].values.len();
+        for c in m.cells.iter().skip(1) {
+            let n = c.values.len();
+            if n0 >= 2
+                && n >= 2
+                && stats::detect::too_few_runs(n0, n, alpha, family)
+                && !too_few.contains(&(n0, n))
+            {
+                too_few.push((n0, n));
+            }
+        }
+        for (ci, c) in m.cells.iter().enumerate() {
+            let name = format!("{}/{} in {}", m.workload, m.spec.name, configs[ci]);
+            if stats::detect::looks_bimodal(&c.values) {
+                let bc = stats::detect::bimodality_coefficient(&c.values).unwrap_or(f64::NAN);
+                bimodal.push(format!("{name} (BC {bc:.2})"));
+            }
+            if c.values.len() >= 8 {
+                if let Some(mk) = stats::trend::mann_kendall(&c.values) {
+                    if mk.p < 0.01 {
+                        let dir = if mk.s > 0.0 { "rising" } else { "falling" };
+                        drift.push(format!(
+                            "{name} {dir} over run order (Mann-Kendall p {:.1e})",
+                            mk.p
+                        ));
                     }
-                    stats::bootstrap::ratio_ci(
-                        means.get(&(mi, 0))?,
-                        means.get(&(mi, ci))?,
-                        opts.confidence,
-                    )
-                })
-                .collect()
-        })
-        .collect()
+                }
+            }
+            let o = stats::detect::mad_outliers(&c.values);
+            if !o.is_empty() {
+                outliers.push(format!("{name}: {} of {}", o.len(), c.values.len()));
+            }
+        }
+    }
+    for (a, b) in too_few {
+        let p = stats::detect::min_achievable_p(a, b).unwrap_or(1.0);
+        out.push(format!(
+            "{a} vs {b} runs: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
+             correction over {family} comparisons, so no difference can be flagged; add runs"
+        ));
+    }
+    push_grouped(
+        &mut out,
+        "bimodal samples (bimodality coefficient > 0.555)",
+        bimodal,
+    );
+    push_grouped(&mut out, "drift within a config's runs", drift);
+    push_grouped(
+        &mut out,
+        "outliers by MAD (|x - median| > 3.5 x 1.4826 MAD)",
+        outliers,
+    );
+    out
 }
 
 pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String> {
@@ -298,9 +425,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         });
     }
 
-    let cis = bootstrap_cis(&metrics, &by_cell, &configs, opts);
+    let means = bootstrap_cis(&metrics, &by_cell, &configs, opts);
 
-    // Raw comparisons, then one Holm correction over all of them.
+    // Raw comparisons, then one correction over all of them.
     let mut pvals: Vec<(usize, usize, f64)> = Vec::new();
     for (mi, m) in metrics.iter_mut().enumerate() {
         let base = m.cells[0].values.clone();
@@ -311,6 +438,11 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                 delta_mean_pct: None,
                 delta_median_pct: None,
                 ratio_ci: None,
+                ratio_ci_other_method: None,
+                median_ratio: None,
+                hl_shift: None,
+                equivalence: None,
+                mde_pct: None,
                 p: None,
                 p_adjusted: None,
                 verdict: Verdict::Undefined,
@@ -322,8 +454,51 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                     if b.median != 0.0 {
                         cmp.delta_median_pct = Some(100.0 * (o.median / b.median - 1.0));
                     }
+                    cmp.median_ratio = stats::hodges_lehmann::median_ratio(&base, &cell.values);
                     if base.len() >= 2 && cell.values.len() >= 2 {
-                        cmp.ratio_ci = cis[mi][ci - 1];
+                        if let (Some(bm), Some(om)) = (means.get(&(mi, 0)), means.get(&(mi, ci))) {
+                            let pct = |conf| stats::bootstrap::ratio_ci(bm, om, conf);
+                            let bca = |conf| {
+                                stats::bca::bca_ratio_ci_from_means(
+                                    &base,
+                                    &cell.values,
+                                    bm,
+                                    om,
+                                    conf,
+                                )
+                            };
+                            let (main, other) = match opts.ci_method {
+                                CiMethod::Percentile => {
+                                    (pct(opts.confidence), bca(opts.confidence))
+                                }
+                                CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
+                            };
+                            cmp.ratio_ci = main;
+                            cmp.ratio_ci_other_method = other;
+                            if let Some(margin) = opts.equivalence {
+                                let ci90 = match opts.ci_method {
+                                    CiMethod::Percentile => pct(stats::tost::TOST_CONFIDENCE),
+                                    CiMethod::Bca => bca(stats::tost::TOST_CONFIDENCE),
+                                };
+                                cmp.equivalence =
+                                    ci90.map(|c| stats::tost::tost_from_ci(c, margin));
+                            }
+                        }
+                        cmp.hl_shift = stats::hodges_lehmann::hodges_lehmann(
+                            &base,
+                            &cell.values,
+                            opts.confidence,
+                        );
+                        let pooled_cov = pooled_cov(&base, &cell.values);
+                        cmp.mde_pct = pooled_cov.and_then(|cov| {
+                            stats::power::minimum_detectable_effect(
+                                base.len().min(cell.values.len()),
+                                cov,
+                                opts.alpha,
+                                0.8,
+                            )
+                            .map(|d| 100.0 * d)
+                        });
                         cmp.p =
                             stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
                         if let Some(p) = cmp.p {
@@ -341,7 +516,11 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
             m.comparisons.push(cmp);
         }
     }
-    let adjusted = stats::multiple::holm(&pvals.iter().map(|x| x.2).collect::<Vec<_>>());
+    let raw: Vec<f64> = pvals.iter().map(|x| x.2).collect();
+    let adjusted = match opts.correction {
+        Correction::Holm => stats::multiple::holm(&raw),
+        Correction::Bh => stats::multiple::benjamini_hochberg(&raw),
+    };
     for ((mi, ci, _), padj) in pvals.iter().zip(adjusted) {
         let m = &mut metrics[*mi];
         let dir = m.spec.direction;
@@ -400,11 +579,29 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
             }
         }
     }
+    warnings.extend(data_warnings(&metrics, &configs, pvals.len(), opts.alpha));
+    let max_samples_per_run = data
+        .runs
+        .iter()
+        .flat_map(|r| r.samples.values().map(Vec::len))
+        .max()
+        .unwrap_or(1);
+    let unit_of_replication = if max_samples_per_run > 1 {
+        format!(
+            "the run: a run with several samples of a metric (up to {max_samples_per_run}) counts once, by their median"
+        )
+    } else {
+        "the run (one sample per metric per run)".to_string()
+    };
     Ok(Analysis {
         info: info.clone(),
         baseline,
         configs,
         n_comparisons: pvals.len(),
+        correction: opts.correction,
+        ci_method: opts.ci_method,
+        equivalence: opts.equivalence,
+        unit_of_replication,
         metrics,
         runs_ok,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),
