@@ -4,7 +4,6 @@
 //! up by name in [`registry`]) and run once per run by the runner, inside
 //! whatever configuration is entered at the time.
 
-
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
