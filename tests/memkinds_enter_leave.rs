@@ -202,3 +202,32 @@ fn enter_leave_cost() {
     }
     assert_eq!(mem_state(), before);
 }
+
+/// Every `memory_limit` and `swap` value in the docs/configs.md examples
+/// builds.
+#[test]
+fn docs_examples_build() {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configs.md")).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let j = sysdelta::config::journal::Journal::open_shared(&d.path().join("j")).unwrap();
+    let mut built = 0;
+    for block in doc.split("```toml").skip(1) {
+        let block = block.split("```").next().unwrap();
+        let v: toml::Value = toml::from_str(block).unwrap();
+        for c in v
+            .get("config")
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            for kind in ["memory_limit", "swap"] {
+                if let Some(val) = c.get(kind) {
+                    kinds::build(kind, val, j.clone()).unwrap_or_else(|e| panic!("{e}\n{block}"));
+                    built += 1;
+                }
+            }
+        }
+    }
+    assert!(built >= 6, "{built} examples");
+}

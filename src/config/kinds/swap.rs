@@ -42,6 +42,7 @@ pub enum Backing {
 pub struct ActiveSwap {
     pub name: String,
     pub kib: u64,
+    pub priority: i32,
 }
 
 /// The swap areas now on, from /proc/swaps.
@@ -55,6 +56,7 @@ pub fn active_swaps() -> Vec<ActiveSwap> {
             Some(ActiveSwap {
                 name: f.first()?.to_string(),
                 kib: f.get(2)?.parse().ok()?,
+                priority: f.get(4)?.parse().ok()?,
             })
         })
         .collect()
@@ -237,7 +239,12 @@ impl Swap {
                 "other swap already on, left on: {}",
                 self.others
                     .iter()
-                    .map(|o| format!("{} ({})", o.name, show_size(o.kib * 1024)))
+                    .map(|o| format!(
+                        "{} ({}, priority {})",
+                        o.name,
+                        show_size(o.kib * 1024),
+                        o.priority
+                    ))
                     .collect::<Vec<_>>()
                     .join(", ")
             )
