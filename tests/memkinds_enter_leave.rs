@@ -25,6 +25,7 @@ fn memory_limit_groups_the_workload_and_leave_removes_it() {
     let mods = k.enter().unwrap();
     let procs = mods.cgroup_procs.clone().expect("cgroup_procs is set");
     let dir = procs.parent().unwrap().to_path_buf();
+    g.groups.push(dir.clone());
     assert!(dir.is_dir() && dir.starts_with(&parent), "{dir:?}");
     let limit = ["memory.max", "memory.limit_in_bytes"]
         .iter()
@@ -33,13 +34,23 @@ fn memory_limit_groups_the_workload_and_leave_removes_it() {
     assert_eq!(limit.trim(), (64u64 << 20).to_string());
     assert!(!g.pending().is_empty(), "the group is journaled");
 
-    // A process launched into it, still running at leave, is killed.
-    let mut sleep = Command::new("sleep");
-    sleep.arg("60");
-    g.children.push(spawn_in(&procs, sleep));
-    let pid = g.children[0].id().to_string();
-    let inside = std::fs::read_to_string(&procs).unwrap();
-    assert!(inside.split_whitespace().any(|p| p == pid), "{inside}");
+    // A process tree launched into it, still running at leave, is killed
+    // (the shell's children too, which are not ours to wait for).
+    let mut sh = Command::new("sh");
+    sh.args(["-c", "sleep 60 & sleep 60 & wait"]);
+    g.children.push(spawn_in(&procs, sh));
+    let mut inside = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while inside.len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+        inside = std::fs::read_to_string(&procs)
+            .unwrap()
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+    }
+    assert_eq!(inside.len(), 3, "{inside:?}");
+    assert!(inside.contains(&g.children[0].id().to_string()));
 
     k.leave().unwrap();
     let st = g.children[0].wait().unwrap();
@@ -47,6 +58,19 @@ fn memory_limit_groups_the_workload_and_leave_removes_it() {
         std::os::unix::process::ExitStatusExt::signal(&st),
         Some(libc::SIGKILL)
     );
+    for pid in &inside {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .next();
+        assert!(
+            matches!(state, None | Some("Z") | Some("X")),
+            "{pid} still runs: {stat}"
+        );
+    }
     assert!(!dir.exists(), "{} is left", dir.display());
     assert_eq!(groups_of(&parent, std::process::id()), before);
     assert!(g.pending().is_empty(), "{:?}", g.pending());

@@ -62,6 +62,7 @@ fn over_the_limit_without_swap_is_oom_killed_and_counted() {
     // swap = "0": no swapping even if the machine has swap on.
     let mut k = build("memory_limit", "limit = \"64M\"\nswap = \"0\"", &g.journal);
     let procs = k.enter().unwrap().cgroup_procs.unwrap();
+    g.groups.push(procs.parent().unwrap().to_path_buf());
     k.before_run().unwrap();
     g.children.push(spawn_in(&procs, alloc_cmd(256)));
     let out = g.children.pop().unwrap().wait_with_output().unwrap();
@@ -102,6 +103,7 @@ fn over_the_limit_with_swap_on_swaps_and_lives() {
         &g.journal,
     );
     let procs = k.enter().unwrap().cgroup_procs.unwrap();
+    g.groups.push(procs.parent().unwrap().to_path_buf());
     k.before_run().unwrap();
     g.children.push(spawn_in(&procs, alloc_cmd(256)));
     let out = g.children.pop().unwrap().wait_with_output().unwrap();

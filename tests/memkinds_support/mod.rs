@@ -110,6 +110,8 @@ pub struct Guard {
     pub dir: tempfile::TempDir,
     pub journal: JournalHandle,
     pub children: Vec<Child>,
+    /// Memory cgroups whose processes are killed on drop.
+    pub groups: Vec<PathBuf>,
 }
 
 impl Guard {
@@ -121,6 +123,7 @@ impl Guard {
             dir,
             journal,
             children: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -138,6 +141,15 @@ impl Drop for Guard {
         for c in &mut self.children {
             let _ = c.kill();
             let _ = c.wait();
+        }
+        for dir in &self.groups {
+            if dir.is_dir() {
+                let g = memory_limit::Group {
+                    version: memory_limit::locate_here().unwrap().version,
+                    dir: dir.clone(),
+                };
+                let _ = g.kill_all();
+            }
         }
         if let Ok(mut j) = Journal::open(&self.journal_path()) {
             if let Err(e) = j.restore_all() {

@@ -303,6 +303,36 @@ impl Group {
             .collect()
     }
 
+    /// SIGKILL `pid` if it is still in the group. A pidfd pins the pid,
+    /// so the membership check and the signal are about the same process
+    /// even if the one read from `cgroup.procs` has exited and its pid
+    /// been reused meanwhile. Without pidfds (before 5.3) a plain kill.
+    fn kill_member(&self, pid: i32) {
+        // SAFETY: pidfd_open takes a pid and flags; the fd is closed below.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        if fd < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+                // SAFETY: plain kill(2) on a pid just read from the group.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            return;
+        }
+        if self.pids().contains(&pid) {
+            // SAFETY: fd is a pidfd we own; no siginfo; flags 0.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    fd,
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                )
+            };
+        }
+        // SAFETY: closing the fd we opened.
+        unsafe { libc::close(fd) };
+    }
+
     /// SIGKILL every process in the group and wait (up to 5 s) until it is
     /// empty. v2 has `cgroup.kill` (5.14+), which also catches processes
     /// forking meanwhile; elsewhere the list is re-read and killed until
@@ -325,9 +355,7 @@ impl Group {
                 let _ = journal::write_value(&kill_file, "1");
             } else {
                 for pid in pids {
-                    // SAFETY: plain kill(2); the pid is in our group, whose
-                    // processes belong to the run.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    self.kill_member(pid);
                 }
             }
             std::thread::sleep(Duration::from_millis(5));

@@ -87,7 +87,7 @@ fn zram_available() -> Result<(), String> {
     if Path::new(ZRAM_CONTROL).exists() {
         return Ok(());
     }
-    if check::which("modprobe").is_none() {
+    if sbin_tool("modprobe").is_none() {
         return Err("zram is not loaded and modprobe is not installed to load it".into());
     }
     let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -107,6 +107,17 @@ fn zram_available() -> Result<(), String> {
             dir.join("modules.dep").display()
         ))
     }
+}
+
+/// A system tool by PATH, else in the sbin directories (a root shell's
+/// PATH does not always have them).
+fn sbin_tool(name: &str) -> Option<PathBuf> {
+    check::which(name).or_else(|| {
+        ["/usr/sbin", "/sbin"]
+            .iter()
+            .map(|d| Path::new(d).join(name))
+            .find(|p| p.is_file())
+    })
 }
 
 fn cstring(p: &Path) -> Result<std::ffi::CString> {
@@ -255,7 +266,8 @@ impl Swap {
     fn enter_zram(&mut self) -> Result<PathBuf> {
         if !Path::new(ZRAM_CONTROL).exists() {
             // num_devices=0: only the device we hot-add below exists.
-            let out = Command::new("modprobe")
+            let modprobe = sbin_tool("modprobe").ok_or_else(|| anyhow!("modprobe not found"))?;
+            let out = Command::new(modprobe)
                 .args(["zram", "num_devices=0"])
                 .output()
                 .context("cannot run modprobe")?;
@@ -355,7 +367,8 @@ impl Swap {
     }
 
     fn mkswap_and_swapon(&self, area: &Path) -> Result<()> {
-        let out = Command::new("mkswap")
+        let mkswap = sbin_tool("mkswap").ok_or_else(|| anyhow!("mkswap not found"))?;
+        let out = Command::new(mkswap)
             .arg(area)
             .output()
             .context("cannot run mkswap")?;
@@ -391,7 +404,7 @@ impl ConfigKind for Swap {
                 "swap: this kernel has no swap support (no /proc/swaps; CONFIG_SWAP off)".into(),
             );
         }
-        if check::which("mkswap").is_none() {
+        if sbin_tool("mkswap").is_none() {
             out.push("swap: mkswap is not installed (util-linux)".into());
         }
         match &self.backing {
@@ -473,7 +486,8 @@ impl ConfigKind for Swap {
         };
         r?;
         if std::mem::take(&mut self.loaded_zram) {
-            let out = Command::new("modprobe").args(["-r", "zram"]).output()?;
+            let modprobe = sbin_tool("modprobe").ok_or_else(|| anyhow!("modprobe not found"))?;
+            let out = Command::new(modprobe).args(["-r", "zram"]).output()?;
             if !out.status.success() {
                 bail!(
                     "swap: modprobe -r zram failed: {}",
