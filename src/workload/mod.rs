@@ -4,6 +4,7 @@
 //! up by name in [`registry`]) and run once per run by the runner, inside
 //! whatever configuration is entered at the time.
 
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
