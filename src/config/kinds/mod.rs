@@ -10,8 +10,10 @@ pub mod capture;
 pub mod child;
 pub mod cpus;
 pub mod ftrace;
+pub mod memory_limit;
 pub mod perf_record;
 pub mod registry;
+pub mod swap;
 pub mod sysctl;
 pub mod trace_reader;
 pub mod tracefs;
@@ -27,6 +29,8 @@ pub const KIND_NAMES: &[&str] = &[
     "blktrace",
     "sysctl",
     "cpus",
+    "memory_limit",
+    "swap",
 ];
 
 /// Build a config kind from its plan value. The error is one line about
@@ -43,6 +47,8 @@ pub fn build(
         "blktrace" => Box::new(blktrace::Blktrace::from_value(value, journal)?),
         "sysctl" => Box::new(sysctl::Sysctl::from_value(value, journal)?),
         "cpus" => Box::new(cpus::Cpus::from_value(value)?),
+        "memory_limit" => Box::new(memory_limit::MemoryLimit::from_value(value, journal)?),
+        "swap" => Box::new(swap::Swap::from_value(value, journal)?),
         other => {
             return Err(format!(
                 "unknown config kind `{other}` (known: {})",
