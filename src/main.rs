@@ -86,9 +86,19 @@ struct ReportFlags {
     /// Also print per-cell statistics (n, mean, median, min, max, stddev, CoV, trimmed mean).
     #[arg(long)]
     detail: bool,
-    /// Family-wise significance level of the verdicts.
+    /// Significance level of the verdicts (family-wise with Holm).
     #[arg(long, default_value_t = 0.05)]
     alpha: f64,
+    /// Correction for testing every metric at once: holm (family-wise) or bh
+    /// (Benjamini-Hochberg false discovery rate).
+    #[arg(long, value_enum, default_value = "holm")]
+    correction: analysis::Correction,
+    /// Bootstrap CI of the ratio of means: percentile or bca.
+    #[arg(long, value_enum, default_value = "percentile")]
+    ci: analysis::CiMethod,
+    /// Answer "is the difference under this margin?" with a TOST, e.g. 1%.
+    #[arg(long, value_parser = parse_percent)]
+    equivalence: Option<f64>,
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -126,6 +136,19 @@ struct ReportArgs {
     last: bool,
     #[command(flatten)]
     flags: ReportFlags,
+}
+
+/// "1%" or "1" -> 0.01.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("'{s}': the margin must be between 0% and 100%"));
+    }
+    Ok(v / 100.0)
 }
 
 fn parse_order(s: &str) -> Result<Order, String> {
@@ -187,6 +210,9 @@ fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
         analysis: analysis::Options {
             baseline: f.baseline.clone(),
             alpha: f.alpha,
+            correction: f.correction,
+            ci_method: f.ci,
+            equivalence: f.equivalence,
             ..Default::default()
         },
     })

@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
+use crate::stats::tost::Equivalence;
+
+use super::analysis::{Analysis, CiMethod, Comparison, Correction, MetricAnalysis, Verdict};
 
 pub const WIDTH: usize = 80;
 const LABEL: usize = 12;
@@ -159,26 +161,75 @@ pub fn header(a: &Analysis) -> String {
         a.runs_ok,
         a.runs_failed
     );
-    let _ = writeln!(
-        h,
-        "baseline {}. Values are means over runs; delta is the mean against the",
-        ascii(&a.baseline)
-    );
-    let _ = writeln!(
-        h,
-        "baseline's, with its {:.0}% bootstrap CI ({} resamples). A verdict needs a",
+    let method = match a.ci_method {
+        CiMethod::Percentile => "percentile",
+        CiMethod::Bca => "BCa",
+    };
+    let correction = match a.correction {
+        Correction::Holm => "Holm correction",
+        Correction::Bh => "Benjamini-Hochberg correction",
+    };
+    let text = format!(
+        "Baseline {}. Values are means over runs; delta is the mean against the \
+         baseline's, with its {:.0}% {method} bootstrap CI ({} resamples). A verdict \
+         needs a Mann-Whitney p < {} after {correction} over {} comparisons and a CI \
+         that excludes 0; otherwise the delta is marked ~ (within noise). Unit of \
+         replication: {}.",
+        ascii(&a.baseline),
         a.confidence * 100.0,
-        a.resamples
+        a.resamples,
+        a.alpha,
+        a.n_comparisons,
+        a.unit_of_replication,
     );
-    let _ = writeln!(
-        h,
-        "Mann-Whitney p < {} after Holm correction over {} comparisons and a CI",
-        a.alpha, a.n_comparisons
-    );
-    let _ = writeln!(
-        h,
-        "that excludes 0; otherwise the delta is marked ~ (within noise)."
-    );
+    h.push_str(&wrap(&text, ""));
+    let chance = match a.correction {
+        Correction::Holm => format!(
+            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
+             with the correction the chance of any false flag is at most {:.0}%.",
+            a.alpha * a.n_comparisons as f64,
+            a.n_comparisons,
+            a.alpha,
+            a.alpha * 100.0
+        ),
+        Correction::Bh => format!(
+            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
+             with the correction at most {:.0}% of the flags are expected to be false.",
+            a.alpha * a.n_comparisons as f64,
+            a.n_comparisons,
+            a.alpha,
+            a.alpha * 100.0
+        ),
+    };
+    h.push_str(&wrap(&chance, ""));
+    let mut mde: Vec<f64> = a
+        .metrics
+        .iter()
+        .flat_map(|m| m.comparisons.iter().filter_map(|c| c.mde_pct))
+        .collect();
+    if !mde.is_empty() {
+        mde.sort_by(|x, y| x.total_cmp(y));
+        h.push_str(&wrap(
+            &format!(
+                "Smallest shift detectable with 80% power at the observed noise: {:.2}% to {:.2}% \
+                 (median {:.2}%) over the comparisons.",
+                mde[0],
+                mde[mde.len() - 1],
+                mde[mde.len() / 2]
+            ),
+            "",
+        ));
+    }
+    if let Some(m) = a.equivalence {
+        h.push_str(&wrap(
+            &format!(
+                "Equivalence (TOST, 90% CI within +-{}%): equivalent, not equiv. (CI entirely \
+                 outside) or undecided.",
+                m * 100.0
+            ),
+            "",
+        ));
+    }
     h
 }
 
@@ -267,6 +318,18 @@ pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
                     &format!("  {:.0}% CI", a.confidence * 100.0),
                     &cis,
                 );
+                if let Some(margin) = a.equivalence {
+                    let eq: Vec<String> = chunk
+                        .iter()
+                        .map(|m| match m.comparisons[ci - 1].equivalence {
+                            Some(Equivalence::Equivalent) => "equivalent".into(),
+                            Some(Equivalence::NotEquivalent) => "not equiv.".into(),
+                            Some(Equivalence::Undecided) => "undecided".into(),
+                            None => "n/a".into(),
+                        })
+                        .collect();
+                    row(&mut out, &format!("  equiv +-{}%", margin * 100.0), &eq);
+                }
             }
         }
         rule(&mut out, n);
@@ -323,33 +386,41 @@ pub fn detail(a: &Analysis) -> String {
             }
         }
         for cmp in &m.comparisons {
-            let _ = writeln!(
-                out,
-                "  {} vs {}: mean {} median {} CI {} p {} p(Holm) {}{}",
-                clip(&ascii(&cmp.config), 12),
+            let na = || "n/a".to_string();
+            let line = format!(
+                "{} vs {}: mean {}, median {} (ratio {}), CI {}, other-method CI {}, \
+                 Hodges-Lehmann shift {} [{}, {}], p {}, adjusted p {}, 80%-power MDE {}{}",
+                ascii(&cmp.config),
                 ascii(&a.baseline),
-                cmp.delta_mean_pct
-                    .map(fmt_pct)
-                    .unwrap_or_else(|| "n/a".into()),
-                cmp.delta_median_pct
-                    .map(fmt_pct)
-                    .unwrap_or_else(|| "n/a".into()),
+                cmp.delta_mean_pct.map(fmt_pct).unwrap_or_else(na),
+                cmp.delta_median_pct.map(fmt_pct).unwrap_or_else(na),
+                cmp.median_ratio
+                    .map(|r| format!("{r:.4}"))
+                    .unwrap_or_else(na),
                 if cmp.ratio_ci.is_some() {
                     ci_cell(cmp)
                 } else {
-                    "n/a".into()
+                    na()
                 },
-                cmp.p
-                    .map(|p| format!("{p:.3}"))
-                    .unwrap_or_else(|| "n/a".into()),
-                cmp.p_adjusted
-                    .map(|p| format!("{p:.3}"))
-                    .unwrap_or_else(|| "n/a".into()),
+                cmp.ratio_ci_other_method
+                    .map(|(lo, hi)| format!(
+                        "[{},{}]",
+                        fmt_pct_bare(100.0 * (lo - 1.0)),
+                        fmt_pct_bare(100.0 * (hi - 1.0))
+                    ))
+                    .unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.shift)).unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.lo)).unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.hi)).unwrap_or_else(na),
+                cmp.p.map(|p| format!("{p:.3}")).unwrap_or_else(na),
+                cmp.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_else(na),
+                cmp.mde_pct.map(|d| format!("{d:.2}%")).unwrap_or_else(na),
                 cmp.note
                     .as_ref()
                     .map(|n| format!(" ({n})"))
                     .unwrap_or_default(),
             );
+            out.push_str(&wrap(&format!("- {line}"), "  "));
         }
         out.push('\n');
     }
