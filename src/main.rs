@@ -99,6 +99,11 @@ struct ReportFlags {
     /// Answer "is the difference under this margin?" with a TOST, e.g. 1%.
     #[arg(long, value_parser = parse_percent)]
     equivalence: Option<f64>,
+    /// Also print min/avg/max/stddev per config with the N highest and N
+    /// lowest runs dropped (the 2007 blktrace posting's table), with the
+    /// verdict and the runs a 1% difference would need.
+    #[arg(long)]
+    trim: Option<usize>,
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -207,6 +212,7 @@ fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
     Ok(ReportOptions {
         format: f.format,
         detail: f.detail,
+        trim: f.trim,
         analysis: analysis::Options {
             baseline: f.baseline.clone(),
             alpha: f.alpha,

@@ -23,6 +23,9 @@ pub enum Format {
 pub struct ReportOptions {
     pub format: Format,
     pub detail: bool,
+    /// Print the 2007-style min/avg/max/stddev table dropping this many
+    /// highest and lowest runs.
+    pub trim: Option<usize>,
     pub analysis: analysis::Options,
 }
 
@@ -30,7 +33,11 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
     let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
     Ok(match opts.format {
         Format::Text => {
-            let mut extra = sections::workload_series(data, &a.configs);
+            let mut extra = match opts.trim {
+                Some(t) => text::trimmed_tables(&a, t, opts.detail),
+                None => String::new(),
+            };
+            extra.push_str(&sections::workload_series(data, &a.configs));
             extra.push_str(&sections::profiles(data, &a.configs, 10));
             text::render(&a, opts.detail, &extra)
         }
