@@ -2,5 +2,6 @@
 
 pub mod config;
 pub mod metric;
+pub mod micro;
 pub mod stats;
 pub mod workload;
