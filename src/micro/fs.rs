@@ -6,6 +6,7 @@
 use std::ffi::CString;
 use std::hint::black_box;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::child::{cvt, Fd};
 use super::harness::Bench;
@@ -50,71 +51,71 @@ fn unlink(c: &CString) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Create: one operation = `open(O_CREAT|O_EXCL|O_WRONLY)` of a new name +
-/// `write()` of K KB (none for 0 KB) + `close()`. The names are built
-/// before the timed region; the files are deleted after it, untimed.
-/// Delete: one operation = `unlink()` of such a file, created untimed
-/// before the sample.
-struct CreateDelete {
-    dir: PathBuf,
-    data: Vec<u8>,
-    delete: bool,
-    names: Vec<CString>,
-}
-
-impl Bench for CreateDelete {
-    fn before(&mut self, iters: u64) -> anyhow::Result<()> {
-        self.names = names(&self.dir, iters)?;
-        if self.delete {
-            for c in &self.names {
-                create_one(c, &self.data)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn run(&mut self, iters: u64) -> anyhow::Result<u64> {
-        for c in &self.names[..iters as usize] {
-            if self.delete {
-                unlink(c)?;
-            } else {
-                create_one(c, &self.data)?;
-            }
-        }
-        Ok(iters)
-    }
-
-    fn after(&mut self) -> anyhow::Result<()> {
-        if !self.delete {
-            for c in &self.names {
-                unlink(c)?;
-            }
-        }
-        self.names.clear();
-        Ok(())
-    }
-}
-
-pub fn create_delete(env: &Env, kb: usize, delete: bool) -> anyhow::Result<BenchOut> {
-    let dir = env
-        .tmp
-        .join(format!("fs-{kb}k-{}", if delete { "d" } else { "c" }));
+/// Create and delete, measured together as LMbench's lat_fs does: one
+/// round creates N files then deletes them, timing each phase.
+///
+/// Create, one operation: `open(O_CREAT|O_EXCL|O_WRONLY)` of a new name +
+/// `write()` of K KB (none for 0 KB) + `close()`. Delete, one operation:
+/// `unlink()` of one such file. Names are built before the timed phases.
+/// N is calibrated so that both phases last at least the minimum sample
+/// time; one warm-up round is discarded; each kept round gives one create
+/// and one delete sample (microseconds per file, empty loop subtracted).
+pub fn create_delete(env: &Env, kb: usize) -> anyhow::Result<(BenchOut, BenchOut)> {
+    let dir = env.tmp.join(format!("fs-{kb}k"));
     std::fs::create_dir_all(&dir)?;
-    let mut b = CreateDelete {
-        dir: dir.clone(),
-        data: vec![0x5a; kb * 1024],
-        delete,
-        names: Vec::new(),
-    };
-    let r = env.h.measure(&mut b, 0.0);
-    // Leftovers if a sample failed midway.
+    let data = vec![0x5a; kb * 1024];
+    let r = rounds(env, &dir, &data);
+    // Leftovers if a round failed midway.
     let _ = std::fs::remove_dir_all(&dir);
-    let what = if delete {
-        "unlink"
-    } else {
-        "create+write+close"
-    };
-    Ok(us(r?, &format!("{what} of a {kb} KB file")))
+    let (c, d) = r?;
+    Ok((
+        us(c, &format!("create+write+close of a {kb} KB file")),
+        us(d, &format!("unlink of a {kb} KB file")),
+    ))
+}
+
+fn round(dir: &std::path::Path, data: &[u8], n: u64) -> anyhow::Result<(Duration, Duration)> {
+    let names = names(dir, n)?;
+    let t = Instant::now();
+    for c in &names {
+        create_one(c, data)?;
+    }
+    let tc = t.elapsed();
+    let t = Instant::now();
+    for c in &names {
+        unlink(c)?;
+    }
+    Ok((tc, t.elapsed()))
+}
+
+type Samples = (Vec<f64>, Vec<f64>);
+
+fn rounds(env: &Env, dir: &std::path::Path, data: &[u8]) -> anyhow::Result<Samples> {
+    let h = &env.h;
+    h.check()?;
+    round(dir, data, 1)?; // cold, discarded
+    let mut n = 1u64;
+    // Calibrate, then a discarded warm-up round that must also be long
+    // enough (as in `Harness::measure`).
+    for _phase in 0..2 {
+        loop {
+            h.check()?;
+            let (tc, td) = round(dir, data, n)?;
+            let short = tc.min(td);
+            if short >= h.min_sample || n >= 1 << 24 {
+                break;
+            }
+            n = h.grow(n, short);
+        }
+    }
+    let (mut cs, mut ds) = (Vec::new(), Vec::new());
+    for _ in 0..h.samples {
+        h.check()?;
+        let (tc, td) = round(dir, data, n)?;
+        cs.push(tc.as_nanos() as f64 / n as f64 - h.empty_loop_ns);
+        ds.push(td.as_nanos() as f64 / n as f64 - h.empty_loop_ns);
+    }
+    Ok((cs, ds))
 }
 
 /// The 8 MiB test file, created once per suite run and read once so it is

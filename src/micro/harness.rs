@@ -88,8 +88,16 @@ impl Harness<'_> {
     /// Calibrate, warm up, and return `samples` values in ns per operation,
     /// with the empty-loop cost and `extra_ns` per operation subtracted.
     pub fn measure(&self, b: &mut dyn Bench, extra_ns: f64) -> anyhow::Result<Vec<f64>> {
-        let iters = self.calibrate(b)?;
-        self.one(b, iters)?; // warm-up, discarded
+        let mut iters = self.calibrate(b)?;
+        // Warm-up, discarded; it must also reach the minimum duration (a
+        // cold first call can end calibration too early).
+        loop {
+            let (el, _) = self.one(b, iters)?;
+            if el >= self.min_sample || iters >= 1 << 40 {
+                break;
+            }
+            iters = self.grow(iters, el);
+        }
         let mut out = Vec::with_capacity(self.samples);
         for _ in 0..self.samples {
             let (el, ops) = self.one(b, iters)?;
@@ -102,19 +110,26 @@ impl Harness<'_> {
 
     /// Smallest iteration count (grown geometrically) whose sample lasts at
     /// least `min_sample`.
+    /// The first call (cold caches, first-touch faults) is discarded.
     pub fn calibrate(&self, b: &mut dyn Bench) -> anyhow::Result<u64> {
+        self.one(b, 1)?;
         let mut iters: u64 = 1;
         loop {
             let (el, _) = self.one(b, iters)?;
             if el >= self.min_sample || iters >= 1 << 40 {
                 return Ok(iters);
             }
-            // Aim 20% above the target, grow at least 2x, at most 100x per step.
-            let want = self.min_sample.as_nanos() as f64 * 1.2;
-            let got = el.as_nanos().max(1) as f64;
-            let factor = (want / got).clamp(2.0, 100.0);
-            iters = ((iters as f64) * factor).ceil() as u64;
+            iters = self.grow(iters, el);
         }
+    }
+
+    /// Next iteration count: aim 20% above the target, grow at least 2x,
+    /// at most 100x per step.
+    pub fn grow(&self, iters: u64, el: Duration) -> u64 {
+        let want = self.min_sample.as_nanos() as f64 * 1.2;
+        let got = el.as_nanos().max(1) as f64;
+        let factor = (want / got).clamp(2.0, 100.0);
+        ((iters as f64) * factor).ceil() as u64
     }
 
     /// Run a benchmark whose operation is a whole fixed workload (semring):

@@ -180,6 +180,7 @@ impl MicroOptions {
 }
 
 /// What a benchmark function hands back.
+#[derive(Clone, Debug)]
 pub enum BenchOut {
     /// Values in the metric's unit, and what exactly was measured.
     Samples {
@@ -214,6 +215,8 @@ pub struct Env<'a> {
     /// Private scratch directory of this suite run.
     pub tmp: &'a Path,
     pub quick: bool,
+    /// Context-switch hop overhead (ns) per data size, measured once per run.
+    pub ctx_overhead: std::cell::RefCell<std::collections::HashMap<usize, f64>>,
 }
 
 /// A private scratch directory, removed on drop.
@@ -297,9 +300,13 @@ pub fn run_suite(
         },
         tmp: &scratch.0,
         quick: opts.quick,
+        ctx_overhead: Default::default(),
     };
     let mut out = Vec::new();
     let mut ring: Option<Result<Vec<sem::RingRep>, String>> = None;
+    // Create and delete of one size are measured together (fs::create_delete).
+    let mut fs_pairs: std::collections::HashMap<usize, anyhow::Result<(BenchOut, BenchOut)>> =
+        std::collections::HashMap::new();
     for e in sel.entries() {
         env.h.check()?;
         let pinning = e.pinning.unwrap_or(opts.pin);
@@ -333,6 +340,21 @@ pub fn run_suite(
                 Some(Err(r)) => BenchOut::Skip(r.clone()),
                 None => unreachable!("ring result set above"),
             })
+        } else if let Kind::Create { kb } | Kind::Delete { kb } = e.kind {
+            let pair = fs_pairs
+                .entry(kb)
+                .or_insert_with(|| fs::create_delete(&env, kb));
+            match pair {
+                Ok((c, d)) => Ok(if matches!(e.kind, Kind::Create { .. }) {
+                    c.clone()
+                } else {
+                    d.clone()
+                }),
+                Err(err) if err.downcast_ref::<Cancelled>().is_some() => {
+                    return Err(Cancelled { timed_out: false }.into())
+                }
+                Err(err) => Err(anyhow::anyhow!("{err:#}")),
+            }
         } else {
             run_one(&env, &e, pinning)
         };
@@ -415,8 +437,7 @@ fn run_one(env: &Env, e: &Entry, pinning: Pinning) -> anyhow::Result<BenchOut> {
         BcopyHand => mem::bandwidth(env, mem::BwKind::CopyHand),
         MemRead => mem::bandwidth(env, mem::BwKind::Read),
         MemWrite => mem::bandwidth(env, mem::BwKind::Write),
-        Create { kb } => fs::create_delete(env, kb, false),
-        Delete { kb } => fs::create_delete(env, kb, true),
+        Create { .. } | Delete { .. } => unreachable!("create/delete are run by run_suite"),
         MmapLat => vm::mmap_lat(env),
         ProtFault => signal::prot_fault(env),
         PageFault => vm::page_fault(env),

@@ -5,8 +5,11 @@
 //!
 //! Latency, one operation: one 1-byte round trip (TCP with TCP_NODELAY).
 //! Connect, one operation: `socket()` + `connect()` to a listening peer +
-//! `close()`; the close uses SO_LINGER 0 (RST) so ephemeral ports do not
-//! pile up in TIME_WAIT (LMbench closes normally). Bandwidth, one
+//! waiting for the peer's `accept()` + `close()` (seen as EOF) + our
+//! `close()` with SO_LINGER 0 (RST). Waiting for the accept keeps the
+//! listen backlog from overflowing (LMbench does not wait; on a loaded
+//! machine an overflow drops a SYN and costs a 1 s retransmit), and the
+//! RST close keeps TIME_WAIT sockets from piling up. Bandwidth, one
 //! operation: reading 64 KB from a peer that writes without pause.
 //! Microseconds or MB/s (2^20), empty loop subtracted.
 
@@ -224,8 +227,8 @@ pub fn tcp_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     ))
 }
 
-/// One operation: socket + connect + close(RST) against a child that
-/// accepts and closes in a loop.
+/// One operation: socket + connect + peer accept and close + close(RST),
+/// against a child that accepts and closes in a loop.
 struct Connect {
     port: u16,
 }
@@ -248,6 +251,19 @@ impl Bench for Connect {
                     (&linger as *const libc::linger).cast(),
                     std::mem::size_of::<libc::linger>() as libc::socklen_t,
                 );
+            }
+            // Wait for the peer to accept and close: read() returns 0.
+            let mut b = [0u8; 1];
+            loop {
+                // SAFETY: 1-byte buffer.
+                let r = unsafe { libc::read(s.0, b.as_mut_ptr().cast(), 1) };
+                if r == 0 {
+                    break;
+                }
+                if r < 0 && super::child::errno() == libc::EINTR {
+                    continue;
+                }
+                anyhow::bail!("connect peer: unexpected read result {r}");
             }
             drop(s);
         }
@@ -275,6 +291,6 @@ pub fn tcp_connect(env: &Env) -> anyhow::Result<BenchOut> {
     let mut b = Connect { port };
     Ok(us(
         env.h.measure(&mut b, 0.0)?,
-        "socket+connect+close(RST) to 127.0.0.1",
+        "socket+connect+peer accept/close+close(RST) on 127.0.0.1",
     ))
 }
