@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 
 use sysdelta::micro::{self, Cancelled, MicroOptions, Selection};
 
+/// Both tests count this process's children: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn children_of(parent: i32) -> Vec<i32> {
     let mut v = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -37,6 +40,7 @@ fn wait_for_children(parent: i32, at_least: usize) -> Vec<i32> {
 
 #[test]
 fn cancel_reaps_every_child() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let mut o = MicroOptions::quick();
     o.tmpdir = dir.path().to_path_buf();
@@ -67,6 +71,7 @@ fn cancel_reaps_every_child() {
 
 #[test]
 fn sigint_to_the_cli_stops_it_and_its_children() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_sysdelta"))
         .args(["micro", "--quick", "-q", "ctx.96p_0k", "ctx.96p_4k"])
         .stdout(std::process::Stdio::null())

@@ -2,10 +2,12 @@
 //! pass a 1-byte token; each process, on receiving it, sums its own K KB
 //! of private data and passes it on.
 //!
-//! One operation: one hop of the token (one process wakes, reads, sums K KB,
-//! writes). Reported: microseconds per hop = ring-pass time / N minus the
+//! One operation: one hop of the token (one process wakes, reads, touches
+//! its K KB, writes). The touch reads one u64 per 64-byte line, which
+//! brings all K KB into the cache as LMbench's sum of every word does,
+//! without LMbench's arithmetic (which is subtracted as overhead anyway). Reported: microseconds per hop = ring-pass time / N minus the
 //! measured in-process cost of one hop without a switch (1-byte pipe write
-//! and read in one process plus summing K KB that is already in cache),
+//! and read in one process plus touching K KB that is already in cache),
 //! minus the empty loop. What remains is the switch itself plus the cache
 //! misses it causes on the private data, which is why larger K and more
 //! processes cost more. The parent is ring member 0, so N processes = the
@@ -17,15 +19,17 @@ use super::child::{pipe, raw_read_exact, raw_write_all, Child, Fd};
 use super::harness::{median, Bench};
 use super::{us, BenchOut, Env};
 
-/// Sum `words` u64s at `p` (the data touch).
+/// Sum one u64 per 64-byte line of `words` u64s at `p` (the data touch).
 ///
 /// # Safety
 /// `p` must point to `words` readable u64s (or `words` be 0).
 #[inline(never)]
 unsafe fn touch(p: *const u64, words: usize) -> u64 {
     let mut s = 0u64;
-    for i in 0..words {
+    let mut i = 0;
+    while i < words {
         s = s.wrapping_add(*p.add(i));
+        i += 8;
     }
     s
 }
@@ -63,7 +67,7 @@ struct Hop {
     data: Vec<u64>,
 }
 
-/// The per-hop work without a switch: touch, write 1 byte, read it back.
+/// The per-hop work without a switch: touch K KB, write 1 byte, read it back.
 impl Bench for Hop {
     fn run(&mut self, iters: u64) -> anyhow::Result<u64> {
         let mut t = [0u8; 1];

@@ -247,12 +247,32 @@ impl Bench for Chase {
     fn run(&mut self, iters: u64) -> anyhow::Result<u64> {
         let w = self.buf.words() as *const u64;
         let mut p = self.p;
+        // Written out 16 times (not an inner loop) so that even an
+        // unoptimised build runs nothing but the loads between two turns.
+        macro_rules! hop {
+            () => {
+                p = *w.add(p) as usize
+            };
+        }
         for _ in 0..iters {
             // SAFETY: every stored index is a valid word index of buf.
             unsafe {
-                for _ in 0..16 {
-                    p = *w.add(p) as usize;
-                }
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
+                hop!();
             }
         }
         self.p = black_box(p);
