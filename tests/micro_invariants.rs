@@ -138,7 +138,10 @@ fn fs_and_vm_primitives_run_and_clean_up() {
     match out.iter().find(|x| x.name() == "vm.prot_fault").unwrap() {
         MicroOutcome::Measured(r) => assert!(r.median > 0.0),
         MicroOutcome::Skipped { reason, .. } => {
-            assert!(!cfg!(target_arch = "x86_64"), "skipped on x86_64: {reason}");
+            if cfg!(target_arch = "x86_64") {
+                panic!("prot fault skipped on x86_64: {reason}");
+            }
+            eprintln!("prot fault skipped here: {reason}");
         }
     }
 }
