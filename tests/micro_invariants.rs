@@ -172,3 +172,41 @@ fn tables_print_every_measured_group() {
     assert!(s.contains("delta %"), "{s}");
     assert!(s.contains("+0.0%"), "{s}");
 }
+
+#[test]
+fn workload_reports_samples_and_keeps_skip_reasons() {
+    use std::time::Duration;
+    use sysdelta::workload::{RunContext, RunOutcome, Workload};
+    let params: toml::Value =
+        toml::from_str("filter = [\"proc.null_call\", \"lat.pipe.cross_cpu\"]\nquick = true")
+            .unwrap();
+    let mut w = micro::workload::MicroWorkload::from_params(&params).unwrap();
+    assert_eq!(w.metrics().len(), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = AtomicBool::new(false);
+    let before = sysdelta::micro::pin::allowed_cpus().unwrap();
+    let cpus = [before[0]];
+    let ctx = RunContext {
+        env: &[],
+        cwd: None,
+        timeout: Duration::from_secs(120),
+        cancel: &cancel,
+        cpus: Some(&cpus),
+        cgroup_procs: None,
+        scratch: dir.path(),
+    };
+    match w.run(&ctx) {
+        RunOutcome::Ok(s) => {
+            assert_eq!(s.len(), 1, "{s:?}");
+            assert_eq!(s[0].metric, "proc.null_call");
+            assert_eq!(s[0].values.len(), 11);
+        }
+        RunOutcome::Failed { reason, .. } => panic!("run failed: {reason}"),
+    }
+    // One CPU allowed: the cross-cpu variant cannot run, and says why.
+    assert_eq!(w.skipped().len(), 1);
+    assert_eq!(w.skipped()[0].0, "lat.pipe.cross_cpu");
+    assert!(w.skipped()[0].1.contains("2 CPUs"), "{:?}", w.skipped());
+    // The affinity of the calling thread is restored.
+    assert_eq!(sysdelta::micro::pin::allowed_cpus().unwrap(), before);
+}
