@@ -3,6 +3,7 @@
 pub mod config;
 pub mod error;
 pub mod metric;
+pub mod micro;
 pub mod monitor;
 pub mod plan;
 pub mod process;

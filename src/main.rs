@@ -39,6 +39,8 @@ enum Cmd {
     List,
     /// Print this machine's environment fingerprint.
     Env,
+    /// The built-in OS micro-benchmark suite (LMbench 2.0 summary layout).
+    Micro(sysdelta::micro::cli::MicroArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
     Transport(sysdelta::transport::cli::TransportArgs),
     /// Put back every system change a crashed or killed run left in the
@@ -349,6 +351,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Micro(args) => {
+            sysdelta::micro::cli::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Transport(args) => {
             sysdelta::transport::cli::run(&args)?;
             Ok(ExitCode::SUCCESS)
@@ -394,7 +400,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            if is_user_error(&e) || e.is::<sysdelta::transport::BadInput>() {
+            if is_user_error(&e)
+                || e.is::<sysdelta::transport::BadInput>()
+                || e.is::<sysdelta::micro::BadInput>()
+            {
                 eprintln!("sysdelta: {e}");
                 ExitCode::from(2)
             } else {

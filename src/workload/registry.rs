@@ -7,7 +7,7 @@ use super::Workload;
 use crate::config::journal::JournalHandle;
 
 /// Every built-in workload name, for messages.
-pub const BUILTINS: &[&str] = &["compile", "compress", "fsops", "memsweep", "transport"];
+pub const BUILTINS: &[&str] = &["compile", "compress", "fsops", "memsweep", "micro", "transport"];
 
 /// What some built-ins need from the experiment.
 #[derive(Clone, Default)]

@@ -1,0 +1,505 @@
+//! The catalogue of micro benchmarks: stable metric names, the LMbench 2.0
+//! summary group and column each belongs to, and the selection filter.
+
+use crate::metric::Direction;
+
+use super::pin::Pinning;
+
+/// The LMbench 2.0 summary tables (plus sysdelta's additions at the end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Table {
+    Proc,
+    Select,
+    /// Context switching with this many KB of private data.
+    Ctx(usize),
+    FsVm,
+    Lat,
+    LatPinned,
+    Bw,
+    BwPinned,
+    MemLat,
+    Sem,
+    Floor,
+}
+
+/// What to run for one metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    NullCall,
+    NullIo,
+    Stat,
+    Fstat,
+    OpenClose,
+    SigInstall,
+    SigHandle,
+    ForkExit,
+    ForkExec,
+    ForkSh,
+    Select {
+        tcp: bool,
+        n: usize,
+    },
+    Ctx {
+        procs: usize,
+        kb: usize,
+    },
+    PipeLat,
+    UnixLat,
+    UdpLat,
+    TcpLat,
+    TcpConnect,
+    PipeBw,
+    UnixBw,
+    TcpBw,
+    FileReread,
+    MmapReread,
+    BcopyLibc,
+    BcopyHand,
+    MemRead,
+    MemWrite,
+    Create {
+        kb: usize,
+    },
+    Delete {
+        kb: usize,
+    },
+    MmapLat,
+    ProtFault,
+    PageFault,
+    /// Pointer-chase latency at cache level 1, 2, 3, or 0 for main memory.
+    MemLat {
+        level: u8,
+    },
+    SemPingPong,
+    SemRing(RingMetric),
+    Enosys,
+}
+
+/// The three figures semopbench reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RingMetric {
+    Seconds,
+    UsPerProc,
+    CpuUtil,
+}
+
+/// One selectable metric.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub name: String,
+    pub group: &'static str,
+    pub table: Table,
+    /// Two header lines as in the LMbench summary ("null", "call").
+    pub head: (String, String),
+    pub unit: &'static str,
+    pub direction: Direction,
+    /// Fixed placement for IPC variants; None: the suite-wide setting.
+    pub pinning: Option<Pinning>,
+    pub kind: Kind,
+}
+
+impl Entry {
+    /// Column text, e.g. "null call".
+    pub fn column(&self) -> String {
+        format!("{} {}", self.head.0, self.head.1)
+            .trim()
+            .to_string()
+    }
+}
+
+pub const SELECT_SIZES: [usize; 4] = [10, 100, 250, 500];
+pub const CTX_PROCS: [usize; 7] = [2, 4, 8, 16, 32, 64, 96];
+pub const CTX_KB: [usize; 6] = [0, 4, 8, 16, 32, 64];
+pub const FS_KB: [usize; 4] = [0, 1, 4, 10];
+
+fn e(
+    name: impl Into<String>,
+    group: &'static str,
+    table: Table,
+    h1: &str,
+    h2: &str,
+    unit: &'static str,
+    kind: Kind,
+) -> Entry {
+    let direction = if unit == "MB/s" {
+        Direction::Higher
+    } else {
+        Direction::Lower
+    };
+    Entry {
+        name: name.into(),
+        group,
+        table,
+        head: (h1.to_string(), h2.to_string()),
+        unit,
+        direction,
+        pinning: None,
+        kind,
+    }
+}
+
+/// Every metric, in report order.
+pub fn catalog() -> Vec<Entry> {
+    use Kind::*;
+    use Table as T;
+    let mut v = Vec::new();
+    let us = "us";
+    for (n, h1, h2, k) in [
+        ("null_call", "null", "call", NullCall),
+        ("null_io", "null", "I/O", NullIo),
+        ("stat", "", "stat", Stat),
+        ("fstat", "", "fstat", Fstat),
+        ("open_close", "open", "close", OpenClose),
+        ("sig_install", "signal", "install", SigInstall),
+        ("sig_handle", "signal", "handle", SigHandle),
+        ("fork_exit", "fork", "process", ForkExit),
+        ("fork_exec", "execve", "process", ForkExec),
+        ("fork_sh", "/bin/sh", "process", ForkSh),
+    ] {
+        v.push(e(format!("proc.{n}"), "proc", T::Proc, h1, h2, us, k));
+    }
+    for tcp in [false, true] {
+        for n in SELECT_SIZES {
+            let (what, h2) = if tcp {
+                ("tcp", format!("{n} tcp"))
+            } else {
+                ("file", format!("{n} fd"))
+            };
+            v.push(e(
+                format!("select.{what}_{n}"),
+                "select",
+                T::Select,
+                "select",
+                &h2,
+                us,
+                Select { tcp, n },
+            ));
+        }
+    }
+    for kb in CTX_KB {
+        for p in CTX_PROCS {
+            v.push(e(
+                format!("ctx.{p}p_{kb}k"),
+                "ctx",
+                T::Ctx(kb),
+                &format!("{p}proc/{kb}k"),
+                "ctx swtch",
+                us,
+                Ctx { procs: p, kb },
+            ));
+        }
+    }
+    for kb in FS_KB {
+        v.push(e(
+            format!("fs.create_{kb}k"),
+            "fs",
+            T::FsVm,
+            &format!("{kb}K"),
+            "Create",
+            us,
+            Create { kb },
+        ));
+        v.push(e(
+            format!("fs.delete_{kb}k"),
+            "fs",
+            T::FsVm,
+            &format!("{kb}K"),
+            "Delete",
+            us,
+            Delete { kb },
+        ));
+    }
+    v.push(e("vm.mmap", "vm", T::FsVm, "Mmap", "Latency", us, MmapLat));
+    v.push(e(
+        "vm.prot_fault",
+        "vm",
+        T::FsVm,
+        "Prot",
+        "Fault",
+        us,
+        ProtFault,
+    ));
+    v.push(e(
+        "vm.page_fault",
+        "vm",
+        T::FsVm,
+        "Page",
+        "Fault",
+        us,
+        PageFault,
+    ));
+
+    let ipc_lat = [
+        ("pipe", "Pipe", PipeLat),
+        ("unix", "AF/Unix", UnixLat),
+        ("udp", "UDP", UdpLat),
+        ("tcp", "TCP", TcpLat),
+    ];
+    for (n, h, k) in ipc_lat {
+        let mut x = e(format!("lat.{n}"), "lat", T::Lat, "", h, us, k);
+        x.pinning = Some(Pinning::Unpinned);
+        v.push(x);
+    }
+    v.push(e(
+        "lat.tcp_connect",
+        "lat",
+        T::Lat,
+        "",
+        "TCPconn",
+        us,
+        TcpConnect,
+    ));
+    for (n, h, k) in ipc_lat {
+        for (p, suffix, h1) in [
+            (Pinning::SameCpu, "same_cpu", "same"),
+            (Pinning::CrossCpu, "cross_cpu", "cross"),
+        ] {
+            let mut x = e(
+                format!("lat.{n}.{suffix}"),
+                "lat",
+                T::LatPinned,
+                h,
+                h1,
+                us,
+                k,
+            );
+            x.pinning = Some(p);
+            v.push(x);
+        }
+    }
+    let mbs = "MB/s";
+    let ipc_bw = [
+        ("pipe", "Pipe", PipeBw),
+        ("unix", "AF/Unix", UnixBw),
+        ("tcp", "TCP", TcpBw),
+    ];
+    for (n, h, k) in ipc_bw {
+        let mut x = e(format!("bw.{n}"), "bw", T::Bw, "", h, mbs, k);
+        x.pinning = Some(Pinning::Unpinned);
+        v.push(x);
+    }
+    for (n, h1, h2, k) in [
+        ("file_reread", "File", "reread", FileReread),
+        ("mmap_reread", "Mmap", "reread", MmapReread),
+        ("bcopy_libc", "Bcopy", "(libc)", BcopyLibc),
+        ("bcopy_hand", "Bcopy", "(hand)", BcopyHand),
+        ("mem_read", "Memory", "read", MemRead),
+        ("mem_write", "Memory", "write", MemWrite),
+    ] {
+        v.push(e(format!("bw.{n}"), "bw", T::Bw, h1, h2, mbs, k));
+    }
+    for (n, h, k) in ipc_bw {
+        for (p, suffix, h1) in [
+            (Pinning::SameCpu, "same_cpu", "same"),
+            (Pinning::CrossCpu, "cross_cpu", "cross"),
+        ] {
+            let mut x = e(format!("bw.{n}.{suffix}"), "bw", T::BwPinned, h, h1, mbs, k);
+            x.pinning = Some(p);
+            v.push(x);
+        }
+    }
+    for (n, h1, h2, level) in [
+        ("l1", "L1", "$", 1),
+        ("l2", "L2", "$", 2),
+        ("l3", "L3", "$", 3),
+        ("main", "Main", "mem", 0),
+    ] {
+        v.push(e(
+            format!("mem.{n}"),
+            "mem",
+            T::MemLat,
+            h1,
+            h2,
+            "ns",
+            MemLat { level },
+        ));
+    }
+    for (p, n, h2) in [
+        (Pinning::Unpinned, "sem.pingpong", "pingpong"),
+        (Pinning::SameCpu, "sem.pingpong.same_cpu", "same"),
+        (Pinning::CrossCpu, "sem.pingpong.cross_cpu", "cross"),
+    ] {
+        let mut x = e(n, "sem", T::Sem, "semop", h2, us, SemPingPong);
+        x.pinning = Some(p);
+        v.push(x);
+    }
+    v.push(e(
+        "sem.ring.seconds",
+        "sem",
+        T::Sem,
+        "semring",
+        "s/rep",
+        "s",
+        SemRing(RingMetric::Seconds),
+    ));
+    v.push(e(
+        "sem.ring.us_per_proc",
+        "sem",
+        T::Sem,
+        "semring",
+        "us/proc",
+        us,
+        SemRing(RingMetric::UsPerProc),
+    ));
+    v.push(e(
+        "sem.ring.cpu_util",
+        "sem",
+        T::Sem,
+        "semring",
+        "CPU %",
+        "%",
+        SemRing(RingMetric::CpuUtil),
+    ));
+    v.push(e(
+        "floor.enosys",
+        "floor",
+        T::Floor,
+        "ENOSYS",
+        "syscall",
+        us,
+        Enosys,
+    ));
+    // Which way is good for CPU utilisation is not obvious; for a fixed
+    // amount of work less CPU is better.
+    v
+}
+
+/// A validated set of metric names, in catalogue order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    names: Vec<String>,
+}
+
+impl Selection {
+    /// Everything.
+    pub fn all() -> Selection {
+        Selection {
+            names: catalog().into_iter().map(|e| e.name).collect(),
+        }
+    }
+
+    /// Parse filter terms. A term selects metrics whose name equals it, whose
+    /// group equals it (`proc`, `ctx`, `lat`, ...), whose name starts with
+    /// `term.` (`ctx.2p_0k` has no dot suffix, `lat.pipe` also picks
+    /// `lat.pipe.same_cpu`), or, for `prefix*`, whose name starts with
+    /// `prefix`. An empty filter selects everything. A term that selects
+    /// nothing is an error naming it and listing the valid groups.
+    pub fn parse(filter: &[String]) -> Result<Selection, String> {
+        let cat = catalog();
+        if filter.is_empty() {
+            return Ok(Selection::all());
+        }
+        let mut keep = vec![false; cat.len()];
+        for raw in filter {
+            let mut any = false;
+            for term in raw.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+                let mut hit = false;
+                for (i, e) in cat.iter().enumerate() {
+                    if matches(term, e) {
+                        keep[i] = true;
+                        hit = true;
+                    }
+                }
+                if !hit {
+                    return Err(unknown(term, &cat));
+                }
+                any = true;
+            }
+            if !any {
+                return Err(format!("empty micro benchmark filter term {raw:?}"));
+            }
+        }
+        Ok(Selection {
+            names: cat
+                .into_iter()
+                .zip(keep)
+                .filter(|(_, k)| *k)
+                .map(|(e, _)| e.name)
+                .collect(),
+        })
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// The catalogue entries selected, in order.
+    pub fn entries(&self) -> Vec<Entry> {
+        catalog()
+            .into_iter()
+            .filter(|e| self.contains(&e.name))
+            .collect()
+    }
+}
+
+fn matches(term: &str, e: &Entry) -> bool {
+    if let Some(prefix) = term.strip_suffix('*') {
+        return e.name.starts_with(prefix);
+    }
+    e.name == term
+        || e.group == term
+        || e.name
+            .strip_prefix(term)
+            .is_some_and(|rest| rest.starts_with('.'))
+}
+
+fn unknown(term: &str, cat: &[Entry]) -> String {
+    let mut groups: Vec<&str> = cat.iter().map(|e| e.group).collect();
+    groups.dedup();
+    let close: Vec<&str> = cat
+        .iter()
+        .filter(|e| {
+            let stem = term.split('.').next_back().unwrap_or(term);
+            !stem.is_empty() && e.name.contains(stem)
+        })
+        .map(|e| e.name.as_str())
+        .take(6)
+        .collect();
+    let mut msg = format!(
+        "unknown micro benchmark {term:?}; valid groups: {} (or a metric name such as proc.null_call, lat.pipe.same_cpu, ctx.2p_0k; `prefix*` also works; `sysdelta micro --list` lists all)",
+        groups.join(", ")
+    );
+    if !close.is_empty() {
+        msg.push_str(&format!("; did you mean: {}", close.join(", ")));
+    }
+    msg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_unique() {
+        let c = catalog();
+        let mut n: Vec<_> = c.iter().map(|e| e.name.clone()).collect();
+        n.sort();
+        let before = n.len();
+        n.dedup();
+        assert_eq!(before, n.len());
+    }
+
+    #[test]
+    fn group_and_prefix_selection() {
+        let s = Selection::parse(&["lat.pipe".into()]).unwrap();
+        assert_eq!(
+            s.names(),
+            ["lat.pipe", "lat.pipe.same_cpu", "lat.pipe.cross_cpu"]
+        );
+        let s = Selection::parse(&["ctx".into()]).unwrap();
+        assert_eq!(s.names().len(), 42);
+        let s = Selection::parse(&["ctx.2p*".into()]).unwrap();
+        assert_eq!(s.names().len(), 6);
+    }
+
+    #[test]
+    fn unknown_name_is_named() {
+        let e = Selection::parse(&["proc.nul_call".into()]).unwrap_err();
+        assert!(e.contains("\"proc.nul_call\""), "{e}");
+        assert!(e.contains("proc.null_call"), "{e}");
+    }
+}

@@ -1,0 +1,263 @@
+//! `sysdelta micro`: run the suite once (or `--repeat N` times) and print
+//! the LMbench 2.0 summary tables; `--json` writes every sample.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::catalog::{catalog, Selection};
+use super::harness::cov;
+use super::table::{fmt_value, print_lmbench_tables};
+use super::{run_suite, BadInput, MicroOptions, MicroOutcome, MicroResult, Pinning, SemRingParams};
+
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MicroArgs {
+    /// Benchmarks to run: metric names (proc.null_call), groups (proc,
+    /// select, ctx, lat, bw, fs, vm, mem, sem, floor) or `prefix*`; all if none.
+    pub filter: Vec<String>,
+    /// Quick mode: 11 samples of >= 10 ms per metric (the full suite uses 21
+    /// of >= 20 ms).
+    #[arg(long)]
+    pub quick: bool,
+    /// Run the suite this many times and report run-to-run variation.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Write every sample of every run as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Placement of single-process and ring benchmarks: unpinned or same-cpu
+    /// (two-process IPC benchmarks always also run same-cpu and cross-cpu).
+    #[arg(long, default_value = "unpinned")]
+    pub pin: String,
+    /// Samples kept per metric (at least 11).
+    #[arg(long)]
+    pub samples: Option<usize>,
+    /// Minimum sample duration in milliseconds (at least 10).
+    #[arg(long)]
+    pub min_sample_ms: Option<u64>,
+    /// Directory for scratch files (default: $TMPDIR or /tmp).
+    #[arg(long)]
+    pub tmpdir: Option<PathBuf>,
+    /// Restrict the suite to these CPUs, e.g. "0,1".
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// semring: number of semaphore groups (semopbench -g).
+    #[arg(long, allow_negative_numbers = true)]
+    pub sem_groups: Option<i64>,
+    /// semring: semaphores (= processes) per group (semopbench -s).
+    #[arg(long, allow_negative_numbers = true)]
+    pub sem_sems: Option<i64>,
+    /// semring: laps of the token around each ring (semopbench -n).
+    #[arg(long, allow_negative_numbers = true)]
+    pub sem_laps: Option<i64>,
+    /// List the benchmark names and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+fn positive(v: Option<i64>, what: &str, default: usize) -> Result<usize, BadInput> {
+    match v {
+        None => Ok(default),
+        Some(x) if x > 0 => Ok(x as usize),
+        Some(x) => Err(BadInput(format!(
+            "micro: --{what} must be positive, got {x}"
+        ))),
+    }
+}
+
+/// Turn the arguments into a selection and options (all checks of user
+/// input happen here or in `MicroOptions::validate`).
+pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), BadInput> {
+    let sel = Selection::parse(&args.filter).map_err(BadInput)?;
+    let mut o = if args.quick {
+        MicroOptions::quick()
+    } else {
+        MicroOptions::full()
+    };
+    o.pin = Pinning::parse(&args.pin).ok_or_else(|| {
+        BadInput(format!(
+            "micro: --pin {:?}: expected unpinned or same-cpu",
+            args.pin
+        ))
+    })?;
+    if let Some(s) = args.samples {
+        o.samples = s;
+    }
+    if let Some(ms) = args.min_sample_ms {
+        o.min_sample = Duration::from_millis(ms);
+    }
+    if let Some(t) = &args.tmpdir {
+        o.tmpdir = t.clone();
+    }
+    if let Some(c) = &args.cpus {
+        let cpus: Result<Vec<usize>, _> = c.split(',').map(|x| x.trim().parse()).collect();
+        o.cpus =
+            Some(cpus.map_err(|_| BadInput(format!("micro: --cpus {c:?}: expected e.g. 0,1")))?);
+    }
+    o.semring = SemRingParams {
+        groups: positive(args.sem_groups, "sem-groups", o.semring.groups)?,
+        sems: positive(args.sem_sems, "sem-sems", o.semring.sems)?,
+        laps: positive(args.sem_laps, "sem-laps", o.semring.laps)?,
+    };
+    if args.repeat == 0 {
+        return Err(BadInput("micro: --repeat must be at least 1".into()));
+    }
+    o.validate()?;
+    o.progress = !args.quiet;
+    Ok((sel, o))
+}
+
+/// `sysdelta micro` with its own SIGINT/SIGTERM handling.
+pub fn run(args: &MicroArgs) -> anyhow::Result<()> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&cancel))?;
+    }
+    run_with_cancel(args, &cancel, &mut std::io::stdout().lock())
+}
+
+/// `sysdelta micro` with a caller-owned cancel flag, printing to `out`.
+pub fn run_with_cancel(
+    args: &MicroArgs,
+    cancel: &AtomicBool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if args.list {
+        for e in catalog() {
+            writeln!(
+                out,
+                "{:<24} {:<7} {:<5} {}",
+                e.name,
+                e.group,
+                e.unit,
+                e.column()
+            )?;
+        }
+        return Ok(());
+    }
+    let (sel, opts) = options(args)?;
+    let t0 = Instant::now();
+    let mut runs: Vec<(String, Vec<MicroOutcome>)> = Vec::new();
+    for i in 0..args.repeat {
+        let t = Instant::now();
+        let o = run_suite(&sel, &opts, cancel)?;
+        if !args.quiet {
+            eprintln!(
+                "micro: run {} of {}: {} metrics in {:.1} s",
+                i + 1,
+                args.repeat,
+                o.len(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        runs.push((format!("run {}", i + 1), o));
+    }
+    let rows: Vec<(String, Vec<MicroResult>)> = runs
+        .iter()
+        .map(|(l, o)| {
+            let label = if args.repeat == 1 {
+                hostname()
+            } else {
+                l.clone()
+            };
+            let rs = o
+                .iter()
+                .filter_map(|x| match x {
+                    MicroOutcome::Measured(r) => Some(r.clone()),
+                    MicroOutcome::Skipped { .. } => None,
+                })
+                .collect();
+            (label, rs)
+        })
+        .collect();
+    print_lmbench_tables(&rows, false, out)?;
+    print_skipped(&runs[0].1, out)?;
+    if args.repeat > 1 {
+        print_variation(&rows, out)?;
+    }
+    writeln!(
+        out,
+        "\n{} run(s), {:.1} s wall, {} mode, {} samples per metric",
+        args.repeat,
+        t0.elapsed().as_secs_f64(),
+        if opts.quick { "quick" } else { "full" },
+        opts.samples
+    )?;
+    if let Some(p) = &args.json {
+        let doc = serde_json::json!({
+            "quick": opts.quick,
+            "samples_per_metric": opts.samples,
+            "min_sample_ms": opts.min_sample.as_millis() as u64,
+            "semring": opts.semring,
+            "runs": runs.iter().map(|(l, o)| serde_json::json!({"label": l, "outcomes": o})).collect::<Vec<_>>(),
+        });
+        std::fs::write(p, serde_json::to_string_pretty(&doc)?)
+            .map_err(|e| anyhow::anyhow!("micro: cannot write {}: {e}", p.display()))?;
+    }
+    Ok(())
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .map(|h| h.chars().take(12).collect())
+        .unwrap_or_else(|| "this".into())
+}
+
+fn print_skipped(o: &[MicroOutcome], out: &mut dyn Write) -> std::io::Result<()> {
+    let skipped: Vec<_> = o
+        .iter()
+        .filter_map(|x| match x {
+            MicroOutcome::Skipped { name, reason } => Some((name, reason)),
+            _ => None,
+        })
+        .collect();
+    if skipped.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nSkipped (could not run here)")?;
+    writeln!(out, "----------------------------")?;
+    for (n, r) in skipped {
+        writeln!(out, "{n:<24} {r}")?;
+    }
+    Ok(())
+}
+
+/// Run-to-run coefficient of variation of each metric's per-run median.
+fn print_variation(
+    rows: &[(String, Vec<MicroResult>)],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nRun-to-run variation of the per-run medians ({} runs)",
+        rows.len()
+    )?;
+    writeln!(out, "-----------------------------------------------------")?;
+    writeln!(
+        out,
+        "{:<24} {:>6} {:>12} {:>8}",
+        "metric", "unit", "median", "CoV %"
+    )?;
+    for r in &rows[0].1 {
+        let meds: Vec<f64> = rows
+            .iter()
+            .filter_map(|(_, rs)| rs.iter().find(|x| x.name == r.name).map(|x| x.median))
+            .collect();
+        writeln!(
+            out,
+            "{:<24} {:>6} {:>12} {:>8.2}",
+            r.name,
+            r.unit,
+            fmt_value(super::harness::median(&meds)),
+            cov(&meds) * 100.0
+        )?;
+    }
+    Ok(())
+}

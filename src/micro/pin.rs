@@ -1,0 +1,129 @@
+//! CPU placement: which CPUs a benchmark may use and how pairs are pinned.
+//!
+//! `unpinned` leaves placement to the scheduler (LMbench's default);
+//! `same-cpu` puts both ends of an IPC benchmark on one CPU (every message
+//! is a context switch); `cross-cpu` puts them on two different CPUs (every
+//! message is a cross-CPU wakeup).
+
+use serde::{Deserialize, Serialize};
+use std::io;
+
+use super::child::CpuMask;
+
+/// How the processes of one measurement were placed; recorded with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pinning {
+    Unpinned,
+    SameCpu,
+    CrossCpu,
+}
+
+impl Pinning {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pinning::Unpinned => "unpinned",
+            Pinning::SameCpu => "same-cpu",
+            Pinning::CrossCpu => "cross-cpu",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Pinning> {
+        match s {
+            "unpinned" => Some(Pinning::Unpinned),
+            "same-cpu" => Some(Pinning::SameCpu),
+            "cross-cpu" => Some(Pinning::CrossCpu),
+            _ => None,
+        }
+    }
+}
+
+/// CPUs the calling thread may run on.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &s))
+            .collect())
+    }
+}
+
+/// Restores the calling thread's CPU affinity when dropped.
+pub struct AffinityGuard {
+    saved: libc::cpu_set_t,
+}
+
+impl AffinityGuard {
+    /// Restrict the calling thread to `cpus`, remembering the old mask.
+    pub fn set(cpus: &[usize]) -> io::Result<AffinityGuard> {
+        // SAFETY: plain-data cpu sets, sizes passed correctly.
+        unsafe {
+            let mut saved: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut s: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus {
+                libc::CPU_SET(c, &mut s);
+            }
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(AffinityGuard { saved })
+        }
+    }
+}
+
+impl Drop for AffinityGuard {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `set`.
+        unsafe {
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
+        }
+    }
+}
+
+/// The placement of a two-party benchmark: the parent's guard (kept alive
+/// for the measurement) and the mask to give the child.
+pub struct Placement {
+    pub _guard: Option<AffinityGuard>,
+    pub child: Option<CpuMask>,
+}
+
+/// Place parent and child per `p` within the allowed CPUs. Err(reason) if
+/// the placement is impossible here (cross-cpu on one CPU).
+pub fn place(p: Pinning) -> Result<Placement, String> {
+    let cpus = allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    match p {
+        Pinning::Unpinned => Ok(Placement {
+            _guard: None,
+            child: None,
+        }),
+        Pinning::SameCpu => {
+            let a = *cpus.first().ok_or("no CPU allowed")?;
+            let g = AffinityGuard::set(&[a]).map_err(|e| format!("pin to cpu {a}: {e}"))?;
+            Ok(Placement {
+                _guard: Some(g),
+                child: Some(CpuMask::one(a)),
+            })
+        }
+        Pinning::CrossCpu => {
+            if cpus.len() < 2 {
+                return Err(format!(
+                    "cross-cpu needs 2 CPUs, only {} allowed here",
+                    cpus.len()
+                ));
+            }
+            let (a, b) = (cpus[0], cpus[1]);
+            let g = AffinityGuard::set(&[a]).map_err(|e| format!("pin to cpu {a}: {e}"))?;
+            Ok(Placement {
+                _guard: Some(g),
+                child: Some(CpuMask::one(b)),
+            })
+        }
+    }
+}

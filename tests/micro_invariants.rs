@@ -1,0 +1,212 @@
+//! Invariants of the primitives that a user relies on when reading the
+//! tables. Values are compared only where the physics leaves no doubt.
+
+use std::sync::atomic::AtomicBool;
+
+use sysdelta::micro::{self, MicroOptions, MicroOutcome, MicroResult, Pinning, Selection};
+
+fn run(filter: &[&str], tweak: impl FnOnce(&mut MicroOptions)) -> Vec<MicroOutcome> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = MicroOptions::quick();
+    o.tmpdir = dir.path().to_path_buf();
+    tweak(&mut o);
+    let sel = Selection::parse(&filter.iter().map(|s| s.to_string()).collect::<Vec<_>>()).unwrap();
+    let out = micro::run_suite(&sel, &o, &AtomicBool::new(false)).unwrap();
+    // Never silently absent: one outcome per selected metric, in order.
+    let names: Vec<&str> = out.iter().map(|x| x.name()).collect();
+    assert_eq!(
+        names,
+        sel.names().iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    // Scratch files are gone.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    out
+}
+
+fn measured<'a>(out: &'a [MicroOutcome], name: &str) -> &'a MicroResult {
+    match out.iter().find(|x| x.name() == name) {
+        Some(MicroOutcome::Measured(r)) => r,
+        other => panic!("{name} not measured: {other:?}"),
+    }
+}
+
+fn check_result(r: &MicroResult, samples: usize) {
+    assert_eq!(r.samples.len(), samples, "{}", r.name);
+    let mut s = r.samples.clone();
+    s.sort_by(|a, b| a.total_cmp(b));
+    assert_eq!(r.median, s[s.len() / 2], "{}", r.name);
+    assert!(r.samples.iter().all(|v| v.is_finite()), "{}", r.name);
+    assert!(!r.detail.is_empty());
+}
+
+#[test]
+fn syscalls_keep_every_sample_and_are_positive() {
+    let out = run(
+        &["proc.null_call", "proc.null_io", "proc.stat", "floor"],
+        |_| {},
+    );
+    for n in ["proc.null_call", "proc.null_io", "proc.stat"] {
+        let r = measured(&out, n);
+        check_result(r, 11);
+        assert_eq!(r.unit, "us");
+        assert_eq!(r.pinning, Pinning::Unpinned);
+        assert!(r.median > 0.0, "{n}: {}", r.median);
+    }
+    match &out[3] {
+        MicroOutcome::Measured(r) => assert!(r.median > 0.0),
+        MicroOutcome::Skipped { reason, .. } => {
+            eprintln!("floor.enosys skipped here: {reason}");
+            assert!(!reason.is_empty());
+        }
+    }
+}
+
+#[test]
+fn ctx_with_64k_is_not_cheaper_than_with_0k() {
+    // Pinned to one CPU so every hop is a real switch on the same cache.
+    let out = run(&["ctx.2p_0k", "ctx.2p_64k"], |o| o.pin = Pinning::SameCpu);
+    let k0 = measured(&out, "ctx.2p_0k");
+    let k64 = measured(&out, "ctx.2p_64k");
+    check_result(k0, 11);
+    assert_eq!(k64.pinning, Pinning::SameCpu);
+    assert!(
+        k64.median >= k0.median,
+        "64 KB ring {} us < 0 KB ring {} us",
+        k64.median,
+        k0.median
+    );
+}
+
+#[test]
+fn pipe_latency_measured_same_cpu_and_cross_cpu() {
+    let out = run(&["lat.pipe"], |_| {});
+    let same = measured(&out, "lat.pipe.same_cpu");
+    assert_eq!(same.pinning, Pinning::SameCpu);
+    check_result(same, 11);
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match out
+        .iter()
+        .find(|x| x.name() == "lat.pipe.cross_cpu")
+        .unwrap()
+    {
+        MicroOutcome::Measured(r) => assert_eq!(r.pinning, Pinning::CrossCpu),
+        MicroOutcome::Skipped { reason, .. } => {
+            assert!(cpus < 2, "cross-cpu skipped on {cpus} CPUs: {reason}");
+            eprintln!("single CPU: cross-cpu skipped: {reason}");
+        }
+    }
+    assert_eq!(measured(&out, "lat.pipe").pinning, Pinning::Unpinned);
+}
+
+#[test]
+fn cache_latency_grows_with_level_and_bandwidth_is_positive() {
+    let out = run(
+        &["mem.l1", "mem.l2", "bw.pipe.same_cpu", "bw.file_reread"],
+        |_| {},
+    );
+    let l1 = measured(&out, "mem.l1");
+    match out.iter().find(|x| x.name() == "mem.l2").unwrap() {
+        MicroOutcome::Measured(l2) => assert!(
+            l2.median > l1.median,
+            "L2 {} <= L1 {}",
+            l2.median,
+            l1.median
+        ),
+        MicroOutcome::Skipped { reason, .. } => eprintln!("no L2 here: {reason}"),
+    }
+    for n in ["bw.pipe.same_cpu", "bw.file_reread"] {
+        let r = measured(&out, n);
+        assert_eq!(r.unit, "MB/s");
+        assert!(r.median > 0.0);
+    }
+}
+
+#[test]
+fn fs_and_vm_primitives_run_and_clean_up() {
+    let out = run(
+        &[
+            "fs.create_1k",
+            "fs.delete_1k",
+            "vm.page_fault",
+            "vm.prot_fault",
+        ],
+        |_| {},
+    );
+    for n in ["fs.create_1k", "fs.delete_1k", "vm.page_fault"] {
+        check_result(measured(&out, n), 11);
+    }
+    match out.iter().find(|x| x.name() == "vm.prot_fault").unwrap() {
+        MicroOutcome::Measured(r) => assert!(r.median > 0.0),
+        MicroOutcome::Skipped { reason, .. } => {
+            if cfg!(target_arch = "x86_64") {
+                panic!("prot fault skipped on x86_64: {reason}");
+            }
+            eprintln!("prot fault skipped here: {reason}");
+        }
+    }
+}
+
+#[test]
+fn tables_print_every_measured_group() {
+    let out = run(
+        &["proc.null_call", "lat.pipe.same_cpu", "sem.pingpong"],
+        |_| {},
+    );
+    let rs: Vec<MicroResult> = out
+        .into_iter()
+        .filter_map(|o| match o {
+            MicroOutcome::Measured(r) => Some(r),
+            MicroOutcome::Skipped { .. } => None,
+        })
+        .collect();
+    let mut buf = Vec::new();
+    micro::table::print_lmbench_tables(
+        &[("base".into(), rs.clone()), ("new".into(), rs)],
+        true,
+        &mut buf,
+    )
+    .unwrap();
+    let s = String::from_utf8(buf).unwrap();
+    assert!(s.contains("Processor, Processes"), "{s}");
+    assert!(s.contains("by CPU placement"), "{s}");
+    assert!(s.contains("delta %"), "{s}");
+    assert!(s.contains("+0.0%"), "{s}");
+}
+
+#[test]
+fn workload_reports_samples_and_keeps_skip_reasons() {
+    use std::time::Duration;
+    use sysdelta::workload::{RunContext, RunOutcome, Workload};
+    let params: toml::Value =
+        toml::from_str("filter = [\"proc.null_call\", \"lat.pipe.cross_cpu\"]\nquick = true")
+            .unwrap();
+    let mut w = micro::workload::MicroWorkload::from_params(&params).unwrap();
+    assert_eq!(w.metrics().len(), 2);
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = AtomicBool::new(false);
+    let before = sysdelta::micro::pin::allowed_cpus().unwrap();
+    let cpus = [before[0]];
+    let ctx = RunContext {
+        env: &[],
+        cwd: None,
+        timeout: Duration::from_secs(120),
+        cancel: &cancel,
+        cpus: Some(&cpus),
+        cgroup_procs: None,
+        scratch: dir.path(),
+    };
+    match w.run(&ctx) {
+        RunOutcome::Ok(s) => {
+            assert_eq!(s.len(), 1, "{s:?}");
+            assert_eq!(s[0].metric, "proc.null_call");
+            assert_eq!(s[0].values.len(), 11);
+        }
+        RunOutcome::Failed { reason, .. } => panic!("run failed: {reason}"),
+    }
+    // One CPU allowed: the cross-cpu variant cannot run, and says why.
+    assert_eq!(w.skipped().len(), 1);
+    assert_eq!(w.skipped()[0].0, "lat.pipe.cross_cpu");
+    assert!(w.skipped()[0].1.contains("2 CPUs"), "{:?}", w.skipped());
+    // The affinity of the calling thread is restored.
+    assert_eq!(sysdelta::micro::pin::allowed_cpus().unwrap(), before);
+}
