@@ -337,7 +337,11 @@ fn data_warnings(
                     }
                 }
             }
-            let o = stats::detect::mad_outliers(&c.values);
+            let o = if c.values.len() >= 8 {
+                stats::detect::mad_outliers(&c.values)
+            } else {
+                Vec::new()
+            };
             if !o.is_empty() {
                 outliers.push(format!("{name}: {} of {}", o.len(), c.values.len()));
             }

@@ -37,6 +37,7 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
                 Some(t) => text::trimmed_tables(&a, t, opts.detail),
                 None => String::new(),
             };
+            extra.push_str(&sections::micro_tables(&a));
             extra.push_str(&sections::workload_series(data, &a.configs));
             extra.push_str(&sections::profiles(data, &a.configs, 10));
             text::render(&a, opts.detail, &extra)

@@ -145,3 +145,48 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+/// For metrics of the built-in micro suite: the LMbench 2.0 summary tables
+/// with one row per config (its mean over runs) and a delta row under each
+/// non-baseline config. The verdicts and CIs are in the main table above.
+pub fn micro_tables(a: &crate::report::analysis::Analysis) -> String {
+    use crate::micro::{catalog::catalog, pin::Pinning, MicroResult};
+    let names: std::collections::HashSet<String> = catalog().into_iter().map(|e| e.name).collect();
+    let micro: Vec<_> = a
+        .metrics
+        .iter()
+        .filter(|m| names.contains(&m.spec.name))
+        .collect();
+    if micro.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<(String, Vec<MicroResult>)> = a
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| {
+            let results = micro
+                .iter()
+                .filter_map(|m| {
+                    let s = m.cells[ci].summary.as_ref()?;
+                    Some(MicroResult {
+                        group: String::new(),
+                        name: m.spec.name.clone(),
+                        column: String::new(),
+                        unit: m.spec.unit.clone(),
+                        direction: m.spec.direction,
+                        pinning: Pinning::Unpinned,
+                        samples: m.cells[ci].values.clone(),
+                        median: s.mean,
+                        detail: String::new(),
+                    })
+                })
+                .collect();
+            (c.clone(), results)
+        })
+        .collect();
+    let mut out = Vec::new();
+    let _ = crate::micro::table::print_lmbench_tables(&rows, rows.len() > 1, &mut out);
+    out.push(b'\n');
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -514,7 +514,8 @@ pub fn footer(a: &Analysis) -> String {
             .unwrap_or(f64::NAN);
         let _ = writeln!(
             out,
-            "sysdelta itself used {:.2}% of one core and {:.1} MiB peak RSS while running.",
+            "sysdelta's own process used {:.2}% of one core and {:.1} MiB peak RSS while running \
+             (built-in workloads run inside it and count here; command workloads do not).",
             share * 100.0,
             rss / 1024.0
         );

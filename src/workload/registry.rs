@@ -7,7 +7,14 @@ use super::Workload;
 use crate::config::journal::JournalHandle;
 
 /// Every built-in workload name, for messages.
-pub const BUILTINS: &[&str] = &["compile", "compress", "fsops", "memsweep", "micro", "transport"];
+pub const BUILTINS: &[&str] = &[
+    "compile",
+    "compress",
+    "fsops",
+    "memsweep",
+    "micro",
+    "transport",
+];
 
 /// What some built-ins need from the experiment.
 #[derive(Clone, Default)]
@@ -39,6 +46,14 @@ pub fn build(
             })
         }
         "memsweep" => Box::new(super::memsweep::MemsweepWorkload::from_params(params)?),
+        "micro" => Box::new(
+            crate::micro::workload::MicroWorkload::from_params(params)
+                .map_err(|e| e.to_string())?,
+        ),
+        "transport" => Box::new(
+            crate::transport::workload::TransportWorkload::from_params(params)
+                .map_err(|e| format!("{e:#}"))?,
+        ),
         other => {
             return Err(format!(
                 "unknown builtin '{other}': known are {}",
