@@ -189,8 +189,12 @@ fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
 
 fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     let opts = report_options(f)?;
-    let data = store.load(id)?;
-    let text = report::render(&data, &opts)?;
+    // HTML also draws the stored series and says where imported samples came from.
+    let text = if opts.format == Format::Html {
+        report::html::render_stored(store, id, &opts.analysis)?
+    } else {
+        report::render(&store.load(id)?, &opts)?
+    };
     emit(&text, f.output.as_deref())
 }
 

@@ -1,0 +1,1 @@
+//! Comparisons across experiments (placeholder).
