@@ -47,16 +47,11 @@ fn main() {
             workloads: workloads.clone(),
         })
         .unwrap();
-    let specs: Vec<MetricSpec> = (0..METRICS)
-        .map(|m| MetricSpec::new(&format!("m{m}"), "s", Direction::Lower))
-        .collect();
+    let specs: Vec<MetricSpec> = (0..METRICS).map(|m| MetricSpec::new(&format!("m{m}"), "s", Direction::Lower)).collect();
     for w in &workloads {
         store.declare_metrics(id, w, &specs).unwrap();
     }
-    eprintln!(
-        "building the store ({} runs) ...",
-        WORKLOADS * CONFIGS * RUNS
-    );
+    eprintln!("building the store ({} runs) ...", WORKLOADS * CONFIGS * RUNS);
     let mut x: u64 = 0x9E3779B97F4A7C15;
     let mut noise = || {
         x ^= x << 13;

@@ -233,8 +233,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                     }
                     if base.len() >= 2 && cell.values.len() >= 2 {
                         cmp.ratio_ci = cis[mi][ci - 1];
-                        cmp.p =
-                            stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
+                        cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
                         if let Some(p) = cmp.p {
                             pvals.push((mi, ci - 1, p));
                         }
@@ -242,9 +241,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                         cmp.note = Some("fewer than 2 runs on a side".into());
                     }
                 }
-                (Some(b), Some(_)) if b.mean == 0.0 => {
-                    cmp.note = Some("baseline mean is zero".into())
-                }
+                (Some(b), Some(_)) if b.mean == 0.0 => cmp.note = Some("baseline mean is zero".into()),
                 _ => cmp.note = Some("no successful runs on a side".into()),
             }
             m.comparisons.push(cmp);
