@@ -77,6 +77,7 @@ mod tests {
         let e = parse(
             "x.json",
             "{\"results\": [{\"command\": \"a\", \"times\": [0.1,",
+            WORKLOAD,
         )
         .unwrap_err();
         assert!(e.starts_with("x.json: not a hyperfine JSON export"), "{e}");

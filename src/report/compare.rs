@@ -349,7 +349,7 @@ pub fn change_points(medians: &[f64], alpha: f64, perms: usize, seed: u64) -> Ve
         }
         let seg = &medians[lo..hi];
         let (k, obs) = best_split(seg);
-        if !(obs > 0.0) {
+        if obs.is_nan() || obs <= 0.0 {
             continue;
         }
         let mut shuffled = seg.to_vec();

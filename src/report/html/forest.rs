@@ -123,8 +123,9 @@ pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyho
             .y_labels(0)
             .x_labels(7)
             .x_label_formatter(&|v| ratio_tick(v.exp()))
-            .x_label_style(plot::font(13))
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_label_style(plot::font(12))
+            .max_light_lines(0)
+            .set_all_tick_mark_size(0)
             .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
@@ -194,7 +195,7 @@ pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyho
         root.draw(&Text::new(
             "ratio to baseline mean (log scale); grey band: typical CI half-width",
             (label_w as i32, 10),
-            plot::font(13),
+            plot::font(12),
         ))
         .map_err(err)?;
         root.present().map_err(err)?;

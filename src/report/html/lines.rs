@@ -45,8 +45,9 @@ pub fn time_series(
             .y_labels(5)
             .y_label_formatter(&|v| plot::tick(*v))
             .y_desc(unit)
-            .label_style(plot::font(13))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
+            .label_style(plot::font(12))
+            .max_light_lines(0)
+            .set_all_tick_mark_size(0)
             .draw()
             .map_err(err)?;
         for (ci, runs) in per_config.iter().enumerate() {
@@ -102,8 +103,9 @@ pub fn sweep(
             .y_labels(5)
             .y_label_formatter(&|v| plot::tick(*v))
             .y_desc(unit)
-            .label_style(plot::font(13))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
+            .label_style(plot::font(12))
+            .max_light_lines(0)
+            .set_all_tick_mark_size(0)
             .draw()
             .map_err(err)?;
         for (li, (_, vals)) in lines.iter().enumerate() {

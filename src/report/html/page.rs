@@ -41,6 +41,9 @@ details>summary{cursor:pointer}
 @media print{.box{break-inside:avoid}}
 "#;
 
+/// (config, workload, series) as `Extras::series` holds them.
+type SeriesEntry = (String, String, crate::store::SeriesRecord);
+
 const FOREST_CHUNK: usize = 60;
 const FOREST_WIDTH: u32 = 860;
 const PLOT_WIDTH: u32 = 420;
@@ -314,7 +317,6 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         );
         let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th><th>median</th>\
             <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>");
-        let mut alt = format!("{} of {}:", m.spec.name, m.workload);
         for (ci, cell) in m.cells.iter().enumerate() {
             let mut sorted = cell.values.clone();
             sorted.sort_by(f64::total_cmp);
@@ -326,18 +328,6 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
                 .as_ref()
                 .map(|s| (fmt_num(s.median), fmt_num(s.mean)))
                 .unwrap_or_else(|| ("-".into(), "-".into()));
-            let _ = write!(
-                alt,
-                " {} n={} median {}{};",
-                cell.config,
-                cell.values.len(),
-                med,
-                if mci == "-" {
-                    String::new()
-                } else {
-                    format!(" CI {mci}")
-                }
-            );
             let (class, d, c, v) = if ci == 0 {
                 ("base", "baseline".to_string(), String::new(), String::new())
             } else {
@@ -361,10 +351,19 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         }
         o.push_str("</tbody></table></div>");
         let values: Vec<Vec<f64>> = m.cells.iter().map(|c| c.values.clone()).collect();
-        let dist = samples::distribution(&a.configs, &values, &m.spec.unit, PLOT_WIDTH)?;
-        let seq =
-            samples::run_sequence(&run_sequence(data, &a.configs, m), &m.spec.unit, PLOT_WIDTH)?;
-        figure(o, &[dist, seq], &alt, "");
+        let svg = samples::metric_plot(
+            &a.configs,
+            &values,
+            &run_sequence(data, &a.configs, m),
+            &m.spec.unit,
+            2 * PLOT_WIDTH,
+        )?;
+        // The table above holds the numbers; the label says what the picture shows.
+        let short = format!(
+            "{}: each run's value per config (left) and in run order (right); numbers in the table above",
+            m.spec.name
+        );
+        figure(o, &[svg], &short, "");
     }
     Ok(())
 }
@@ -380,8 +379,7 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
         lines::MAX_RUNS_PER_CONFIG,
         legend(&a.configs)
     );
-    let mut groups: BTreeMap<(&str, &str), Vec<&(String, String, crate::store::SeriesRecord)>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(&str, &str), Vec<&SeriesEntry>> = BTreeMap::new();
     for s in &x.series {
         groups
             .entry((s.1.as_str(), s.2.name.as_str()))

@@ -97,8 +97,9 @@ pub fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
     anyhow::anyhow!("drawing a plot: {e:?}")
 }
 
+/// A font of `size` SVG pixels (plotters writes font-size = size / 1.24).
 pub fn font(size: u32) -> TextStyle<'static> {
-    ("sans-serif", size).into_font().color(&BLACK)
+    ("sans-serif", size as f64 * 1.24).into_font().color(&BLACK)
 }
 
 pub fn font_anchored(size: u32, h: HPos) -> TextStyle<'static> {

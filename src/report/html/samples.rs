@@ -2,6 +2,7 @@
 //! when there are too many points to draw one by one) with the median and
 //! its CI, and the same values in run order (drift becomes visible).
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::plot::{self, err};
@@ -60,21 +61,18 @@ fn density(sorted: &[f64], lo: f64, hi: f64, m: usize) -> Vec<(f64, f64)> {
 }
 
 /// Distribution per config. `values[c]` are config c's per-run values.
-pub fn distribution(
+fn distribution<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
     configs: &[String],
     values: &[Vec<f64>],
     unit: &str,
-    width: u32,
-) -> anyhow::Result<String> {
+    (ylo, yhi): (f64, f64),
+) -> anyhow::Result<()> {
     let k = configs.len().max(1);
-    let (ylo, yhi) = plot::padded_range(values.iter().flatten().copied()).unwrap_or((0.0, 1.0));
     let total: usize = values.iter().map(Vec::len).sum();
     let strip = total <= STRIP_MAX_POINTS;
-    let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(64)
@@ -93,11 +91,12 @@ pub fn distribution(
                     String::new()
                 }
             })
-            .y_labels(5)
+            .y_labels(4)
             .y_label_formatter(&|v| plot::tick(*v))
             .y_desc(unit)
-            .label_style(plot::font(13))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
+            .label_style(plot::font(12))
+            .max_light_lines(0)
+            .set_all_tick_mark_size(0)
             .draw()
             .map_err(err)?;
         for (ci, vals) in values.iter().enumerate() {
@@ -118,7 +117,7 @@ pub fn distribution(
                     .collect();
                 plot::draw_markers(&mut chart, ci, &pts, 3, col.mix(0.75).filled())?;
             } else if sorted.len() >= 2 && sorted[0] < sorted[sorted.len() - 1] {
-                let d = density(&sorted, sorted[0], sorted[sorted.len() - 1], 32);
+                let d = density(&sorted, sorted[0], sorted[sorted.len() - 1], 16);
                 let dmax = d
                     .iter()
                     .map(|p| p.1)
@@ -147,37 +146,37 @@ pub fn distribution(
                     .map_err(err)?;
             }
         }
-        root.present().map_err(err)?;
     }
-    Ok(buf)
+    Ok(())
 }
 
 /// Values in run order: `seq[c]` holds config c's (run index, value) pairs,
 /// the index counting the workload's measured runs across all configs.
-pub fn run_sequence(seq: &[Vec<(usize, f64)>], unit: &str, width: u32) -> anyhow::Result<String> {
+fn run_sequence<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    seq: &[Vec<(usize, f64)>],
+    (ylo, yhi): (f64, f64),
+) -> anyhow::Result<()> {
     let n = seq.iter().flatten().map(|p| p.0 + 1).max().unwrap_or(1);
-    let (ylo, yhi) = plot::padded_range(seq.iter().flatten().map(|p| p.1)).unwrap_or((0.0, 1.0));
     let marks = n <= 2 * STRIP_MAX_POINTS / 3;
-    let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
+        let mut chart = ChartBuilder::on(root)
             .margin(8)
             .x_label_area_size(40)
-            .y_label_area_size(64)
+            .y_label_area_size(6)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), ylo..yhi)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_labels(6)
+            .disable_x_mesh()
+            .x_labels(4)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .x_desc("run (in execution order)")
-            .y_labels(5)
-            .y_label_formatter(&|v| plot::tick(*v))
-            .y_desc(unit)
-            .label_style(plot::font(13))
-            .light_line_style(RGBColor(0xf0, 0xf0, 0xf0))
+            .y_labels(4)
+            .y_label_formatter(&|_| String::new())
+            .label_style(plot::font(12))
+            .max_light_lines(0)
+            .set_all_tick_mark_size(0)
             .draw()
             .map_err(err)?;
         for (ci, pts) in seq.iter().enumerate() {
@@ -193,6 +192,27 @@ pub fn run_sequence(seq: &[Vec<(usize, f64)>], unit: &str, width: u32) -> anyhow
                 plot::draw_markers(&mut chart, ci, &p, 2, col.filled())?;
             }
         }
+    }
+    Ok(())
+}
+
+/// One SVG per metric: the distribution per config (left) and the values
+/// in run order (right), sharing the y axis so a level reads across both.
+pub fn metric_plot(
+    configs: &[String],
+    values: &[Vec<f64>],
+    seq: &[Vec<(usize, f64)>],
+    unit: &str,
+    width: u32,
+) -> anyhow::Result<String> {
+    let y = plot::padded_range(values.iter().flatten().copied()).unwrap_or((0.0, 1.0));
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let (left, right) = root.split_horizontally(width * 2 / 5);
+        distribution(&left, configs, values, unit, y)?;
+        run_sequence(&right, seq, y)?;
         root.present().map_err(err)?;
     }
     Ok(buf)
