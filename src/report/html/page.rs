@@ -31,13 +31,13 @@ tr.diff td{background:#ffe9b3;font-weight:bold}
 tr.diff td:first-child::before{content:"\2260  "}
 figure{margin:.5em 0 1em}
 .plots{display:flex;flex-wrap:wrap;gap:8px}
-.plots>div{flex:1 1 340px;min-width:0}
+.plots>div{flex:1 1 340px;min-width:0;overflow-x:auto}
 svg{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#333}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px solid #ddd;padding:6px;font-size:.85em;max-height:30em;overflow:auto}
 .legend span{margin-right:1em;white-space:nowrap}
 details>summary{cursor:pointer}
-@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}svg{max-width:none}}
 @media print{.box{break-inside:avoid}}
 "#;
 
