@@ -302,12 +302,29 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         samples::STRIP_MAX_POINTS,
         legend(&a.configs)
     );
+    // Each metric's section is independent: draw them on all cores, then
+    // join in order.
+    use rayon::prelude::*;
+    let sections: Vec<Result<String>> = a
+        .metrics
+        .par_iter()
+        .map(|m| metric_section(data, a, m))
+        .collect();
     let mut last_w = "";
-    for m in &a.metrics {
+    for (m, sec) in a.metrics.iter().zip(sections) {
         if m.workload != last_w {
             let _ = write!(o, "<h3>{}</h3>", esc(&m.workload));
             last_w = &m.workload;
         }
+        o.push_str(&sec?);
+    }
+    Ok(())
+}
+
+fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Result<String> {
+    let mut section = String::with_capacity(8192);
+    let o = &mut section;
+    {
         let _ = write!(
             o,
             "<h4>{} <small>({}, {} is better)</small></h4>",
@@ -365,7 +382,7 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         );
         figure(o, &[svg], &short, "");
     }
-    Ok(())
+    Ok(section)
 }
 
 fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
