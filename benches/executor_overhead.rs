@@ -43,7 +43,11 @@ fn ensure_hyperfine() -> Result<String, String> {
 
 fn timed(mut c: Command) -> Duration {
     let t = Instant::now();
-    let st = c.stdout(Stdio::null()).stderr(Stdio::null()).status().expect("spawn");
+    let st = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
     assert!(st.success(), "{c:?} failed");
     t.elapsed()
 }
@@ -86,19 +90,47 @@ fn main() {
         let mut sd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
         sd.arg("--store")
             .arg(dir.path().join(format!("r{round}.db")))
-            .args(["ab", "-c", "a=", "--runs", &RUNS.to_string(), "--quiet", "--no-report", "--", "true"]);
+            .args([
+                "ab",
+                "-c",
+                "a=",
+                "--runs",
+                &RUNS.to_string(),
+                "--quiet",
+                "--no-report",
+                "--",
+                "true",
+            ]);
         s.push(timed(sd));
         let mut hy = Command::new("hyperfine");
-        hy.args(["-N", "--runs", &RUNS.to_string(), "--style", "none", "sh -c true"]);
+        hy.args([
+            "-N",
+            "--runs",
+            &RUNS.to_string(),
+            "--style",
+            "none",
+            "sh -c true",
+        ]);
         h.push(timed(hy));
     }
     let (f, s, h) = (median(f), median(s), median(h));
     let so = per_run_ms(s) - per_run_ms(f);
     let ho = per_run_ms(h) - per_run_ms(f);
-    println!("executor overhead for one run of `sh -c true`, {RUNS} runs, median of {ROUNDS} rounds");
+    println!(
+        "executor overhead for one run of `sh -c true`, {RUNS} runs, median of {ROUNDS} rounds"
+    );
     println!("  floor (spawn + wait only) {:8.3} ms/run", per_run_ms(f));
-    println!("  {hf:<25} {:8.3} ms/run, overhead {:+.3} ms/run", per_run_ms(h), ho);
-    println!("  sysdelta {:<16} {:8.3} ms/run, overhead {:+.3} ms/run", env!("CARGO_PKG_VERSION"), per_run_ms(s), so);
+    println!(
+        "  {hf:<25} {:8.3} ms/run, overhead {:+.3} ms/run",
+        per_run_ms(h),
+        ho
+    );
+    println!(
+        "  sysdelta {:<16} {:8.3} ms/run, overhead {:+.3} ms/run",
+        env!("CARGO_PKG_VERSION"),
+        per_run_ms(s),
+        so
+    );
     println!(
         "  ratio of total time sysdelta/hyperfine: {:.3}; of overhead above the floor: {:.3} (target <= 1)",
         s.as_secs_f64() / h.as_secs_f64(),

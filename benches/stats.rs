@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use sysdelta::stats::bootstrap::{ratio_cis_batch, BatchItem, DEFAULT_RESAMPLES};
+use sysdelta::stats::bootstrap::{ratio_cis_batch, resample_means, BatchItem, DEFAULT_RESAMPLES};
 
 const METRICS: usize = 100;
 const CONFIGS: usize = 4;
@@ -53,6 +53,17 @@ fn process_cpu() -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// CPU time consumed so far by the calling thread.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// (min wall, median wall, min process CPU) over `reps` calls of `f`.
 fn time<F: FnMut()>(reps: usize, mut f: F) -> (Duration, Duration, Duration) {
     let mut walls = Vec::with_capacity(reps);
@@ -80,6 +91,23 @@ fn main() {
             seed: m as u64,
         })
         .collect();
+    // Single-thread kernel: one call of resample_means on 1,000 samples
+    // (10,000 resampled means), minimum thread CPU time over 15 calls.
+    let one = &data[0][0];
+    let kernel = (0..15)
+        .map(|i| {
+            let c = thread_cpu();
+            black_box(resample_means(black_box(one), DEFAULT_RESAMPLES, i));
+            thread_cpu() - c
+        })
+        .min()
+        .unwrap();
+    println!(
+        "single-thread resample_means(1000 samples, {DEFAULT_RESAMPLES} resamples): {:.2} ms CPU, \
+         {:.3} ns per resampled index",
+        kernel.as_secs_f64() * 1e3,
+        kernel.as_secs_f64() * 1e9 / (SAMPLES * DEFAULT_RESAMPLES) as f64
+    );
     let (boot_min, boot_med, boot_cpu) = time(5, || {
         black_box(ratio_cis_batch(black_box(&items), DEFAULT_RESAMPLES, 0.95));
     });
@@ -112,4 +140,74 @@ fn main() {
         "ratio bootstrap / plain means pass: {:.0}",
         boot_min.as_secs_f64() / mean_min.as_secs_f64()
     );
+    if std::env::args().any(|a| a == "--calibrate") {
+        calibrate_figures();
+    }
+}
+
+/// Calibration figures (not timed): 1,000 trials each, 10,000 resamples,
+/// CoV from `calibration_cov`, 2% true shift for coverage, seed 2026. Run with `cargo bench --bench stats -- --calibrate`.
+fn calibrate_figures() {
+    use sysdelta::stats::calibrate::{
+        aa_false_positive_rate, bca_coverage, calibration_cov, ci_coverage, detection_table, SHAPES,
+    };
+    let t = Instant::now();
+    for n in [10, 20, 50] {
+        for shape in SHAPES {
+            let fpr = aa_false_positive_rate(
+                shape,
+                n,
+                calibration_cov(shape),
+                1000,
+                DEFAULT_RESAMPLES,
+                2026,
+            );
+            println!(
+                "A/A false-positive rate, {shape:?}, n={n}: {:.1}%",
+                fpr * 100.0
+            );
+        }
+    }
+    for n in [5, 10, 20] {
+        for shape in SHAPES {
+            let cov = ci_coverage(
+                shape,
+                n,
+                calibration_cov(shape),
+                0.02,
+                1000,
+                DEFAULT_RESAMPLES,
+                2026,
+            );
+            let bca = bca_coverage(
+                shape,
+                n,
+                calibration_cov(shape),
+                0.02,
+                1000,
+                DEFAULT_RESAMPLES,
+                2026,
+            );
+            println!(
+                "95% CI coverage, {shape:?}, n={n}: percentile {:.1}%, BCa {:.1}%",
+                cov * 100.0,
+                bca * 100.0
+            );
+        }
+    }
+    for row in detection_table(
+        0.01,
+        &[0.005, 0.01, 0.02, 0.05],
+        1000,
+        DEFAULT_RESAMPLES,
+        2026,
+    ) {
+        println!(
+            "detection of a {:.1}% shift at CoV 1% with {} runs (known-variance minimum): {:.1}%",
+            row.shift * 100.0,
+            row.runs,
+            row.rate * 100.0
+        );
+    }
+    println!("calibration took {:.1} s", t.elapsed().as_secs_f64());
 }

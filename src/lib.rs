@@ -9,6 +9,8 @@ pub mod plan;
 pub mod process;
 pub mod report;
 pub mod runner;
+pub mod series;
 pub mod stats;
 pub mod store;
+pub mod transport;
 pub mod workload;

@@ -45,6 +45,11 @@ enum Cmd {
     History(HistoryArgs),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
     Import(ImportArgs),
+    /// Tracer transports under overload (the 2005 netlink vs relayfs study).
+    Transport(sysdelta::transport::cli::TransportArgs),
+    /// Put back every system change a crashed or killed run left in the
+    /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
+    Restore,
 }
 
 #[derive(Args)]
@@ -270,7 +275,7 @@ fn execute(
             )));
         }
     }
-    let mut prepared = runner::prepare(plan)?;
+    let mut prepared = runner::prepare(plan, store_path)?;
     let store = Store::open(store_path, true)?;
     let cancel = runner::signals::install()?;
     let id = match resume {
@@ -432,6 +437,37 @@ fn run(cli: Cli) -> Result<ExitCode> {
             println!("{id}");
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Transport(args) => {
+            sysdelta::transport::cli::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Restore => {
+            let jpath = runner::journal_path(&cli.store);
+            let mut j = sysdelta::config::journal::Journal::open(&jpath)?;
+            let pending = j.pending();
+            if pending.is_empty() {
+                println!("nothing to restore ({} holds no changes)", jpath.display());
+            } else {
+                for line in j.restore_all()? {
+                    println!("restored: {line}");
+                }
+            }
+            if cli.store.exists() {
+                let store = Store::open(&cli.store, false)?;
+                for id in store.experiment_ids()? {
+                    let i = store.info(id)?;
+                    if i.status == "running" {
+                        println!(
+                            "experiment {id} was interrupted{}; finish it with: sysdelta run --resume {id}",
+                            i.entered_config
+                                .map(|c| format!(" inside config '{c}' (its teardown runs on resume)"))
+                                .unwrap_or_default()
+                        );
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Env => {
             for (k, v) in sysdelta::monitor::fingerprint::collect() {
                 println!("{k:<18} {v}");
@@ -446,7 +482,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
-            if is_user_error(&e) {
+            if is_user_error(&e) || e.is::<sysdelta::transport::BadInput>() {
                 eprintln!("sysdelta: {e}");
                 ExitCode::from(2)
             } else {

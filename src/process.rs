@@ -334,9 +334,17 @@ mod tests {
             ..Default::default()
         };
         let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
-        assert_eq!(String::from_utf8_lossy(&r.stdout).split_whitespace().last(), Some("0"));
-        assert_eq!(std::fs::read_to_string("/proc/self/status").unwrap().lines().find(|l| l.starts_with("Cpus_allowed_list")),
-            before.lines().find(|l| l.starts_with("Cpus_allowed_list")));
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout).split_whitespace().last(),
+            Some("0")
+        );
+        assert_eq!(
+            std::fs::read_to_string("/proc/self/status")
+                .unwrap()
+                .lines()
+                .find(|l| l.starts_with("Cpus_allowed_list")),
+            before.lines().find(|l| l.starts_with("Cpus_allowed_list"))
+        );
     }
 
     #[test]

@@ -4,7 +4,8 @@ use sysdelta::plan::{parse, Overrides};
 
 #[test]
 fn every_plan_example_in_the_docs_validates() {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/plan.md")).unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/plan.md")).unwrap();
     let mut blocks = Vec::new();
     let mut cur: Option<String> = None;
     for line in doc.lines() {
@@ -25,7 +26,11 @@ fn every_plan_example_in_the_docs_validates() {
     for (i, b) in blocks.iter().enumerate() {
         // The ab example names a placeholder command.
         let b = b.replace("\"CMD\"", "\"true\"");
-        if let Err(e) = parse(&format!("docs/plan.md example {}", i + 1), &b, &Overrides::default()) {
+        if let Err(e) = parse(
+            &format!("docs/plan.md example {}", i + 1),
+            &b,
+            &Overrides::default(),
+        ) {
             panic!("{e}\n{b}");
         }
     }

@@ -71,7 +71,7 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
     child.wait().unwrap();
     let before = ok_runs(&sb.store());
     assert!(
-        before >= 8 && before < 30,
+        (8..30).contains(&before),
         "killed mid-experiment: {before} runs"
     );
     let (setups, teardowns) = steps(&sb);
@@ -130,7 +130,7 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
 fn first_sigint_tears_down_and_stops_cleanly() {
     let sb = Sandbox::new();
     let p = plan(&sb, 200);
-    let mut child = Command::new(bin())
+    let child = Command::new(bin())
         .arg("--store")
         .arg(sb.store())
         .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])

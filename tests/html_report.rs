@@ -84,8 +84,8 @@ fn html_is_self_contained_and_escaped() {
         assert!(html.contains(s), "missing {s}");
     }
     assert!(
-        html.matches("<svg").count() >= 1 + 2 * 4,
-        "forest plot plus two plots per metric"
+        html.matches("<svg").count() > 4,
+        "the forest plot plus one plot per metric of `loop`"
     );
     // Every plot has a text alternative.
     assert_eq!(

@@ -1,19 +1,9 @@
 //! Bootstrap properties a report relies on: determinism, unbiased index
-//! draws, batch = single, refusals, and the coverage of the 95% CI.
+//! draws, batch = single, refusals. (Coverage: tests/stats_calibrate.rs.)
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
 use sysdelta::stats::bootstrap::{
     ratio_ci, ratio_cis_batch, ratio_of_means_ci, resample_means, stream_seed, BatchItem,
 };
-
-fn normal(rng: &mut SmallRng, mean: f64, sd: f64) -> f64 {
-    // Box-Muller; 1 - u keeps the logarithm finite.
-    let u: f64 = rng.random();
-    let v: f64 = rng.random();
-    mean + sd * (-2.0 * (1.0 - u).ln()).sqrt() * (std::f64::consts::TAU * v).cos()
-}
 
 #[test]
 fn same_seed_same_ci_other_seed_other_ci() {
@@ -72,11 +62,12 @@ fn refuses_what_it_cannot_answer() {
 /// bit fields are mostly rejected (n = 2^k + 1) and the wide path
 /// (n > 2^16). A one-hot sample's resampled mean times n counts how often
 /// that index was drawn: over R resamples its average is 1 with standard
-/// error about 1/sqrt(R).
+/// error about 1/sqrt(R); 5 standard errors (9% at R = 3,000) catch any
+/// lost, duplicated or shifted index.
 #[test]
 fn index_draws_are_uniform() {
     for n in [2usize, 3, 5, 17, 1000, 1025, 70_000] {
-        let resamples = if n > 10_000 { 100 } else { 20_000 };
+        let resamples = if n > 10_000 { 100 } else { 3_000 };
         for hot in [0, n / 2, n - 1] {
             let mut xs = vec![0.0; n];
             xs[hot] = n as f64;
@@ -92,23 +83,58 @@ fn index_draws_are_uniform() {
     }
 }
 
-/// Coverage by simulation: 1,000 experiments of n = 20 per side from
-/// normal(100, 5) and normal(103, 5); the 95% CI must cover the true ratio
-/// 1.03 in 93-97% of them. (Percentile intervals run slightly narrow at
-/// small n: a 20,000-experiment run of this design covers 93.9%.)
-/// 2,000 resamples per CI keep the test fast; coverage barely depends on it.
+/// The AVX2 kernel (used when the CPU has it) and the scalar kernel must
+/// give bit-identical sums, so a seed means the same CI on every machine.
 #[test]
-fn ci_covers_the_true_ratio_95_percent_of_the_time() {
-    let covered: usize = (0..1000u64)
-        .into_par_iter()
-        .map(|t| {
-            let mut rng = SmallRng::seed_from_u64(1_000_000 + t);
-            let base: Vec<f64> = (0..20).map(|_| normal(&mut rng, 100.0, 5.0)).collect();
-            let other: Vec<f64> = (0..20).map(|_| normal(&mut rng, 103.0, 5.0)).collect();
-            let (lo, hi) = ratio_of_means_ci(&base, &other, 2_000, 0.95, t).unwrap();
-            usize::from(lo <= 1.03 && 1.03 <= hi)
-        })
-        .sum();
-    assert!((930..=970).contains(&covered), "coverage {covered}/1000");
-    eprintln!("coverage {covered}/1000");
+fn simd_and_scalar_kernels_agree_bit_for_bit() {
+    use sysdelta::stats::resample::{
+        field_bits, padded_table, resample_sum, resample_sum_scalar, Lanes,
+    };
+    for n in [2usize, 3, 5, 17, 100, 1000, 1025, 4097, 65_536] {
+        let xs: Vec<f64> = (0..n).map(|i| 1.0 + (i as f64 * 0.618).fract()).collect();
+        let k = field_bits(n);
+        let table = padded_table(&xs, k);
+        let (mut a, mut b) = (Lanes::new(n as u64), Lanes::new(n as u64));
+        for _ in 0..50 {
+            let x = resample_sum(&table, n, k, &mut a);
+            let y = resample_sum_scalar(&table, n, k, &mut b);
+            assert_eq!(x.to_bits(), y.to_bits(), "n={n}");
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if !std::is_x86_feature_detected!("avx2") {
+        eprintln!("no AVX2 on this CPU: both calls used the scalar kernel");
+    }
+}
+
+/// The random stream is part of the output: a stored experiment re-reported
+/// later must give the same CIs. These values pin it; if a change to the
+/// resampler moves them, that change must be deliberate (and noted).
+#[test]
+fn resampling_stream_is_pinned() {
+    let xs: Vec<f64> = (1..=10).map(f64::from).collect();
+    let got: Vec<u64> = resample_means(&xs, 4, 42)
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            0x401b333333333333,
+            0x4018000000000000,
+            0x400e666666666666,
+            0x401799999999999a
+        ]
+    );
+    let big: Vec<f64> = (0..1000).map(|i| f64::from(i).sqrt()).collect();
+    let got: Vec<u64> = resample_means(&big, 2, 7)
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(got, [0x40359c3d2d4ecb17, 0x403500173e2f313e]);
+    let (lo, hi) = ratio_of_means_ci(&xs, &big[..50], 10_000, 0.95, 1).unwrap();
+    assert_eq!(
+        (lo.to_bits(), hi.to_bits()),
+        (0x3fe408ec935ff318, 0x3ff438a213a3a123)
+    );
 }

@@ -158,3 +158,210 @@ fn bootstrap_percentile_ci_agrees_with_scipy() {
         );
     }
 }
+
+// ------------------------------------------------------------------ phase 2
+
+use sysdelta::stats::bca::{bca_interval, bca_levels, bca_ratio_ci, ratio_acceleration};
+use sysdelta::stats::detect::{bimodality_coefficient, mad_outliers, min_achievable_p};
+use sysdelta::stats::hodges_lehmann::{hodges_lehmann, median_ratio};
+use sysdelta::stats::power::{
+    minimum_detectable_effect, runs_for_power, runs_for_power_exact, runs_known_variance,
+    t_test_power,
+};
+use sysdelta::stats::special::{nct_cdf, normal_quantile, t_cdf, t_quantile};
+use sysdelta::stats::trend::{mann_kendall, theil_sen};
+
+fn load_obj(name: &str) -> Value {
+    let path = format!("{}/tests/reference/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn list<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    v[key].as_array().unwrap()
+}
+
+#[test]
+fn special_functions_match_scipy() {
+    let v = load_obj("special.json");
+    for c in list(&v, "normal_quantile") {
+        let p = float(&c["p"]);
+        check(
+            &format!("ndtri({p})"),
+            normal_quantile(p),
+            float(&c["x"]),
+            1e-10,
+        );
+    }
+    for c in list(&v, "t_cdf") {
+        let (t, df) = (float(&c["t"]), float(&c["df"]));
+        check(
+            &format!("t.cdf({t}, {df})"),
+            t_cdf(t, df),
+            float(&c["p"]),
+            1e-10,
+        );
+    }
+    for c in list(&v, "t_quantile") {
+        let (p, df) = (float(&c["p"]), float(&c["df"]));
+        check(
+            &format!("t.ppf({p}, {df})"),
+            t_quantile(p, df),
+            float(&c["t"]),
+            1e-10,
+        );
+    }
+    for c in list(&v, "nct_cdf") {
+        let (t, df, nc) = (float(&c["t"]), float(&c["df"]), float(&c["nc"]));
+        let want = float(&c["p"]);
+        // Relative where the value is sizeable, absolute 1e-12 in the tails.
+        let got = nct_cdf(t, df, nc);
+        assert!(
+            close(got, want, 1e-8) || (got - want).abs() < 1e-12,
+            "nct.cdf({t}, {df}, {nc}): got {got:e}, want {want:e}"
+        );
+    }
+}
+
+#[test]
+fn power_matches_statsmodels() {
+    let v = load_obj("power.json");
+    for c in list(&v, "power") {
+        let (es, n, alpha) = (float(&c["es"]), float(&c["n"]), float(&c["alpha"]));
+        let got = t_test_power(es, n, alpha).unwrap();
+        check(&format!("power({es}, {n})"), got, float(&c["power"]), 1e-8);
+    }
+    for c in list(&v, "runs") {
+        let (d, cov) = (float(&c["d"]), float(&c["cov"]));
+        let want = float(&c["n_real"]);
+        let got = runs_for_power_exact(d, cov, 0.05, 0.8).unwrap();
+        check(&format!("runs({d}, {cov})"), got, want, 1e-7);
+        assert_eq!(
+            runs_for_power(d, cov, 0.05, 0.8),
+            Some(want.ceil() as usize)
+        );
+        assert_eq!(
+            runs_known_variance(d, cov, 0.05, 0.8),
+            Some(c["n_known_variance"].as_u64().unwrap() as usize)
+        );
+    }
+    for c in list(&v, "mde") {
+        let (n, cov) = (c["n"].as_u64().unwrap() as usize, float(&c["cov"]));
+        let got = minimum_detectable_effect(n, cov, 0.05, 0.8).unwrap();
+        check(&format!("mde({n}, {cov})"), got, float(&c["d"]), 1e-7);
+    }
+}
+
+#[test]
+fn bca_matches_scipy() {
+    for c in load("bca.json") {
+        let base = floats(&c["base"]);
+        let other = floats(&c["other"]);
+        let what = format!("BCa n={}/{}", base.len(), other.len());
+        let a_hat = ratio_acceleration(&base, &other).unwrap();
+        check(&format!("{what} a_hat"), a_hat, float(&c["a_hat"]), 1e-9);
+        // Deterministic part on SciPy's own bootstrap distribution.
+        let mut theta_b = floats(&c["theta_b"]);
+        let theta_hat = float(&c["theta_hat"]);
+        let (l1, l2) = bca_levels(&theta_b, theta_hat, a_hat, 0.95).unwrap();
+        check(&format!("{what} alpha_1"), l1, float(&c["alpha_1"]), 1e-9);
+        check(&format!("{what} alpha_2"), l2, float(&c["alpha_2"]), 1e-9);
+        let (lo, hi) = bca_interval(&mut theta_b, theta_hat, a_hat, 0.95).unwrap();
+        check(&format!("{what} lo"), lo, float(&c["lo"]), 1e-9);
+        check(&format!("{what} hi"), hi, float(&c["hi"]), 1e-9);
+        // Whole method against scipy.stats.bootstrap(method='BCa') within
+        // Monte-Carlo error (6% of the width, as for the percentile CI).
+        let (lo, hi) = bca_ratio_ci(&base, &other, 20_000, 0.95, 3).unwrap();
+        let (wl, wh) = (float(&c["scipy_lo"]), float(&c["scipy_hi"]));
+        let w = wh - wl;
+        assert!(
+            (lo - wl).abs() < 0.06 * w && (hi - wh).abs() < 0.06 * w,
+            "{what}: got ({lo}, {hi}), scipy ({wl}, {wh})"
+        );
+    }
+}
+
+#[test]
+fn hodges_lehmann_matches_independent_implementation() {
+    for c in load("hodges_lehmann.json") {
+        let base = floats(&c["base"]);
+        let other = floats(&c["other"]);
+        let conf = float(&c["confidence"]);
+        let what = format!("HL n={}/{} conf {conf}", base.len(), other.len());
+        let r = hodges_lehmann(&base, &other, conf).unwrap();
+        assert_eq!(r.exact, c["exact"].as_bool().unwrap(), "{what}");
+        assert_eq!(r.k as u64, c["k"].as_u64().unwrap(), "{what}");
+        check(&format!("{what} shift"), r.shift, float(&c["shift"]), 1e-12);
+        check(&format!("{what} lo"), r.lo, float(&c["lo"]), 0.0);
+        check(&format!("{what} hi"), r.hi, float(&c["hi"]), 0.0);
+        let mr = median_ratio(&base, &other).unwrap();
+        check(
+            &format!("{what} median ratio"),
+            mr,
+            float(&c["median_ratio"]),
+            1e-12,
+        );
+    }
+}
+
+#[test]
+fn trend_matches_scipy_and_definition() {
+    for c in load("trend.json") {
+        let y = floats(&c["y"]);
+        let x = floats(&c["x"]);
+        let conf = float(&c["confidence"]);
+        let what = format!("trend n={}", y.len());
+        let ts = theil_sen(&y, &x, conf).unwrap();
+        check(
+            &format!("{what} slope"),
+            ts.slope,
+            float(&c["slope"]),
+            1e-12,
+        );
+        check(
+            &format!("{what} intercept"),
+            ts.intercept,
+            float(&c["intercept"]),
+            1e-9,
+        );
+        check(&format!("{what} lo"), ts.lo, float(&c["lo"]), 1e-12);
+        check(&format!("{what} hi"), ts.hi, float(&c["hi"]), 1e-12);
+        let mk = mann_kendall(&y).unwrap();
+        check(&format!("{what} S"), mk.s, float(&c["mk"]["s"]), 0.0);
+        check(
+            &format!("{what} var S"),
+            mk.var_s,
+            float(&c["mk"]["var_s"]),
+            1e-12,
+        );
+        check(&format!("{what} z"), mk.z, float(&c["mk"]["z"]), 1e-12);
+        check(&format!("{what} p"), mk.p, float(&c["mk"]["p"]), 1e-9);
+    }
+}
+
+#[test]
+fn detectors_match_scipy() {
+    let v = load_obj("detect.json");
+    for c in list(&v, "bimodality") {
+        let xs = floats(&c["xs"]);
+        let bc = bimodality_coefficient(&xs).unwrap();
+        check(&format!("BC n={}", xs.len()), bc, float(&c["bc"]), 1e-9);
+    }
+    for c in list(&v, "mad") {
+        let xs = floats(&c["xs"]);
+        let want: Vec<usize> = c["outliers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(mad_outliers(&xs), want, "MAD outliers of {xs:?}");
+    }
+    for c in list(&v, "min_p") {
+        let (n1, n2) = (
+            c["n1"].as_u64().unwrap() as usize,
+            c["n2"].as_u64().unwrap() as usize,
+        );
+        let p = min_achievable_p(n1, n2).unwrap();
+        check(&format!("min p {n1}x{n2}"), p, float(&c["p"]), 1e-9);
+    }
+}

@@ -1,5 +1,7 @@
 //! Configurations: named system states, entered before runs and always left.
 
+pub mod journal;
 pub mod kind;
+pub mod kinds;
 pub mod runtime;
 pub mod shell;

@@ -1,1 +1,89 @@
+//! Monitors: telemetry sampled on its own thread while a run is in flight
+//! (vmstat, meminfo, a kernel profile), stored per run as time series plus a
+//! few per-run summary numbers that are compared between configs like any
+//! other metric.
+//!
+//! Lifecycle per run: [`build`] once per plan (validates the name and the
+//! interval), [`Monitor::preflight`] once before the experiment, then
+//! `start` right before the workload and `stop` right after it.
+
 pub mod fingerprint;
+pub mod meminfo;
+pub mod procfs;
+pub mod profile;
+pub mod sampler;
+pub mod vmstat;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::metric::MetricSpec;
+
+pub use profile::Profile;
+
+/// Names accepted in a plan's `monitors = [...]`.
+pub const NAMES: &[&str] = &["vmstat", "meminfo", "profile"];
+
+/// Shortest sampling interval accepted: below it the monitor itself becomes
+/// a noticeable load and /proc reads start to dominate what they measure.
+pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
+
+/// One time series of a run. `t_offsets_s[i]` is when `values[i]` was taken,
+/// in seconds since the monitor started; for rates, the end of the interval
+/// the rate covers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub unit: String,
+    pub t_offsets_s: Vec<f64>,
+    pub values: Vec<f64>,
+}
+
+/// What a monitor collected during one run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MonitorData {
+    pub series: Vec<Series>,
+    /// Per-run numbers (e.g. `vmstat.cs_per_s`), stored as extra metrics.
+    pub summaries: Vec<(MetricSpec, f64)>,
+    pub profile: Option<Profile>,
+    /// CPU time (user + system) the monitor's own thread used, seconds.
+    /// Kernel work on its behalf elsewhere (the profiling timer interrupts)
+    /// is not included; see docs/monitors.md for the measured total.
+    pub self_cpu_s: f64,
+    /// Wall time between start and stop, seconds.
+    pub wall_s: f64,
+}
+
+/// A telemetry source sampled on its own thread during a run.
+pub trait Monitor: Send {
+    fn name(&self) -> &str;
+    /// Check, without changing anything, that this monitor can run here;
+    /// one line per problem.
+    fn preflight(&self) -> Vec<String>;
+    /// Start sampling (spawns the monitor's thread).
+    fn start(&mut self) -> anyhow::Result<()>;
+    /// Stop sampling, join the thread and return what was collected.
+    fn stop(&mut self) -> anyhow::Result<MonitorData>;
+}
+
+/// Build a monitor by plan name, sampling every `interval`.
+pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String> {
+    if interval < MIN_INTERVAL {
+        return Err(format!(
+            "monitor {name:?}: interval {interval:?} is below the minimum of 10ms"
+        ));
+    }
+    match name {
+        "vmstat" => Ok(Box::new(vmstat::VmstatMonitor::new(interval))),
+        "meminfo" => Ok(Box::new(meminfo::MeminfoMonitor::new(interval))),
+        "profile" => Ok(Box::new(profile::ProfileMonitor::new(
+            profile::DEFAULT_HZ,
+            interval,
+        ))),
+        _ => Err(format!(
+            "unknown monitor {name:?}; known monitors: {}",
+            NAMES.join(", ")
+        )),
+    }
+}

@@ -80,6 +80,8 @@ struct RawWorkload {
     command: Option<Spanned<String>>,
     builtin: Option<Spanned<String>>,
     params: Option<Spanned<toml::Value>>,
+    /// Parameters that replace those in `params` under `--quick`.
+    quick: Option<Spanned<toml::Value>>,
     #[serde(default)]
     metrics: Vec<Spanned<RawMetric>>,
     timeout: Option<Spanned<toml::Value>>,
@@ -243,7 +245,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let mut workloads = Vec::new();
     let mut seen = HashSet::new();
     for w in raw.workload {
-        workloads.push(build_workload(origin, w, timeout, &mut seen)?);
+        workloads.push(build_workload(origin, w, timeout, ov.quick, &mut seen)?);
     }
 
     let baseline = match &raw.baseline {
@@ -259,12 +261,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         None => configs[0].name.clone(),
     };
 
-    let monitors: Vec<String> = raw
-        .monitors
-        .unwrap_or_default()
-        .into_iter()
-        .map(|m| m.into_inner())
-        .collect();
+    let monitor_decls = raw.monitors.unwrap_or_default();
     let monitor_interval = match &raw.monitor_interval {
         Some(v) => {
             let d = duration_at(origin, v)?;
@@ -275,6 +272,18 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         }
         None => Duration::from_secs(1),
     };
+    let mut monitors = Vec::new();
+    for m in monitor_decls {
+        crate::monitor::build(m.get_ref(), monitor_interval)
+            .map_err(|e| origin.at(m.span().start, e))?;
+        if monitors.contains(m.get_ref()) {
+            return Err(origin.at(
+                m.span().start,
+                format!("monitor '{}' is listed twice", m.get_ref()),
+            ));
+        }
+        monitors.push(m.into_inner());
+    }
 
     let name = raw
         .name
@@ -401,6 +410,7 @@ fn build_workload(
     origin: &Origin,
     w: Spanned<RawWorkload>,
     default_timeout: Duration,
+    quick: bool,
     seen: &mut HashSet<String>,
 ) -> Result<WorkloadDef, String> {
     let start = w.span().start;
@@ -424,8 +434,8 @@ fn build_workload(
             ))
         }
         (Some(cmd), None) => {
-            if let Some(p) = &rw.params {
-                return Err(origin.at(p.span().start, "params are for builtin workloads"));
+            if let Some(p) = rw.params.as_ref().or(rw.quick.as_ref()) {
+                return Err(origin.at(p.span().start, "params and quick are for builtin workloads"));
             }
             check_command_exists(cmd.get_ref()).map_err(|m| origin.at(cmd.span().start, m))?;
             let mut metrics = Vec::new();
@@ -448,10 +458,20 @@ fn build_workload(
                     "metrics with a regex are for command workloads",
                 ));
             }
-            let params = rw
+            let mut params = rw
                 .params
                 .map(|p| p.into_inner())
                 .unwrap_or_else(|| toml::Value::Table(Default::default()));
+            if let Some(q) = &rw.quick {
+                let (Some(qt), Some(pt)) = (q.get_ref().as_table(), params.as_table_mut()) else {
+                    return Err(origin.at(q.span().start, "quick and params must be tables"));
+                };
+                if quick {
+                    for (k, v) in qt {
+                        pt.insert(k.clone(), v.clone());
+                    }
+                }
+            }
             WorkloadKind::Builtin {
                 name: b.get_ref().clone(),
                 params,
@@ -535,7 +555,7 @@ pub fn check_command_exists(cmd: &str) -> Result<(), String> {
     };
     let Some(prog) = words
         .into_iter()
-        .find(|w| !(w.contains('=') && !w.starts_with('=')))
+        .find(|w| !w.contains('=') || w.starts_with('='))
     else {
         return Ok(()); // only assignments
     };

@@ -1,7 +1,10 @@
 //! From stored runs to the numbers a report prints: per-cell summaries and
 //! each config against the baseline, with the verdict.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// Successful measured runs per (config, workload).
+type CellRuns<'a> = HashMap<(&'a str, &'a str), Vec<&'a StoredRun>>;
 
 use serde::Serialize;
 
@@ -146,6 +149,94 @@ fn verdict(direction: Direction, ratio: f64, ci: (f64, f64), p_adj: f64, alpha: 
     }
 }
 
+/// Bootstrap CIs of mean(config) / mean(baseline) for every comparison:
+/// `result[metric][config - 1]`.
+///
+/// Runs are the unit of resampling. Within one (workload, config) cell all
+/// metrics that every successful run reported are resampled jointly (one
+/// draw of run indices serves them all, see [`stats::joint`]); a metric some
+/// runs lack is resampled alone. Cells run in parallel; every cell has its
+/// own seed stream, so results do not depend on the thread count.
+fn bootstrap_cis(
+    metrics: &[MetricAnalysis],
+    by_cell: &CellRuns,
+    configs: &[String],
+    opts: &Options,
+) -> Vec<Vec<Option<(f64, f64)>>> {
+    use rayon::prelude::*;
+
+    let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
+    workloads.sort();
+    workloads.dedup();
+    let cells: Vec<(usize, usize)> = (0..workloads.len())
+        .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
+        .collect();
+    // (metric index, config index) -> resampled means.
+    let means: HashMap<(usize, usize), Vec<f64>> = cells
+        .par_iter()
+        .flat_map_iter(|&(wi, ci)| {
+            let w = workloads[wi];
+            let runs = by_cell
+                .get(&(configs[ci].as_str(), w))
+                .map(Vec::len)
+                .unwrap_or(0);
+            let (joint, alone): (Vec<usize>, Vec<usize>) = metrics
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.workload == w && m.cells[ci].values.len() >= 2)
+                .map(|(mi, _)| mi)
+                .partition(|&mi| metrics[mi].cells[ci].values.len() == runs);
+            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
+            let n = runs;
+            let mut rows = vec![0.0; n * joint.len()];
+            for (j, &mi) in joint.iter().enumerate() {
+                for (i, v) in metrics[mi].cells[ci].values.iter().enumerate() {
+                    rows[i * joint.len() + j] = *v;
+                }
+            }
+            let joint_means =
+                stats::joint::resample_column_means(&rows, n, joint.len(), opts.resamples, seed);
+            let mut out: Vec<((usize, usize), Vec<f64>)> = joint
+                .iter()
+                .copied()
+                .zip(joint_means)
+                .map(|(mi, m)| ((mi, ci), m))
+                .collect();
+            for (k, &mi) in alone.iter().enumerate() {
+                let s = stats::bootstrap::stream_seed(seed, k as u64 + 1);
+                out.push((
+                    (mi, ci),
+                    stats::bootstrap::resample_means(
+                        &metrics[mi].cells[ci].values,
+                        opts.resamples,
+                        s,
+                    ),
+                ));
+            }
+            out
+        })
+        .collect();
+    metrics
+        .iter()
+        .enumerate()
+        .map(|(mi, m)| {
+            (1..configs.len())
+                .map(|ci| {
+                    let base_mean = m.cells[0].summary.as_ref()?.mean;
+                    if base_mean == 0.0 {
+                        return None;
+                    }
+                    stats::bootstrap::ratio_ci(
+                        means.get(&(mi, 0))?,
+                        means.get(&(mi, ci))?,
+                        opts.confidence,
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
 pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String> {
     let info = &data.info;
     let baseline = opts
@@ -168,16 +259,27 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         .iter()
         .filter(|r| !r.warmup && r.status == "ok")
         .collect();
+    // Successful measured runs of each (config, workload) cell, in run order.
+    let mut by_cell: CellRuns = HashMap::new();
+    for r in &measured {
+        by_cell
+            .entry((r.config.as_str(), r.workload.as_str()))
+            .or_default()
+            .push(r);
+    }
     let mut metrics = Vec::new();
     for m in &data.metrics {
         let cells: Vec<Cell> = configs
             .iter()
             .map(|c| {
-                let values: Vec<f64> = measured
-                    .iter()
-                    .filter(|r| r.config == *c && r.workload == m.workload)
-                    .filter_map(|r| run_value(r, &m.spec.name))
-                    .collect();
+                let values: Vec<f64> = by_cell
+                    .get(&(c.as_str(), m.workload.as_str()))
+                    .map(|runs| {
+                        runs.iter()
+                            .filter_map(|r| run_value(r, &m.spec.name))
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 Cell {
                     config: c.clone(),
                     summary: stats::summary::summarize(&values),
@@ -196,18 +298,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         });
     }
 
-    // Bootstrap CIs for every comparison at once: each baseline's resampled
-    // means are computed once per metric and shared by all its configs.
-    let items: Vec<stats::bootstrap::BatchItem> = metrics
-        .iter()
-        .enumerate()
-        .map(|(mi, m)| stats::bootstrap::BatchItem {
-            base: &m.cells[0].values,
-            others: m.cells[1..].iter().map(|c| c.values.as_slice()).collect(),
-            seed: stats::bootstrap::stream_seed(opts.seed, mi as u64),
-        })
-        .collect();
-    let cis = stats::bootstrap::ratio_cis_batch(&items, opts.resamples, opts.confidence);
+    let cis = bootstrap_cis(&metrics, &by_cell, &configs, opts);
 
     // Raw comparisons, then one Holm correction over all of them.
     let mut pvals: Vec<(usize, usize, f64)> = Vec::new();
@@ -233,7 +324,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                     }
                     if base.len() >= 2 && cell.values.len() >= 2 {
                         cmp.ratio_ci = cis[mi][ci - 1];
-                        cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
+                        cmp.p =
+                            stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
                         if let Some(p) = cmp.p {
                             pvals.push((mi, ci - 1, p));
                         }
@@ -241,7 +333,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                         cmp.note = Some("fewer than 2 runs on a side".into());
                     }
                 }
-                (Some(b), Some(_)) if b.mean == 0.0 => cmp.note = Some("baseline mean is zero".into()),
+                (Some(b), Some(_)) if b.mean == 0.0 => {
+                    cmp.note = Some("baseline mean is zero".into())
+                }
                 _ => cmp.note = Some("no successful runs on a side".into()),
             }
             m.comparisons.push(cmp);

@@ -15,7 +15,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use super::analysis::{self, Analysis};
-use super::{csv, html, json, markdown, text, Format, ReportOptions};
+use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
 use crate::error::bad;
 use crate::monitor::fingerprint;
 use crate::store::{ExperimentData, ExperimentInfo, Store, StoredMetric, StoredRun};
@@ -138,6 +138,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
     let mut runs: Vec<StoredRun> = Vec::new();
     let mut events = Vec::new();
     let mut series = Vec::new();
+    let mut run_series = Vec::new();
+    let mut profiles = Vec::new();
     let mut block_offset = 0u32;
     let mut sources = Vec::new();
     for (d, name, config, source) in &picked {
@@ -169,14 +171,24 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
             e.message = format!("[{name}] {}", e.message);
             events.push(e);
         }
-        let ids: BTreeMap<i64, (&str, bool)> = d
+        // Run id -> (workload, warm-up?) of the picked config's runs.
+        let picked_runs: BTreeMap<i64, (&str, bool)> = d
             .runs
             .iter()
-            .map(|r| (r.id, (r.workload.as_str(), r.warmup || r.config != *config)))
+            .filter(|r| r.config == *config)
+            .map(|r| (r.id, (r.workload.as_str(), r.warmup)))
             .collect();
-        for (run, s) in store.series(d.info.id)? {
-            if let Some((w, false)) = ids.get(&run) {
-                series.push((name.clone(), w.to_string(), s));
+        for (run, s) in &d.series {
+            if let Some((w, warm)) = picked_runs.get(run) {
+                run_series.push((*run, s.clone()));
+                if !warm {
+                    series.push((name.clone(), w.to_string(), s.clone()));
+                }
+            }
+        }
+        for (c, sym, kernel, n) in &d.profiles {
+            if c == config {
+                profiles.push((name.clone(), sym.clone(), *kernel, *n));
             }
         }
         sources.push(html::SourceExperiment {
@@ -233,6 +245,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
             metrics,
             runs,
             events,
+            series: run_series,
+            profiles,
         },
         extras: html::Extras {
             sources,
@@ -260,7 +274,15 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
         Format::Text => format!(
             "{lead}{}{}",
             if lead.is_empty() { "" } else { "\n" },
-            text::render(&a, opts.detail)
+            text::render(
+                &a,
+                opts.detail,
+                &format!(
+                    "{}{}",
+                    sections::workload_series(&c.data, &a.configs),
+                    sections::profiles(&c.data, &a.configs, 10)
+                )
+            )
         ),
         Format::Markdown => {
             let q: String = c
@@ -402,7 +424,7 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         let found: Vec<&StoredMetric> = d
             .metrics
             .iter()
-            .filter(|m| m.spec.name == want_m && want_w.map_or(true, |w| m.workload == w))
+            .filter(|m| m.spec.name == want_m && want_w.is_none_or(|w| m.workload == w))
             .collect();
         let m = match found.as_slice() {
             [] => {

@@ -6,6 +6,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod sections;
 pub mod text;
 
 use anyhow::Result;
@@ -32,10 +33,14 @@ pub struct ReportOptions {
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
     let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
     Ok(match opts.format {
-        Format::Text => text::render(&a, opts.detail),
+        Format::Text => {
+            let mut extra = sections::workload_series(data, &a.configs);
+            extra.push_str(&sections::profiles(data, &a.configs, 10));
+            text::render(&a, opts.detail, &extra)
+        }
         Format::Markdown => markdown::render(&a),
         Format::Json => json::render(data, &a)?,
         Format::Csv => csv::render(&a)?,
-        Format::Html => html::render(data, &a, &html::Extras::default())?,
+        Format::Html => html::render(data, &a, &html::Extras::from_data(data))?,
     })
 }

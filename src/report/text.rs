@@ -19,7 +19,7 @@ pub fn fmt_num(v: f64) -> String {
         "n/a".into()
     } else if v == 0.0 {
         "0".into()
-    } else if a >= 1e7 || a < 1e-3 {
+    } else if !(1e-3..1e7).contains(&a) {
         format!("{v:.3e}")
     } else if a >= 1000.0 {
         format!("{v:.0}")
@@ -191,23 +191,54 @@ fn column_title(m: &MetricAnalysis) -> (String, String) {
     (m.workload.clone(), format!("{}{}", m.spec.name, unit))
 }
 
+/// Header lines of one column: the workload, then the metric name and unit
+/// broken into pieces of at most COL characters (at dots and spaces where
+/// possible), so long names are not cut.
+fn header_lines(m: &MetricAnalysis) -> Vec<String> {
+    let (w, t) = column_title(m);
+    let mut lines = vec![ascii(&w)];
+    let mut cur = String::new();
+    for piece in ascii(&t).split_inclusive(['.', ' ', '_']) {
+        if cur.len() + piece.len() > COL && !cur.is_empty() {
+            lines.push(cur.trim_end().to_string());
+            cur.clear();
+        }
+        let mut p = piece;
+        while p.len() > COL {
+            lines.push(p[..COL].to_string());
+            p = &p[COL..];
+        }
+        cur.push_str(p);
+    }
+    if !cur.trim().is_empty() {
+        lines.push(cur.trim_end().to_string());
+    }
+    lines
+}
+
 /// The configs x metrics tables, split to fit 80 columns.
 pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
     let mut out = String::new();
     for chunk in metrics.chunks(COLS_PER_TABLE.max(1)) {
         let n = chunk.len();
         rule(&mut out, n);
-        let titles: Vec<(String, String)> = chunk.iter().map(|m| column_title(m)).collect();
-        row(
-            &mut out,
-            "",
-            &titles.iter().map(|t| ascii(&t.0)).collect::<Vec<_>>(),
-        );
-        row(
-            &mut out,
-            "config",
-            &titles.iter().map(|t| ascii(&t.1)).collect::<Vec<_>>(),
-        );
+        let heads: Vec<Vec<String>> = chunk.iter().map(|m| header_lines(m)).collect();
+        let depth = heads.iter().map(Vec::len).max().unwrap_or(1);
+        for l in 0..depth {
+            // Workload on top; name and unit bottom-aligned above the rule.
+            let cells: Vec<String> = heads
+                .iter()
+                .map(|h| {
+                    let pad = depth - h.len();
+                    match l {
+                        0 => h[0].clone(),
+                        _ if l <= pad => String::new(),
+                        _ => h[l - pad].clone(),
+                    }
+                })
+                .collect();
+            row(&mut out, if l + 1 == depth { "config" } else { "" }, &cells);
+        }
         rule(&mut out, n);
         for (ci, config) in a.configs.iter().enumerate() {
             let values: Vec<String> = chunk
@@ -329,7 +360,7 @@ fn wrap(text: &str, indent: &str) -> String {
     let mut out = String::new();
     let mut line = String::from(indent);
     for word in text.split_whitespace() {
-        if line.len() + word.len() + 1 > WIDTH && line.trim().len() > 0 {
+        if line.len() + word.len() + 1 > WIDTH && !line.trim().is_empty() {
             out.push_str(line.trim_end());
             out.push('\n');
             line = String::from(indent);
@@ -420,7 +451,8 @@ pub fn footer(a: &Analysis) -> String {
     out
 }
 
-pub fn render(a: &Analysis, with_detail: bool) -> String {
+/// The whole text report; `sections` (profiles, series) go before the footer.
+pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
     let mut out = header(a);
     out.push('\n');
     let metrics: Vec<&MetricAnalysis> = a.metrics.iter().collect();
@@ -432,6 +464,7 @@ pub fn render(a: &Analysis, with_detail: bool) -> String {
     if with_detail {
         out.push_str(&detail(a));
     }
+    out.push_str(sections);
     out.push_str(&footer(a));
     out
 }

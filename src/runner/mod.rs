@@ -12,41 +12,52 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
+use std::path::{Path, PathBuf};
+
+use crate::config::journal::{Journal, JournalHandle};
 use crate::config::kind::ConfigKind;
 use crate::config::runtime::ConfigRuntime;
 use crate::config::shell::ShellKind;
 use crate::error::bad;
 use crate::metric::MetricSpec;
+use crate::monitor::{Monitor, MonitorData};
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
+use crate::store::SeriesRecord;
 use crate::store::{NewExperiment, RunRecord, RunResult, Store};
 use crate::workload::command::CommandWorkload;
+use crate::workload::MetricSamples;
 use crate::workload::{registry, RunContext, RunOutcome, Workload};
 use progress::Progress;
 use schedule::Slot;
 
-/// A plan with its workloads and configs built and preflighted.
+/// A plan with its workloads, configs and monitors built and preflighted.
 pub struct Prepared {
     pub plan: Plan,
     workloads: Vec<(WorkloadDef, Box<dyn Workload>)>,
     configs: Vec<ConfigRuntime>,
+    monitors: Vec<Box<dyn Monitor>>,
+    journal: JournalHandle,
     scratch: tempfile::TempDir,
 }
 
-fn build_workload(def: &WorkloadDef, quick: bool) -> Result<Box<dyn Workload>, String> {
+/// The state journal of a store: `<store>.journal`, next to it.
+pub fn journal_path(store: &Path) -> PathBuf {
+    let mut p = store.as_os_str().to_owned();
+    p.push(".journal");
+    PathBuf::from(p)
+}
+
+fn build_workload(
+    def: &WorkloadDef,
+    ctx: &registry::BuildContext,
+) -> Result<Box<dyn Workload>, String> {
     match &def.kind {
         WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
             command: command.clone(),
             extract: metrics.clone(),
         })),
-        WorkloadKind::Builtin { name, params } => registry::build(name, params, quick),
+        WorkloadKind::Builtin { name, params } => registry::build(name, params, ctx),
     }
-}
-
-fn build_kind(decl: &crate::plan::KindDecl) -> Result<Box<dyn ConfigKind>, String> {
-    Err(format!(
-        "{}: config kind '{}' is not available in this build",
-        decl.at, decl.kind
-    ))
 }
 
 /// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
@@ -55,9 +66,13 @@ pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
     ("SYSDELTA_SCRATCH".to_string(), dir.display().to_string())
 }
 
-/// Build workloads and configs and run every preflight; nothing on the
-/// system is changed. All problems are reported together as bad input.
-pub fn prepare(plan: Plan) -> Result<Prepared> {
+/// Build workloads, configs and monitors and run every preflight; nothing on
+/// the system is changed. All problems are reported together as bad input.
+/// Refuses while the store's journal holds changes a crashed run left.
+pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
+    let jpath = journal_path(store_path);
+    Journal::refuse_if_pending(&jpath).map_err(|e| bad(format!("{e:#}")))?;
+    let journal = Journal::open_shared(&jpath)?;
     let scratch = tempfile::Builder::new()
         .prefix("sysdelta-")
         .tempdir()
@@ -69,9 +84,17 @@ pub fn prepare(plan: Plan) -> Result<Prepared> {
         })?;
     let mut problems = Vec::new();
     let mut workloads = Vec::new();
+    let ctx = registry::BuildContext {
+        journal: Some(journal.clone()),
+    };
     for def in &plan.workloads {
-        match build_workload(def, plan.overrides.quick) {
-            Ok(w) => workloads.push((def.clone(), w)),
+        match build_workload(def, &ctx) {
+            Ok(w) => {
+                for p in w.preflight(scratch.path()) {
+                    problems.push(format!("workload '{}': {p}", def.name));
+                }
+                workloads.push((def.clone(), w))
+            }
             Err(e) => problems.push(format!("workload '{}': {e}", def.name)),
         }
     }
@@ -87,17 +110,29 @@ pub fn prepare(plan: Plan) -> Result<Prepared> {
             scratch.path(),
         ))];
         for decl in &c.kinds {
-            match build_kind(decl) {
+            match crate::config::kinds::build(&decl.kind, &decl.value, journal.clone()) {
                 Ok(k) => {
                     for p in k.preflight() {
                         problems.push(format!("config '{}', {}: {p}", c.name, k.kind()));
                     }
                     kinds.push(k)
                 }
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(format!("{}: {e}", decl.at)),
             }
         }
         configs.push(ConfigRuntime::new(&c.name, kinds));
+    }
+    let mut monitors = Vec::new();
+    for name in &plan.monitors {
+        match crate::monitor::build(name, plan.monitor_interval) {
+            Ok(m) => {
+                for p in m.preflight() {
+                    problems.push(format!("monitor '{name}': {p}"));
+                }
+                monitors.push(m)
+            }
+            Err(e) => problems.push(e),
+        }
     }
     if !problems.is_empty() {
         return Err(bad(problems.join("\n")));
@@ -106,6 +141,8 @@ pub fn prepare(plan: Plan) -> Result<Prepared> {
         plan,
         workloads,
         configs,
+        monitors,
+        journal,
         scratch,
     })
 }
@@ -242,6 +279,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         store.declare_metrics(exp, &def.name, &specs)?;
     }
 
+    let mut declared: HashSet<(usize, String)> = HashSet::new();
     let mut progress = Progress::new(todo.len() as u64, opts.quiet);
     let mut current: Option<usize> = None;
     let mut runs_done = 0usize;
@@ -282,6 +320,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 }
             }
             let cfg = &mut p.configs[slot.config];
+            let mut monitor_data: Vec<MonitorData> = Vec::new();
             let outcome = match failure {
                 Some(reason) => RunOutcome::Failed {
                     reason,
@@ -309,10 +348,35 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                             exit_code: None,
                         },
                         Ok(()) => {
+                            let mut monitor_errors = Vec::new();
+                            for m in p.monitors.iter_mut() {
+                                if let Err(e) = m.start() {
+                                    monitor_errors.push(format!("monitor '{}': {e:#}", m.name()));
+                                }
+                            }
                             let out = workload.run(&ctx);
+                            for m in p.monitors.iter_mut() {
+                                match m.stop() {
+                                    Ok(d) => monitor_data.push(d),
+                                    Err(e) => monitor_errors
+                                        .push(format!("monitor '{}': {e:#}", m.name())),
+                                }
+                            }
+                            for e in &monitor_errors {
+                                store.add_event(exp, "monitor", e)?;
+                                progress.note(e);
+                            }
                             match (out, cfg.after_run()) {
                                 (RunOutcome::Ok(mut s), Ok(extra)) => {
                                     s.extend(extra);
+                                    for d in &monitor_data {
+                                        s.extend(d.summaries.iter().map(|(spec, v)| {
+                                            MetricSamples {
+                                                metric: spec.name.clone(),
+                                                values: vec![*v],
+                                            }
+                                        }));
+                                    }
                                     RunOutcome::Ok(s)
                                 }
                                 (RunOutcome::Ok(_), Err(e)) => RunOutcome::Failed {
@@ -362,6 +426,48 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     exit_code: *exit_code,
                 },
             };
+            // Monitor summaries become metrics of the workload: declare new ones.
+            let new_specs: Vec<MetricSpec> = monitor_data
+                .iter()
+                .flat_map(|d| d.summaries.iter().map(|(spec, _)| spec.clone()))
+                .filter(|spec| declared.insert((slot.workload, spec.name.clone())))
+                .collect();
+            if !new_specs.is_empty() {
+                store.declare_metrics(exp, &wdef.name, &new_specs)?;
+            }
+            let mut series: Vec<SeriesRecord> = monitor_data
+                .iter()
+                .flat_map(|d| d.series.iter())
+                .map(|x| SeriesRecord {
+                    name: x.name.clone(),
+                    unit: x.unit.clone(),
+                    t: x.t_offsets_s.clone(),
+                    v: x.values.clone(),
+                })
+                .collect();
+            if let RunOutcome::Ok(samples) = &outcome {
+                for (metric, interval) in workload.series() {
+                    if let Some(ms) = samples.iter().find(|m| m.metric == metric) {
+                        let unit = workload
+                            .metrics()
+                            .into_iter()
+                            .find(|m| m.name == metric)
+                            .map(|m| m.unit)
+                            .unwrap_or_default();
+                        series.push(SeriesRecord {
+                            name: metric,
+                            unit,
+                            t: (1..=ms.values.len()).map(|i| i as f64 * interval).collect(),
+                            v: ms.values.clone(),
+                        });
+                    }
+                }
+            }
+            let profile: Vec<(String, bool, u64)> = monitor_data
+                .iter()
+                .filter_map(|d| d.profile.as_ref())
+                .flat_map(|p| p.symbols.iter().cloned())
+                .collect();
             store.record_run(&RunRecord {
                 experiment_id: exp,
                 block: slot.block,
@@ -371,8 +477,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 warmup: slot.warmup,
                 started_at,
                 result,
-                series: &[],
-                profile: &[],
+                series: &series,
+                profile: &profile,
             })?;
             let failed = matches!(outcome, RunOutcome::Failed { .. });
             runs_done += 1;
@@ -400,6 +506,19 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
     for (_, w) in p.workloads.iter_mut() {
         w.cleanup();
+    }
+    // Every kind undid its own changes on leave; anything still journaled
+    // (a failed undo) gets one more try, and is reported if it stays.
+    {
+        let mut j = p.journal.lock().unwrap_or_else(|e| e.into_inner());
+        if !j.pending().is_empty() {
+            match j.restore_all() {
+                Ok(lines) => lines
+                    .into_iter()
+                    .for_each(|l| cleanup_errors.push(format!("restored: {l}"))),
+                Err(e) => cleanup_errors.push(format!("{e:#}; run `sysdelta restore`")),
+            }
+        }
     }
     progress.finish();
     for e in &cleanup_errors {

@@ -98,12 +98,10 @@ mod tests {
                 .map(|x| (x.config, x.workload))
                 .collect();
             assert_eq!(cells.len(), 6);
-            assert_eq!(
-                s.iter()
-                    .filter(|x| x.block == b)
-                    .all(|x| x.warmup == (b == 0)),
-                true
-            );
+            assert!(s
+                .iter()
+                .filter(|x| x.block == b)
+                .all(|x| x.warmup == (b == 0)));
         }
         let keys: HashSet<(u32, u32)> = s.iter().map(|x| (x.block, x.seq)).collect();
         assert_eq!(keys.len(), s.len(), "slot keys are unique");

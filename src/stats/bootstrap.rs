@@ -13,23 +13,17 @@
 //! [`resample_means`] then [`ratio_ci`], or [`ratio_cis_batch`] for many
 //! metrics at once (parallel across metrics with rayon).
 //!
-//! Speed, and why it is exact: a resampled mean needs n uniform indices in
-//! 0..n. Instead of one random word per index, each 64-bit word from the
-//! generator is cut into floor(64 / k) fields of k = ceil(log2 n) bits, and a
-//! field is used as an index when it is below n and skipped otherwise
-//! (rejection sampling, so every index is exactly uniform and independent).
-//! The skip is branch-free: values are read from a table padded with zeros
-//! up to 2^k, and only the count of accepted fields decides when n indices
-//! have been drawn. Four partial sums break the floating-point add chain.
-//! This draws from exactly the same distribution as the textbook loop; it
-//! only changes which random bits feed which index.
-//!
-//! The generator is rand's `SmallRng` (Xoshiro256++ on 64-bit targets),
-//! seeded per stream from the caller's seed with `seed_from_u64`. Results are
-//! deterministic for a given seed and the rand version pinned in Cargo.lock.
+//! Speed, and why it is exact: see [`crate::stats::resample`]. Indices are
+//! drawn by rejection from k-bit fields of random words (exactly uniform),
+//! with a branch-free inner loop and an AVX2 kernel (gathers, four
+//! Xoshiro256++ lanes) where the CPU has it, bit-identical to the scalar
+//! kernel used elsewhere. This draws from exactly the same distribution as
+//! the textbook loop; it only changes which random bits feed which index.
+//! Results are deterministic for a given seed on every machine.
 
-use rand::rngs::SmallRng;
-use rand::{RngCore, SeedableRng};
+use crate::stats::resample::{
+    field_bits, padded_table, resample_sum, resample_sum_wide, Lanes, MAX_FIELD_N,
+};
 use rayon::prelude::*;
 
 /// Default number of bootstrap resamples used by the report.
@@ -60,93 +54,17 @@ pub fn resample_means(xs: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
     if n == 1 {
         return vec![xs[0]; resamples];
     }
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let bits = usize::BITS - (n - 1).leading_zeros();
-    let mut out = Vec::with_capacity(resamples);
-    macro_rules! dispatch {
-        ($($k:literal)*) => {
-            match bits {
-                $($k => {
-                    let table = padded_table::<$k>(xs);
-                    for _ in 0..resamples {
-                        out.push(resample_sum_fields::<$k>(&table, n, &mut rng) / n as f64);
-                    }
-                })*
-                _ => {
-                    for _ in 0..resamples {
-                        out.push(resample_sum_wide(xs, &mut rng) / n as f64);
-                    }
-                }
-            }
-        };
+    let mut rng = Lanes::new(seed);
+    if n > MAX_FIELD_N {
+        return (0..resamples)
+            .map(|_| resample_sum_wide(xs, &mut rng) / n as f64)
+            .collect();
     }
-    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
-    out
-}
-
-/// `xs` followed by zeros up to 2^K entries.
-fn padded_table<const K: u32>(xs: &[f64]) -> Vec<f64> {
-    let mut t = vec![0.0; 1 << K];
-    t[..xs.len()].copy_from_slice(xs);
-    t
-}
-
-/// Sum of n values drawn uniformly with replacement from table[..n], using
-/// K-bit fields of random words with rejection of fields >= n.
-#[inline]
-fn resample_sum_fields<const K: u32>(table: &[f64], n: usize, rng: &mut SmallRng) -> f64 {
-    let per_word = (64 / K) as usize;
-    let mask = (1u64 << K) - 1;
-    let table = &table[..(mask as usize + 1)];
-    let mut acc = [0.0f64; 4];
-    let mut count = 0usize;
-    // Fast part: a whole word can never overshoot n accepted fields.
-    while count + per_word <= n {
-        let mut w = rng.next_u64();
-        for j in 0..per_word {
-            let c = (w & mask) as usize;
-            w >>= K;
-            acc[j & 3] += table[c];
-            count += (c < n) as usize;
-        }
-    }
-    // Tail: field by field until exactly n fields were accepted.
-    while count < n {
-        let mut w = rng.next_u64();
-        for _ in 0..per_word {
-            let c = (w & mask) as usize;
-            w >>= K;
-            if c < n {
-                acc[0] += table[c];
-                count += 1;
-                if count == n {
-                    break;
-                }
-            }
-        }
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
-}
-
-/// Sum of n = xs.len() values drawn with replacement, for n > 2^16: one
-/// 64-bit word per index, mapped by Lemire's multiply-shift with rejection
-/// of the biased low range (exactly uniform).
-fn resample_sum_wide(xs: &[f64], rng: &mut SmallRng) -> f64 {
-    let n = xs.len() as u64;
-    // 2^64 mod n: multiply-shift results whose low half is below it are
-    // rejected, which removes the bias exactly.
-    let threshold = n.wrapping_neg() % n;
-    let mut acc = [0.0f64; 4];
-    for i in 0..xs.len() {
-        let idx = loop {
-            let m = rng.next_u64() as u128 * n as u128;
-            if (m as u64) >= threshold {
-                break (m >> 64) as usize;
-            }
-        };
-        acc[i & 3] += xs[idx];
-    }
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+    let k = field_bits(n);
+    let table = padded_table(xs, k);
+    (0..resamples)
+        .map(|_| resample_sum(&table, n, k, &mut rng) / n as f64)
+        .collect()
 }
 
 /// Quantile of `xs` at probability q in [0, 1] with numpy's default linear

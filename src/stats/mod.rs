@@ -4,7 +4,19 @@
 //! resamples), and is checked against reference values computed with SciPy
 //! (`tests/reference/`).
 
+pub mod bca;
 pub mod bootstrap;
+pub mod calibrate;
+pub mod detect;
+pub mod hierarchical;
+pub mod hodges_lehmann;
+pub mod joint;
 pub mod mannwhitney;
 pub mod multiple;
+pub mod power;
+pub mod resample;
+pub mod sequential;
+pub mod special;
 pub mod summary;
+pub mod tost;
+pub mod trend;

@@ -135,6 +135,11 @@ pub struct ExperimentData {
     pub metrics: Vec<StoredMetric>,
     pub runs: Vec<StoredRun>,
     pub events: Vec<Event>,
+    /// Time series recorded during runs: (run id, series).
+    pub series: Vec<(i64, SeriesRecord)>,
+    /// Profile samples of measured runs summed per config:
+    /// (config, symbol, kernel?, samples).
+    pub profiles: Vec<(String, String, bool, u64)>,
 }
 
 impl Store {
@@ -599,6 +604,8 @@ impl Store {
             metrics,
             runs,
             events,
+            series: self.series(id)?,
+            profiles: self.profile_totals(id)?,
         })
     }
 

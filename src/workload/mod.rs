@@ -59,6 +59,18 @@ pub trait Workload: Send {
         Ok(())
     }
 
+    /// Check, changing nothing, that the workload can run here; one line
+    /// per missing thing (root, a tool, disk space).
+    fn preflight(&self, _scratch: &Path) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Metrics whose samples within a run are a time series (one value per
+    /// interval, in time order), with the interval in seconds.
+    fn series(&self) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+
     /// Run once and report samples.
     fn run(&mut self, ctx: &RunContext) -> RunOutcome;
 
@@ -67,4 +79,8 @@ pub trait Workload: Send {
 }
 
 pub mod command;
+pub mod compile;
+pub mod compress;
+pub mod fsops;
+pub mod memsweep;
 pub mod registry;

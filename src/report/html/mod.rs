@@ -42,31 +42,39 @@ pub struct Extras {
 }
 
 impl Extras {
-    /// Extras of one stored experiment: its own info, source and series.
-    pub fn from_store(store: &Store, data: &ExperimentData) -> Result<Extras> {
-        let id = data.info.id;
+    /// Extras of one experiment: its own info and the series its measured
+    /// runs recorded (`ExperimentData::series`).
+    pub fn from_data(data: &ExperimentData) -> Extras {
         let runs: HashMap<i64, (&str, &str, bool)> = data
             .runs
             .iter()
             .map(|r| (r.id, (r.config.as_str(), r.workload.as_str(), r.warmup)))
             .collect();
-        let series = store
-            .series(id)?
-            .into_iter()
+        let series = data
+            .series
+            .iter()
             .filter_map(|(run, s)| {
-                let (c, w, warm) = runs.get(&run)?;
-                (!warm).then(|| (c.to_string(), w.to_string(), s))
+                let (c, w, warm) = runs.get(run)?;
+                (!warm).then(|| (c.to_string(), w.to_string(), s.clone()))
             })
             .collect();
-        Ok(Extras {
+        let id = data.info.id;
+        Extras {
             sources: vec![SourceExperiment {
                 title: data.info.label.clone().unwrap_or_else(|| format!("#{id}")),
                 info: data.info.clone(),
-                imported_from: store.source(id)?,
+                imported_from: None,
             }],
             series,
             banner: Vec::new(),
-        })
+        }
+    }
+
+    /// [`Extras::from_data`] plus where the samples came from, if imported.
+    pub fn from_store(store: &Store, data: &ExperimentData) -> Result<Extras> {
+        let mut x = Extras::from_data(data);
+        x.sources[0].imported_from = store.source(data.info.id)?;
+        Ok(x)
     }
 }
 
@@ -205,6 +213,8 @@ mod tests {
                 metrics,
                 runs,
                 events: vec![],
+                series: vec![],
+                profiles: vec![],
             },
             extras,
         )

@@ -1,0 +1,302 @@
+//! `blktrace`: the kernel's blk tracer on named block devices, through
+//! tracefs (`/sys/block/DEV/trace/enable` + `current_tracer = blk`), with
+//! per-CPU readers writing the trace to files under `dir` during each run
+//! (put `dir` on another filesystem than the traced devices, as the 2007
+//! study did). Bytes written and events lost are metrics of the run.
+//!
+//! `devices = "fsops"` traces exactly the loop devices the fsops workload
+//! created (published in [`super::registry`] by its `prepare`).
+//!
+//! The blktrace tool is not used even when installed: the tracefs path
+//! needs nothing outside the kernel.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::capture::Capture;
+use super::trace_reader::{journal_outputs, leave_outputs};
+use super::{check, registry, tracefs, value};
+use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
+use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::metric::{Direction, MetricSpec};
+use crate::workload::MetricSamples;
+
+pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-blktrace";
+
+#[derive(Clone, Debug, PartialEq)]
+enum Devices {
+    Named(Vec<String>),
+    /// Devices a workload published under this name.
+    FromWorkload(String),
+}
+
+pub struct Blktrace {
+    devices: Devices,
+    dir: PathBuf,
+    keep: bool,
+    buffer_size_kb: Option<u64>,
+    journal: JournalHandle,
+    mount: Option<EntryId>,
+    entries: Vec<EntryId>,
+    /// The per-device `trace/enable` entries (undone in parallel).
+    device_entries: Vec<EntryId>,
+    outputs: Vec<EntryId>,
+    capture: Option<Capture>,
+}
+
+/// "/dev/sda" or "sda" -> "sda".
+fn dev_name(d: &str) -> String {
+    d.strip_prefix("/dev/").unwrap_or(d).to_string()
+}
+
+fn trace_dir(name: &str) -> PathBuf {
+    Path::new("/sys/block").join(name).join("trace")
+}
+
+fn block_devices() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|r| {
+            r.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// "major:minor" numbers of a disk and its partitions.
+fn dev_numbers(name: &str) -> Vec<String> {
+    let base = Path::new("/sys/block").join(name);
+    let mut v: Vec<String> = std::fs::read_to_string(base.join("dev"))
+        .map(|s| vec![s.trim().to_string()])
+        .unwrap_or_default();
+    for e in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        if e.file_name().to_string_lossy().starts_with(name) {
+            if let Ok(s) = std::fs::read_to_string(e.path().join("dev")) {
+                v.push(s.trim().to_string());
+            }
+        }
+    }
+    v
+}
+
+/// Whether `dir` (or its nearest existing ancestor) lives on disk `name`.
+fn dir_is_on(dir: &Path, name: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let mut d = dir.to_path_buf();
+    while !d.exists() && d.pop() {}
+    let Ok(m) = std::fs::metadata(&d) else {
+        return false;
+    };
+    let dev = m.dev();
+    let here = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    dev_numbers(name).contains(&here)
+}
+
+impl Blktrace {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Blktrace, String> {
+        let t = value::table("blktrace", v, &["devices", "dir", "keep", "buffer_size_kb"])?;
+        let devices = match t.get("devices") {
+            // A string is a workload's name, unless it is a /dev path.
+            Some(toml::Value::String(s)) if s.starts_with("/dev/") => {
+                Devices::Named(vec![dev_name(s)])
+            }
+            Some(toml::Value::String(s)) => Devices::FromWorkload(s.clone()),
+            Some(_) => Devices::Named(
+                value::strings("blktrace", t, "devices")?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|d| dev_name(d))
+                    .collect(),
+            ),
+            None => {
+                return Err("blktrace needs devices = [\"sda\", ...] or devices = \"fsops\"".into())
+            }
+        };
+        if devices == Devices::Named(Vec::new()) {
+            return Err("blktrace.devices is empty".into());
+        }
+        let dir = value::string("blktrace", t, "dir")?.unwrap_or(DEFAULT_DIR.into());
+        if !dir.starts_with('/') {
+            return Err(format!(
+                "blktrace.dir must be an absolute path, not `{dir}`"
+            ));
+        }
+        Ok(Blktrace {
+            devices,
+            dir: PathBuf::from(dir),
+            keep: value::boolean("blktrace", t, "keep")?.unwrap_or(false),
+            buffer_size_kb: value::positive("blktrace", t, "buffer_size_kb")?,
+            journal,
+            mount: None,
+            entries: Vec::new(),
+            device_entries: Vec::new(),
+            outputs: Vec::new(),
+            capture: None,
+        })
+    }
+
+    fn resolve(&self) -> Result<Vec<String>> {
+        match &self.devices {
+            Devices::Named(v) => Ok(v.clone()),
+            Devices::FromWorkload(w) => match registry::lookup(w) {
+                Some(devs) if !devs.is_empty() => Ok(devs
+                    .iter()
+                    .map(|d| dev_name(&d.to_string_lossy()))
+                    .collect()),
+                _ => bail!(
+                    "blktrace: devices = \"{w}\" but no `{w}` workload has created devices (is it in the plan?)"
+                ),
+            },
+        }
+    }
+}
+
+impl ConfigKind for Blktrace {
+    fn kind(&self) -> &'static str {
+        "blktrace"
+    }
+
+    fn preflight(&self) -> Vec<String> {
+        if let Some(l) = check::root("blktrace", "to write tracefs") {
+            return vec![l];
+        }
+        let mut out = Vec::new();
+        match tracefs::probe() {
+            Ok(o) if !o.tracers.iter().any(|t| t == "blk") => out.push(format!(
+                "blktrace: this kernel has no blk tracer (CONFIG_BLK_DEV_IO_TRACE off; tracers: {})",
+                o.tracers.join(" ")
+            )),
+            Ok(_) => {}
+            Err(e) => out.push(format!("blktrace: {e:#}")),
+        }
+        if let Devices::Named(devs) = &self.devices {
+            for d in devs {
+                if !Path::new("/sys/block").join(d).exists() {
+                    out.push(format!(
+                        "blktrace: block device `{d}` does not exist (whole disks here: {})",
+                        block_devices().join(" ")
+                    ));
+                } else if !trace_dir(d).exists() {
+                    out.push(format!("blktrace: `{d}` has no trace directory (a partition? trace the whole disk)"));
+                }
+            }
+        }
+        out.extend(check::writable_dir("blktrace", &self.dir));
+        if let Devices::Named(devs) = &self.devices {
+            if let Some(d) = devs.iter().find(|d| dir_is_on(&self.dir, d)) {
+                out.push(format!(
+                    "blktrace: dir {} is on the traced device `{d}`; put the trace on another filesystem",
+                    self.dir.display()
+                ));
+            }
+        }
+        out
+    }
+
+    fn enter(&mut self) -> Result<LaunchMods> {
+        let devs = self.resolve()?;
+        for d in &devs {
+            if !trace_dir(d).exists() {
+                bail!("blktrace: block device `{d}` does not exist or cannot be traced");
+            }
+        }
+        self.mount = tracefs::ensure_mounted(&self.journal, "blktrace")?;
+        let mut undos = Vec::new();
+        if self.buffer_size_kb.is_some() {
+            undos.push(UndoAction::WriteFile {
+                path: tracefs::path("buffer_size_kb"),
+                contents: tracefs::parse_buffer_size(&tracefs::read("buffer_size_kb")?),
+            });
+        }
+        for d in &devs {
+            let p = trace_dir(d).join("enable");
+            let old = std::fs::read_to_string(&p)
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            undos.push(UndoAction::WriteFile {
+                path: p,
+                contents: old,
+            });
+        }
+        for f in ["current_tracer", "tracing_on"] {
+            undos.push(UndoAction::WriteFile {
+                path: tracefs::path(f),
+                contents: tracefs::read(f)?,
+            });
+        }
+        let first_dev = usize::from(self.buffer_size_kb.is_some());
+        let ids = self.journal.lock().unwrap().record_all("blktrace", undos)?;
+        self.device_entries = ids[first_dev..first_dev + devs.len()].to_vec();
+        self.entries = ids
+            .into_iter()
+            .filter(|id| !self.device_entries.contains(id))
+            .collect();
+        if let Some(kb) = self.buffer_size_kb {
+            journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())?;
+        }
+        for d in &devs {
+            journal::write_value(&trace_dir(d).join("enable"), "1")
+                .with_context(|| format!("blktrace: cannot enable tracing of {d}"))?;
+        }
+        journal::write_value(&tracefs::path("current_tracer"), "blk")
+            .context("blktrace: cannot select the blk tracer")?;
+        journal::write_value(&tracefs::path("tracing_on"), "1")?;
+        let capture = Capture::new(&self.dir, "blk", true);
+        self.outputs = journal_outputs(
+            &self.journal,
+            "blktrace",
+            &self.dir,
+            capture.files()?,
+            self.keep,
+        )?;
+        self.capture = Some(capture);
+        Ok(LaunchMods::default())
+    }
+
+    fn before_run(&mut self) -> Result<()> {
+        match &mut self.capture {
+            Some(c) => c.start(),
+            None => Ok(()),
+        }
+    }
+
+    fn after_run(&mut self) -> Result<Vec<MetricSamples>> {
+        let Some(c) = &mut self.capture else {
+            return Ok(Vec::new());
+        };
+        let t = c.stop()?;
+        Ok(vec![
+            MetricSamples {
+                metric: "blktrace_bytes".into(),
+                values: vec![t.bytes as f64],
+            },
+            MetricSamples {
+                metric: "blktrace_events_lost".into(),
+                values: vec![t.lost as f64],
+            },
+        ])
+    }
+
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![
+            MetricSpec::new("blktrace_bytes", "bytes", Direction::Lower),
+            MetricSpec::new("blktrace_events_lost", "events", Direction::Lower),
+        ]
+    }
+
+    fn leave(&mut self) -> Result<()> {
+        if let Some(mut c) = self.capture.take() {
+            c.stop()?;
+        }
+        leave_outputs(&self.journal, std::mem::take(&mut self.outputs), self.keep)?;
+        let mut j = self.journal.lock().unwrap();
+        // Tracer and tracing_on first (the blk tracer stops), then every
+        // device at once: each disable waits for an RCU grace period, so
+        // one after the other costs ~25 ms per device.
+        j.undo_entries(&std::mem::take(&mut self.entries))?;
+        j.undo_entries_parallel(&std::mem::take(&mut self.device_entries))?;
+        j.undo_entries(&self.mount.take().into_iter().collect::<Vec<_>>())?;
+        Ok(())
+    }
+}

@@ -1,0 +1,219 @@
+//! The "daemon running" part of tracing: one thread per CPU splices that
+//! CPU's `trace_pipe_raw` into a file (as trace-cmd record does), from just
+//! before a run until just after it. Used by trace_reader and blktrace.
+//!
+//! Threads rather than processes: a SIGKILL of sysdelta takes them along, so
+//! nothing of the reader can outlive a crash (the journal only has to put
+//! the tracing state back).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use anyhow::{anyhow, Context, Result};
+
+use super::tracefs::{self, CpuStats};
+
+/// Bytes moved per splice, and the pipe's capacity: 1 MiB, so one wakeup
+/// moves many pages (the default 64 KiB pipe loses events under load).
+const CHUNK: usize = 1 << 20;
+
+/// Per-run capture of every CPU's ring buffer into `dir/<prefix>.cpuN`.
+pub struct Capture {
+    dir: PathBuf,
+    prefix: String,
+    /// Empty the ring buffers before each run, so events that piled up
+    /// between runs are not written (and counted) as this run's.
+    clear: bool,
+    running: Option<Running>,
+}
+
+struct Running {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<Result<u64>>>,
+    before: Vec<(usize, CpuStats)>,
+}
+
+/// What one run's capture produced.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunTotals {
+    pub bytes: u64,
+    pub lost: u64,
+}
+
+impl Capture {
+    pub fn new(dir: &Path, prefix: &str, clear: bool) -> Capture {
+        Capture {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            clear,
+            running: None,
+        }
+    }
+
+    /// The files one run writes (one per CPU with a ring buffer).
+    pub fn files(&self) -> Result<Vec<PathBuf>> {
+        Ok(tracefs::buffer_cpus()?
+            .into_iter()
+            .map(|c| self.file(c))
+            .collect())
+    }
+
+    fn file(&self, cpu: usize) -> PathBuf {
+        self.dir.join(format!("{}.cpu{cpu}", self.prefix))
+    }
+
+    /// Start the readers (after clearing the buffers and reading the loss
+    /// counters that the run's losses are counted from).
+    pub fn start(&mut self) -> Result<()> {
+        self.stop()?;
+        if self.clear {
+            tracefs::clear_buffers()?;
+        }
+        let cpus = tracefs::buffer_cpus()?;
+        let mut before = Vec::new();
+        for &c in &cpus {
+            before.push((c, tracefs::cpu_stats(c)?));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        for &c in &cpus {
+            let raw = OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(tracefs::path(&format!("per_cpu/cpu{c}/trace_pipe_raw")))
+                .with_context(|| format!("cannot open trace_pipe_raw of cpu{c}"))?;
+            let out = File::create(self.file(c))
+                .with_context(|| format!("cannot create {}", self.file(c).display()))?;
+            let stop = stop.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("sysdelta-trace-cpu{c}"))
+                    .spawn(move || pump(raw, out, &stop))?,
+            );
+        }
+        self.running = Some(Running {
+            stop,
+            threads,
+            before,
+        });
+        Ok(())
+    }
+
+    /// Stop the readers after they drained what is in the buffers; return
+    /// the bytes written and the events lost during the run.
+    pub fn stop(&mut self) -> Result<RunTotals> {
+        let Some(r) = self.running.take() else {
+            return Ok(RunTotals::default());
+        };
+        r.stop.store(true, Ordering::SeqCst);
+        let mut totals = RunTotals::default();
+        let mut first_err = None;
+        for t in r.threads {
+            match t.join() {
+                Ok(Ok(b)) => totals.bytes += b,
+                Ok(Err(e)) => first_err = first_err.or(Some(e)),
+                Err(_) => first_err = first_err.or(Some(anyhow!("trace reader thread panicked"))),
+            }
+        }
+        for (c, b) in r.before {
+            let a = tracefs::cpu_stats(c)?;
+            totals.lost += a.lost().saturating_sub(b.lost());
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(totals),
+        }
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}
+
+/// Move one CPU's raw pages to `out` until `stop`, then drain: whole pages by
+/// splice (no copy), the last partial page by read (splice only hands out
+/// full pages).
+/// splice(2) without offsets (nix gates it behind a feature we do not enable).
+fn splice(from: i32, to: i32, len: usize, flags: libc::c_uint) -> std::io::Result<usize> {
+    // SAFETY: both fds are open for the duration of the call; null offsets
+    // mean "use the file position".
+    let n = unsafe {
+        libc::splice(
+            from,
+            std::ptr::null_mut(),
+            to,
+            std::ptr::null_mut(),
+            len,
+            flags | libc::SPLICE_F_MOVE,
+        )
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
+    let (pr, pw): (OwnedFd, OwnedFd) = nix::unistd::pipe()?;
+    // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
+    unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+    let mut total = 0u64;
+    loop {
+        match splice(
+            raw.as_raw_fd(),
+            pw.as_raw_fd(),
+            CHUNK,
+            libc::SPLICE_F_NONBLOCK,
+        ) {
+            Ok(0) => {}
+            Ok(n) => {
+                let mut left = n;
+                while left > 0 {
+                    left -= splice(pr.as_raw_fd(), out.as_raw_fd(), left, 0)
+                        .context("splice to the trace file")?;
+                }
+                total += n as u64;
+                continue;
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("splice from trace_pipe_raw"),
+        }
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        // Wait for data or for 50 ms, whichever first (the buffer wakes
+        // pollers only at buffer_percent, so the timeout keeps us draining).
+        let mut pfd = libc::pollfd {
+            fd: raw.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut pfd, 1, 50) };
+    }
+    let mut page = vec![0u8; 4096];
+    loop {
+        match raw.read(&mut page) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.write_all(&page[..n])?;
+                total += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("read from trace_pipe_raw"),
+        }
+    }
+    Ok(total)
+}

@@ -1,0 +1,235 @@
+//! `perf_record`: `perf record -a` to a file during each run (software
+//! `cpu-clock` by default, which works where there is no PMU). Samples
+//! written and samples lost become metrics of the run.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use super::child::{self, Tracked};
+use super::{check, value};
+use crate::config::journal::{EntryId, JournalHandle, UndoAction};
+use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::metric::{Direction, MetricSpec};
+use crate::workload::MetricSamples;
+
+pub const DEFAULT_OUTPUT: &str = "/var/tmp/sysdelta-perf.data";
+
+/// Hardware event names that need a CPU PMU.
+const HW_EVENTS: &[&str] = &[
+    "cycles",
+    "cpu-cycles",
+    "instructions",
+    "cache-misses",
+    "cache-references",
+    "branches",
+    "branch-misses",
+    "bus-cycles",
+    "ref-cycles",
+];
+
+pub struct PerfRecord {
+    event: String,
+    freq: u64,
+    output: PathBuf,
+    keep: bool,
+    journal: JournalHandle,
+    entries: Vec<EntryId>,
+    running: Option<Tracked>,
+}
+
+impl PerfRecord {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<PerfRecord, String> {
+        let t = value::table("perf_record", v, &["event", "freq", "output", "keep"])?;
+        let output = value::string("perf_record", t, "output")?.unwrap_or(DEFAULT_OUTPUT.into());
+        if !output.starts_with('/') {
+            return Err(format!(
+                "perf_record.output must be an absolute path, not `{output}`"
+            ));
+        }
+        Ok(PerfRecord {
+            event: value::string("perf_record", t, "event")?.unwrap_or("cpu-clock".into()),
+            freq: value::positive("perf_record", t, "freq")?.unwrap_or(999),
+            output: PathBuf::from(output),
+            keep: value::boolean("perf_record", t, "keep")?.unwrap_or(false),
+            journal,
+            entries: Vec::new(),
+            running: None,
+        })
+    }
+
+    fn has_pmu() -> bool {
+        std::path::Path::new("/sys/bus/event_source/devices/cpu").exists()
+            || std::path::Path::new("/sys/bus/event_source/devices/cpu_core").exists()
+    }
+
+    /// Stop perf (SIGINT makes it finish the file), then count samples and
+    /// lost records from `perf report --stats`.
+    fn finish(&mut self) -> Result<(f64, f64)> {
+        let Some(mut t) = self.running.take() else {
+            return Ok((0.0, 0.0));
+        };
+        let clean = child::stop(&mut t, libc::SIGINT, Duration::from_secs(30))?;
+        self.journal.lock().unwrap().done(t.entry)?;
+        if !clean {
+            bail!("perf_record: perf record did not stop within 30 s of SIGINT (killed)");
+        }
+        let out = Command::new("perf")
+            .args(["report", "--stats", "-i"])
+            .arg(&self.output)
+            .stdin(Stdio::null())
+            .output()
+            .context("perf_record: cannot run perf report --stats")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        Ok(parse_stats(&text))
+    }
+}
+
+/// (samples, lost) from `perf report --stats`: SAMPLE events, and LOST plus
+/// LOST_SAMPLES records (each record stands for one or more lost samples;
+/// the count of records is what --stats shows).
+pub fn parse_stats(text: &str) -> (f64, f64) {
+    let mut samples = 0.0;
+    let mut lost = 0.0;
+    for line in text.lines() {
+        let line = line.trim();
+        let num = |rest: &str| -> f64 {
+            rest.split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0.0)
+        };
+        if let Some(rest) = line.strip_prefix("SAMPLE events:") {
+            // The aggregated block comes first; per-event blocks repeat it.
+            if samples == 0.0 {
+                samples = num(rest);
+            }
+        } else if let Some(rest) = line
+            .strip_prefix("LOST events:")
+            .or_else(|| line.strip_prefix("LOST_SAMPLES events:"))
+        {
+            lost += num(rest);
+        }
+    }
+    (samples, lost)
+}
+
+impl ConfigKind for PerfRecord {
+    fn kind(&self) -> &'static str {
+        "perf_record"
+    }
+
+    fn preflight(&self) -> Vec<String> {
+        let mut out: Vec<String> = check::root("perf_record", "for system-wide perf record -a")
+            .into_iter()
+            .collect();
+        if check::which("perf").is_none() {
+            out.push(
+                "perf_record: perf is not installed (not in PATH; apt-get install linux-perf)"
+                    .into(),
+            );
+        }
+        if HW_EVENTS.contains(&self.event.as_str()) && !PerfRecord::has_pmu() {
+            out.push(format!(
+                "perf_record: event `{}` needs a hardware PMU, which this machine lacks (use cpu-clock or task-clock)",
+                self.event
+            ));
+        }
+        if let Some(dir) = self.output.parent() {
+            out.extend(check::writable_dir("perf_record", dir));
+        }
+        out
+    }
+
+    fn enter(&mut self) -> Result<LaunchMods> {
+        if !self.keep {
+            self.entries = self.journal.lock().unwrap().record_all(
+                "perf_record",
+                vec![UndoAction::RemovePath {
+                    path: self.output.clone(),
+                    recursive: false,
+                }],
+            )?;
+        }
+        Ok(LaunchMods::default())
+    }
+
+    /// Starts perf and waits until it has written its file header (perf is
+    /// recording by then), at most 10 s.
+    fn before_run(&mut self) -> Result<()> {
+        self.finish().ok();
+        let _ = std::fs::remove_file(&self.output);
+        let mut cmd = Command::new("perf");
+        cmd.args(["record", "-a", "-q", "-e", &self.event, "-F"])
+            .arg(self.freq.to_string())
+            .arg("-o")
+            .arg(&self.output)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut t = child::spawn(cmd, &self.journal, "perf_record")?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if std::fs::metadata(&self.output)
+                .map(|m| m.len() > 0)
+                .unwrap_or(false)
+            {
+                break;
+            }
+            if let Some(st) = t.child.try_wait()? {
+                self.journal.lock().unwrap().done(t.entry)?;
+                bail!("perf_record: perf record exited at start ({st})");
+            }
+            if Instant::now() > deadline {
+                child::stop(&mut t, libc::SIGKILL, Duration::from_secs(1))?;
+                self.journal.lock().unwrap().done(t.entry)?;
+                bail!("perf_record: perf record did not start writing within 10 s");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.running = Some(t);
+        Ok(())
+    }
+
+    fn after_run(&mut self) -> Result<Vec<MetricSamples>> {
+        if self.running.is_none() {
+            return Ok(Vec::new());
+        }
+        let (samples, lost) = self.finish()?;
+        Ok(vec![
+            MetricSamples {
+                metric: "perf_samples".into(),
+                values: vec![samples],
+            },
+            MetricSamples {
+                metric: "perf_lost".into(),
+                values: vec![lost],
+            },
+        ])
+    }
+
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![
+            MetricSpec::new("perf_samples", "samples", Direction::Higher),
+            MetricSpec::new("perf_lost", "records", Direction::Lower),
+        ]
+    }
+
+    fn leave(&mut self) -> Result<()> {
+        let r = self.finish();
+        let ids = std::mem::take(&mut self.entries);
+        self.journal.lock().unwrap().undo_entries(&ids)?;
+        r.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parses_report_stats() {
+        let text = "Aggregated stats:\n  TOTAL events: 10\n  SAMPLE events: 4058 (91.0%)\n  LOST events: 2 (0.1%)\ncpu-clock stats:\n  SAMPLE events: 4058\n";
+        assert_eq!(super::parse_stats(text), (4058.0, 2.0));
+    }
+}

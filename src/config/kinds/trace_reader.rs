@@ -1,0 +1,159 @@
+//! `trace_reader`: the "daemon running" case. Before each run, per-CPU
+//! reader threads start splicing `trace_pipe_raw` into files under `dir`;
+//! after the run they drain and stop. The bytes written and the events the
+//! ring buffer lost meanwhile (overrun + commit overrun + dropped events
+//! from per_cpu/cpuN/stats) become metrics of the run.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use super::capture::Capture;
+use super::{check, tracefs, value};
+use crate::config::journal::{EntryId, JournalHandle, UndoAction};
+use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::metric::{Direction, MetricSpec};
+use crate::workload::MetricSamples;
+
+pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-trace";
+
+pub struct TraceReader {
+    dir: PathBuf,
+    keep: bool,
+    clear: bool,
+    journal: JournalHandle,
+    mount: Option<EntryId>,
+    entries: Vec<EntryId>,
+    capture: Option<Capture>,
+}
+
+impl TraceReader {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<TraceReader, String> {
+        let t = value::table("trace_reader", v, &["dir", "keep", "clear"])?;
+        let dir = value::string("trace_reader", t, "dir")?.unwrap_or(DEFAULT_DIR.into());
+        if !dir.starts_with('/') {
+            return Err(format!(
+                "trace_reader.dir must be an absolute path, not `{dir}`"
+            ));
+        }
+        Ok(TraceReader {
+            dir: PathBuf::from(dir),
+            keep: value::boolean("trace_reader", t, "keep")?.unwrap_or(false),
+            clear: value::boolean("trace_reader", t, "clear")?.unwrap_or(true),
+            journal,
+            mount: None,
+            entries: Vec::new(),
+            capture: None,
+        })
+    }
+}
+
+/// Journal how to remove what a capture creates: its files unless kept,
+/// and the directory if it did not exist.
+pub(crate) fn journal_outputs(
+    journal: &JournalHandle,
+    owner: &str,
+    dir: &std::path::Path,
+    files: Vec<PathBuf>,
+    keep: bool,
+) -> Result<Vec<EntryId>> {
+    let mut undos = Vec::new();
+    if !dir.exists() {
+        undos.push(UndoAction::RemovePath {
+            path: dir.to_path_buf(),
+            recursive: false,
+        });
+    }
+    if !keep {
+        for f in files {
+            undos.push(UndoAction::RemovePath {
+                path: f,
+                recursive: false,
+            });
+        }
+    }
+    let ids = journal.lock().unwrap().record_all(owner, undos)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(ids)
+}
+
+/// On leave: undo the outputs' entries, except a kept directory is kept
+/// (its entry only forgotten) so the last run's files survive.
+pub(crate) fn leave_outputs(journal: &JournalHandle, ids: Vec<EntryId>, keep: bool) -> Result<()> {
+    let mut j = journal.lock().unwrap();
+    if keep {
+        j.done_all(&ids)
+    } else {
+        j.undo_entries(&ids).map(|_| ())
+    }
+}
+
+impl ConfigKind for TraceReader {
+    fn kind(&self) -> &'static str {
+        "trace_reader"
+    }
+
+    fn preflight(&self) -> Vec<String> {
+        let mut out: Vec<String> = check::root("trace_reader", "to read tracefs")
+            .into_iter()
+            .collect();
+        if !tracefs::supported() {
+            out.push("trace_reader: this kernel has no tracefs".into());
+        }
+        out.extend(check::writable_dir("trace_reader", &self.dir));
+        out
+    }
+
+    fn enter(&mut self) -> Result<LaunchMods> {
+        self.mount = tracefs::ensure_mounted(&self.journal, "trace_reader")?;
+        let capture = Capture::new(&self.dir, "trace", self.clear);
+        self.entries = journal_outputs(
+            &self.journal,
+            "trace_reader",
+            &self.dir,
+            capture.files()?,
+            self.keep,
+        )?;
+        self.capture = Some(capture);
+        Ok(LaunchMods::default())
+    }
+
+    fn before_run(&mut self) -> Result<()> {
+        match &mut self.capture {
+            Some(c) => c.start(),
+            None => Ok(()),
+        }
+    }
+
+    fn after_run(&mut self) -> Result<Vec<MetricSamples>> {
+        let Some(c) = &mut self.capture else {
+            return Ok(Vec::new());
+        };
+        let t = c.stop()?;
+        Ok(vec![
+            MetricSamples {
+                metric: "trace_bytes".into(),
+                values: vec![t.bytes as f64],
+            },
+            MetricSamples {
+                metric: "trace_events_lost".into(),
+                values: vec![t.lost as f64],
+            },
+        ])
+    }
+
+    fn metrics(&self) -> Vec<MetricSpec> {
+        vec![
+            MetricSpec::new("trace_bytes", "bytes", Direction::Lower),
+            MetricSpec::new("trace_events_lost", "events", Direction::Lower),
+        ]
+    }
+
+    fn leave(&mut self) -> Result<()> {
+        if let Some(mut c) = self.capture.take() {
+            c.stop()?;
+        }
+        leave_outputs(&self.journal, std::mem::take(&mut self.entries), self.keep)?;
+        tracefs::release(&self.journal, self.mount.take())
+    }
+}

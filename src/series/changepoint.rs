@@ -1,0 +1,98 @@
+//! Change points in the mean of a series: PELT (Killick, Fearnhead & Eckley
+//! 2012) with a Gaussian mean-shift cost.
+//!
+//! Cost of a segment = sum of squared deviations from its mean, divided by
+//! sigma^2, where sigma is estimated robustly from the first differences
+//! (1.4826 * MAD(diff) / sqrt(2)), so a drift or a step does not inflate it.
+//! Penalty per change point: 3 ln n (the "modified BIC" of the R package
+//! `changepoint`), deliberately conservative so that noise alone rarely yields
+//! a change point. Segments are at least [`MIN_SEGMENT`] values long.
+
+use super::theilsen::median;
+
+/// Shortest segment PELT may cut; a single outlier is not a regime.
+pub const MIN_SEGMENT: usize = 2;
+
+/// Penalty per change point for a series of `n` values (see module doc).
+pub fn penalty(n: usize) -> f64 {
+    3.0 * (n.max(2) as f64).ln()
+}
+
+/// Robust noise scale of a series: 1.4826 * MAD of first differences / sqrt 2,
+/// falling back to the sample standard deviation when that is zero.
+pub fn noise_sigma(xs: &[f64]) -> f64 {
+    if xs.len() < 3 {
+        return 0.0;
+    }
+    let d: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+    let md = median(&d).unwrap_or(0.0);
+    let dev: Vec<f64> = d.iter().map(|v| (v - md).abs()).collect();
+    let s = 1.4826 * median(&dev).unwrap_or(0.0) / 2f64.sqrt();
+    if s > 0.0 {
+        return s;
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    (xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+}
+
+/// Indices where a new segment starts (each in 1..n), in increasing order.
+/// Empty when the series is too short, constant, or not finite.
+pub fn change_points(xs: &[f64]) -> Vec<usize> {
+    let n = xs.len();
+    if n < 2 * MIN_SEGMENT || xs.iter().any(|v| !v.is_finite()) {
+        return Vec::new();
+    }
+    let sigma = noise_sigma(xs);
+    if sigma <= 0.0 || !sigma.is_finite() {
+        return Vec::new();
+    }
+    // Standardize so the prefix sums do not lose precision.
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let mut s1 = vec![0.0; n + 1];
+    let mut s2 = vec![0.0; n + 1];
+    for (i, v) in xs.iter().enumerate() {
+        let z = (v - mean) / sigma;
+        s1[i + 1] = s1[i] + z;
+        s2[i + 1] = s2[i] + z * z;
+    }
+    let cost = |s: usize, t: usize| {
+        let m = (t - s) as f64;
+        let a = s1[t] - s1[s];
+        (s2[t] - s2[s]) - a * a / m
+    };
+    let beta = penalty(n);
+    let mut f = vec![f64::INFINITY; n + 1];
+    let mut last = vec![0usize; n + 1];
+    f[0] = -beta;
+    let mut cands: Vec<usize> = vec![0];
+    for t in MIN_SEGMENT..=n {
+        if t >= 2 * MIN_SEGMENT {
+            cands.push(t - MIN_SEGMENT);
+        }
+        let (mut best, mut arg) = (f64::INFINITY, 0);
+        for &s in &cands {
+            let v = f[s] + cost(s, t) + beta;
+            if v < best {
+                best = v;
+                arg = s;
+            }
+        }
+        f[t] = best;
+        last[t] = arg;
+        // PELT pruning: a start that cannot beat the optimum now never will.
+        let ft = f[t];
+        cands.retain(|&s| f[s] + cost(s, t) <= ft);
+    }
+    let mut cps = Vec::new();
+    let mut t = n;
+    while t > 0 {
+        let s = last[t];
+        if s > 0 {
+            cps.push(s);
+        }
+        t = s;
+    }
+    cps.reverse();
+    cps
+}
