@@ -117,7 +117,7 @@ mod tests {
     use crate::store::{StoredMetric, StoredRun};
 
     /// A transport sweep: configs are volumes, metrics `<transport>.mb_per_s`
-    /// and `<transport>.drops`, and each run recorded a throughput series.
+    /// and `<transport>.dropped`, and each run recorded a throughput series.
     fn sweep_data() -> (ExperimentData, Extras) {
         let configs: Vec<String> = ["1MB", "10MB", "100MB"]
             .iter()
@@ -131,7 +131,7 @@ mod tests {
             });
             metrics.push(StoredMetric {
                 workload: "sweep".into(),
-                spec: MetricSpec::new(&format!("{t}.drops"), "events", Direction::Lower),
+                spec: MetricSpec::new(&format!("{t}.dropped"), "events", Direction::Lower),
             });
         }
         let mut runs = Vec::new();
@@ -148,8 +148,8 @@ mod tests {
                     "unix.mb_per_s".into(),
                     vec![700.0 - 50.0 * ci as f64 + b as f64],
                 );
-                samples.insert("pipe.drops".into(), vec![(ci * ci) as f64 + b as f64]);
-                samples.insert("unix.drops".into(), vec![ci as f64]);
+                samples.insert("pipe.dropped".into(), vec![(ci * ci) as f64 + b as f64]);
+                samples.insert("unix.dropped".into(), vec![ci as f64]);
                 runs.push(StoredRun {
                     id,
                     block: b,
@@ -237,7 +237,7 @@ mod tests {
             "{}",
             &html[html.find("per transport").unwrap_or(0)..][..200.min(html.len())]
         );
-        assert!(html.contains("drops per transport against config"));
+        assert!(html.contains("records dropped per transport against config"));
         assert!(html.contains("id=\"series\"") && html.contains("Time series throughput of sweep"));
         // Without series or transport metrics the sections are left out.
         let plain = render(&data, &a, &Extras::default()).unwrap();

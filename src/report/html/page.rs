@@ -438,65 +438,105 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
     Ok(())
 }
 
-/// Transport sweeps: in a workload whose metrics are named
-/// `<transport>.mb_per_s` (and optionally `<transport>.drops`), each
-/// transport becomes a line against the configs, which a sweep plan orders
-/// by volume.
+/// Quantities of the transport workload (`builtin = "transport"`, see
+/// docs/transport.md): metric suffix and axis title.
+const TRANSPORT_QUANTITIES: &[(&str, &str)] = &[
+    ("mb_per_s", "MB/s"),
+    ("dropped", "records dropped"),
+    ("cpu_ns_per_record", "CPU ns per record"),
+];
+
+/// Transport sweeps: metrics named `<transport>.mb_per_s` (with
+/// `.dropped`, `.cpu_ns_per_record`) mark a transport workload. With
+/// several such workloads (one per volume, in plan order) the x axis is the
+/// workload and each line a transport (per config when there are several);
+/// with one, the x axis is the config. The value is the median per cell.
 fn sweeps(o: &mut String, a: &Analysis) -> Result<()> {
-    let mut workloads: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut workloads: Vec<&str> = Vec::new();
+    let mut transports: BTreeSet<&str> = BTreeSet::new();
     for m in &a.metrics {
         if let Some(t) = m.spec.name.strip_suffix(".mb_per_s") {
-            workloads.entry(&m.workload).or_default().insert(t);
+            transports.insert(t);
+            if !workloads.contains(&m.workload.as_str()) {
+                workloads.push(&m.workload);
+            }
         }
     }
     if workloads.is_empty() {
         return Ok(());
     }
     o.push_str("<h2 id=\"sweeps\">Transport sweeps</h2>");
-    for (w, transports) in workloads {
-        let _ = write!(o, "<h3>{}</h3>", esc(w));
-        for (suffix, what) in [("mb_per_s", "MB/s"), ("drops", "drops")] {
-            let lines: Vec<(String, Vec<Option<f64>>)> = transports
-                .iter()
-                .filter_map(|t| {
-                    let m = a
-                        .metrics
-                        .iter()
-                        .find(|m| m.workload == w && m.spec.name == format!("{t}.{suffix}"))?;
-                    Some((
-                        t.to_string(),
-                        m.cells
-                            .iter()
-                            .map(|c| c.summary.as_ref().map(|s| s.median))
-                            .collect(),
-                    ))
-                })
-                .collect();
-            if lines.is_empty() {
-                continue;
-            }
-            let mut alt = format!("{what} per transport against config:");
-            let mut leg = String::from("<p class=\"legend\">");
-            for (li, (t, vals)) in lines.iter().enumerate() {
-                let _ = write!(
-                    leg,
-                    "<span><b style=\"color:{}\">{}</b> {}</span>",
-                    plot::css_color(li),
-                    plot::marker_glyph(li),
-                    esc(t)
-                );
-                let _ = write!(alt, " {t}:");
-                for (c, v) in a.configs.iter().zip(vals) {
-                    let _ = write!(alt, " {c}={}", v.map(fmt_num).unwrap_or_else(|| "-".into()));
-                }
-                alt.push(';');
-            }
-            leg.push_str("</p>");
-            let _ = write!(o, "<h4>{what} (median per config)</h4>{leg}");
-            let svg = lines::sweep(&a.configs, &lines, what, 2 * PLOT_WIDTH)?;
-            let cap = esc(&alt);
-            figure(o, &[svg], &alt, &cap);
+    let by_workload = workloads.len() > 1;
+    let median = |w: &str, name: &str, ci: usize| {
+        a.metrics
+            .iter()
+            .find(|m| m.workload == w && m.spec.name == name)
+            .and_then(|m| m.cells[ci].summary.as_ref().map(|s| s.median))
+    };
+    let (categories, what_x): (Vec<String>, &str) = if by_workload {
+        (
+            workloads.iter().map(|w| w.to_string()).collect(),
+            "workload",
+        )
+    } else {
+        (a.configs.clone(), "config")
+    };
+    let _ = write!(
+        o,
+        "<p>Median per {what_x}{}.</p>",
+        if by_workload {
+            " (one workload per volume, in plan order)"
+        } else {
+            ""
         }
+    );
+    for (suffix, what) in TRANSPORT_QUANTITIES {
+        let mut lines: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+        for t in &transports {
+            let name = format!("{t}.{suffix}");
+            if by_workload {
+                for (ci, c) in a.configs.iter().enumerate() {
+                    let vals: Vec<Option<f64>> =
+                        workloads.iter().map(|w| median(w, &name, ci)).collect();
+                    let title = if a.configs.len() > 1 {
+                        format!("{t} [{c}]")
+                    } else {
+                        t.to_string()
+                    };
+                    lines.push((title, vals));
+                }
+            } else {
+                let vals: Vec<Option<f64>> = (0..a.configs.len())
+                    .map(|ci| median(workloads[0], &name, ci))
+                    .collect();
+                lines.push((t.to_string(), vals));
+            }
+        }
+        lines.retain(|l| l.1.iter().any(Option::is_some));
+        if lines.is_empty() {
+            continue;
+        }
+        let mut alt = format!("{what} per transport against {what_x}:");
+        let mut leg = String::from("<p class=\"legend\">");
+        for (li, (t, vals)) in lines.iter().enumerate() {
+            let _ = write!(
+                leg,
+                "<span><b style=\"color:{}\">{}</b> {}</span>",
+                plot::css_color(li),
+                plot::marker_glyph(li),
+                esc(t)
+            );
+            let _ = write!(alt, " {t}:");
+            for (c, v) in categories.iter().zip(vals) {
+                let _ = write!(alt, " {c}={}", v.map(fmt_num).unwrap_or_else(|| "-".into()));
+            }
+            alt.push(';');
+        }
+        leg.push_str("</p>");
+        let _ = write!(o, "<h4>{what}</h4>{leg}");
+        let svg = lines::sweep(&categories, &lines, what, 2 * PLOT_WIDTH)?;
+        let cap = esc(&alt);
+        figure(o, &[svg], &alt, &cap);
     }
     Ok(())
 }
