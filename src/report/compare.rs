@@ -46,6 +46,36 @@ fn resolve_pick(store: &Store, spec: &str) -> Result<(i64, Option<String>)> {
     }
 }
 
+/// Fingerprint values (a kernel cmdline can be 500 characters) shortened
+/// for a warning line; the HTML environment table shows them whole.
+fn clip(v: &str) -> String {
+    const MAX: usize = 40;
+    if v.chars().count() <= MAX {
+        v.to_string()
+    } else {
+        format!("{}...", v.chars().take(MAX - 3).collect::<String>())
+    }
+}
+
+/// Word-wrap `text` to 78 columns, continuation lines indented by `indent`.
+fn wrap(text: &str, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 78 {
+            out.push_str(&line);
+            out.push('\n');
+            line = indent.to_string();
+        } else if !line.is_empty() && line != indent {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
 fn title(info: &ExperimentInfo) -> String {
     info.label
         .clone()
@@ -109,7 +139,11 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
                     let g = |f: &BTreeMap<String, String>| {
                         f.get(k).cloned().unwrap_or_else(|| "-".into())
                     };
-                    format!("{k} ({} vs {})", g(&base_fp), g(&d.info.fingerprint))
+                    format!(
+                        "{k} ({} vs {})",
+                        clip(&g(&base_fp)),
+                        clip(&g(&d.info.fingerprint))
+                    )
                 })
                 .collect();
             warnings.push(format!(
@@ -221,7 +255,7 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
         host: hosts.join(", "),
         fingerprint: first.fingerprint.clone(),
         seed: first.seed,
-        order: "separate experiments, run one after the other".into(),
+        order: "separate-experiments".into(),
         runs_per_cell: picked
             .iter()
             .map(|p| p.0.info.runs_per_cell)
@@ -268,7 +302,7 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
     let lead: String = c
         .warnings
         .iter()
-        .map(|w| format!("WARNING: {w}\n"))
+        .map(|w| wrap(&format!("WARNING: {w}"), "  "))
         .collect();
     Ok(match opts.format {
         Format::Text => format!(
