@@ -2,6 +2,7 @@
 
 pub mod config;
 pub mod error;
+pub mod import;
 pub mod metric;
 pub mod micro;
 pub mod monitor;

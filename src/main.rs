@@ -41,11 +41,68 @@ enum Cmd {
     Env,
     /// The built-in OS micro-benchmark suite (LMbench 2.0 summary layout).
     Micro(sysdelta::micro::cli::MicroArgs),
+    /// Compare experiments run separately (e.g. kernel A vs B across a reboot).
+    Compare(CompareArgs),
+    /// A metric across labelled experiments, with change points marked.
+    History(HistoryArgs),
+    /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
+    Import(ImportArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
     Transport(sysdelta::transport::cli::TransportArgs),
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// Experiments as LABEL, ID, or LABEL:CONFIG; the first is the baseline.
+    #[arg(required = true, num_args = 2..)]
+    experiments: Vec<String>,
+    #[command(flatten)]
+    flags: ReportFlags,
+}
+
+#[derive(Args)]
+struct HistoryArgs {
+    /// The metric, as WORKLOAD/METRIC or METRIC.
+    metric: String,
+    /// Experiments whose label starts with this, oldest first.
+    #[arg(long, default_value = "")]
+    label_prefix: String,
+    /// Significance level of a change point.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ImportFormat {
+    /// hyperfine --export-json: each command a config.
+    Hyperfine,
+    /// go test -bench output: each file a config.
+    Gobench,
+    /// LMbench 3 results/<os>/<host>.N files: each file a run, configs by <os>/<host>.
+    Lmbench,
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    #[arg(value_enum)]
+    format: ImportFormat,
+    /// The files to import.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Label the experiment (for `compare` and `history`).
+    #[arg(long)]
+    label: Option<String>,
+    /// hyperfine: the workload name of the imported `wall` metric.
+    #[arg(long, default_value = "hyperfine")]
+    workload: String,
 }
 
 #[derive(Args, Clone)]
@@ -228,8 +285,12 @@ fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
 
 fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     let opts = report_options(f)?;
-    let data = store.load(id)?;
-    let text = report::render(&data, &opts)?;
+    // HTML also draws the stored series and says where imported samples came from.
+    let text = if opts.format == Format::Html {
+        report::html::render_stored(store, id, &opts.analysis)?
+    } else {
+        report::render(&store.load(id)?, &opts)?
+    };
     emit(&text, f.output.as_deref())
 }
 
@@ -353,6 +414,65 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Micro(args) => {
             sysdelta::micro::cli::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Compare(a) => {
+            let opts = report_options(&a.flags)?;
+            let store = Store::open(&cli.store, false)?;
+            let c = report::compare::build(&store, &a.experiments)?;
+            for w in &c.warnings {
+                eprintln!("sysdelta: warning: {w}");
+            }
+            emit(
+                &report::compare::render(&c, &opts)?,
+                a.flags.output.as_deref(),
+            )?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::History(a) => {
+            if !(a.alpha > 0.0 && a.alpha < 1.0) {
+                return Err(bad(format!(
+                    "--alpha must be between 0 and 1, got {}",
+                    a.alpha
+                )));
+            }
+            let store = Store::open(&cli.store, false)?;
+            let h = report::compare::history(&store, &a.metric, &a.label_prefix, a.alpha)?;
+            let text = if a.json {
+                serde_json::to_string_pretty(&h)? + "\n"
+            } else {
+                report::compare::history_text(&h)
+            };
+            emit(&text, a.output.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Import(a) => {
+            use sysdelta::import;
+            let mut files = Vec::new();
+            for f in &a.files {
+                files.push((f.display().to_string(), import::read(f)?));
+            }
+            let imp = match a.format {
+                ImportFormat::Hyperfine => {
+                    let [(p, t)] = files.as_slice() else {
+                        return Err(bad("import hyperfine takes one JSON file"));
+                    };
+                    import::hyperfine::parse(p, t, &a.workload)
+                }
+                ImportFormat::Gobench => import::gobench::parse(&files),
+                ImportFormat::Lmbench => import::lmbench::parse(&files),
+            }
+            .map_err(bad)?;
+            let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+            let store = Store::open(&cli.store, true)?;
+            let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;
+            eprintln!(
+                "sysdelta: imported {} runs of {} configs as experiment {id} in {}",
+                imp.runs.len(),
+                imp.configs.len(),
+                cli.store.display()
+            );
+            println!("{id}");
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Transport(args) => {

@@ -1,7 +1,9 @@
 //! Reports: text (mail-ready), markdown, json, csv.
 
 pub mod analysis;
+pub mod compare;
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod sections;
@@ -18,6 +20,8 @@ pub enum Format {
     Markdown,
     Json,
     Csv,
+    /// One self-contained HTML file with plots (no scripts, no network).
+    Html,
 }
 
 pub struct ReportOptions {
@@ -45,5 +49,6 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
         Format::Markdown => markdown::render(&a),
         Format::Json => json::render(data, &a)?,
         Format::Csv => csv::render(&a)?,
+        Format::Html => html::render(data, &a, &html::Extras::from_data(data))?,
     })
 }

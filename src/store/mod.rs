@@ -642,4 +642,32 @@ impl Store {
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
+
+    /// Mark an experiment as imported: `source` says from what (shown by
+    /// every report). NULL (the default) means sysdelta measured it.
+    pub fn set_source(&self, exp: i64, source: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET source = ?2 WHERE id = ?1",
+            params![exp, source],
+        )?;
+        Ok(())
+    }
+
+    /// Where an experiment's samples came from: None when sysdelta ran it.
+    pub fn source(&self, exp: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT source FROM experiments WHERE id = ?1", [exp], |r| {
+                r.get(0)
+            })?)
+    }
+
+    /// Ids and labels of experiments whose label starts with `prefix`, oldest first.
+    pub fn labelled(&self, prefix: &str) -> Result<Vec<(i64, String)>> {
+        let mut st = self.conn.prepare(
+            "SELECT id, label FROM experiments WHERE label IS NOT NULL AND substr(label, 1, length(?1)) = ?1 ORDER BY id",
+        )?;
+        let rows = st.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
 }

@@ -96,4 +96,8 @@ CREATE TABLE events (
     message TEXT NOT NULL
 );
 "#,
+    // v2: where an experiment's samples came from: NULL when sysdelta ran
+    // it, else a description of the imported file(s) (hyperfine, go test
+    // -bench, LMbench).
+    "ALTER TABLE experiments ADD COLUMN source TEXT;",
 ];

@@ -1,0 +1,141 @@
+//! Import results people already have, so sysdelta can judge them:
+//! hyperfine `--export-json`, Go benchmark output (benchstat's input), and
+//! LMbench 3 result files.
+//!
+//! Every parser reads whole files first and fails with one line naming the
+//! file (and line) before anything is stored; the stored experiment is
+//! marked with its source (schema v2 `experiments.source`) and an `import`
+//! event, so every report says the samples were not measured by sysdelta.
+
+pub mod gobench;
+pub mod hyperfine;
+pub mod lmbench;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::error::bad;
+use crate::metric::MetricSpec;
+use crate::plan::{Order, Overrides};
+use crate::store::{NewExperiment, RunRecord, RunResult, Store};
+use crate::workload::MetricSamples;
+
+/// One imported run: one execution of one workload under one config.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImportedRun {
+    pub config: String,
+    pub workload: String,
+    pub samples: Vec<MetricSamples>,
+}
+
+/// Parsed results, ready to store as one experiment.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Imported {
+    /// The format, for the source note ("hyperfine JSON").
+    pub format: String,
+    pub name: String,
+    pub configs: Vec<String>,
+    /// (workload, its metrics) in first-seen order.
+    pub metrics: Vec<(String, Vec<MetricSpec>)>,
+    /// Runs in the order the tool executed them (as far as the file tells).
+    pub runs: Vec<ImportedRun>,
+    /// What the file says about the machine (LMbench headers, Go's cpu line).
+    pub fingerprint: BTreeMap<String, String>,
+    /// Human-readable summary of where the data came from, stored as the plan text.
+    pub notes: String,
+}
+
+impl Imported {
+    pub fn declare(&mut self, workload: &str, spec: MetricSpec) {
+        match self.metrics.iter_mut().find(|(w, _)| w == workload) {
+            Some((_, specs)) => {
+                if !specs.iter().any(|s| s.name == spec.name) {
+                    specs.push(spec);
+                }
+            }
+            None => self.metrics.push((workload.to_string(), vec![spec])),
+        }
+    }
+
+    pub fn add_config(&mut self, name: &str) {
+        if !self.configs.iter().any(|c| c == name) {
+            self.configs.push(name.to_string());
+        }
+    }
+}
+
+/// Read a file for import; a missing or unreadable file is bad input.
+pub fn read(path: &Path) -> Result<String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
+    String::from_utf8(bytes).map_err(|_| {
+        bad(format!(
+            "{}: not a text file (invalid UTF-8)",
+            path.display()
+        ))
+    })
+}
+
+/// Store parsed results as a new, complete experiment; returns its id.
+/// Runs are stored in file order as blocks 0, 1, 2, ... (order `sequential`),
+/// so the run-sequence plots show the order the tool used.
+pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -> Result<i64> {
+    if imp.runs.is_empty() {
+        return Err(bad(format!("{source}: no results to import")));
+    }
+    let workloads: Vec<String> = imp.metrics.iter().map(|(w, _)| w.clone()).collect();
+    let mut per_cell: BTreeMap<(&str, &str), u32> = BTreeMap::new();
+    for r in &imp.runs {
+        *per_cell.entry((&r.config, &r.workload)).or_default() += 1;
+    }
+    let runs = per_cell.values().copied().max().unwrap_or(0);
+    let host = imp
+        .fingerprint
+        .get("host")
+        .cloned()
+        .unwrap_or_else(|| "unknown (imported)".into());
+    let id = store.create_experiment(&NewExperiment {
+        name: &imp.name,
+        label,
+        plan_source: source,
+        plan_text: &imp.notes,
+        overrides: &Overrides::default(),
+        host: &host,
+        fingerprint: &imp.fingerprint,
+        seed: 0,
+        order: Order::Sequential,
+        runs,
+        warmup: 0,
+        baseline: &imp.configs[0],
+        configs: imp.configs.clone(),
+        workloads,
+    })?;
+    for (w, specs) in &imp.metrics {
+        store.declare_metrics(id, w, specs)?;
+    }
+    for (i, r) in imp.runs.iter().enumerate() {
+        store.record_run(&RunRecord {
+            experiment_id: id,
+            block: i as u32,
+            seq: 0,
+            config: &r.config,
+            workload: &r.workload,
+            warmup: false,
+            started_at: 0.0,
+            result: RunResult::Ok(&r.samples),
+            series: &[],
+            profile: &[],
+        })?;
+    }
+    let note = format!("{} imported from {source}", imp.format);
+    store.set_source(id, &note)?;
+    store.add_event(
+        id,
+        "import",
+        &format!("samples {note}: not measured by sysdelta (run order as in the file, no randomized interleaving)"),
+    )?;
+    store.finish(id, "complete", None)?;
+    Ok(id)
+}

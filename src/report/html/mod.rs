@@ -1,0 +1,265 @@
+//! The HTML report: one self-contained file (inline CSS and SVG, no
+//! scripts, no network fetches) with the forest-plot summary, every sample
+//! per metric, time series, transport sweeps and the environment.
+//!
+//! Plots are drawn by plotters' SVG backend (see `plot.rs`); every piece of
+//! text that comes from a command, plan, host or store is escaped by [`esc`].
+
+mod forest;
+mod lines;
+mod page;
+mod plot;
+mod samples;
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use super::analysis::{self, Analysis};
+use crate::error::bad;
+use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
+
+pub use samples::median_ci;
+
+/// One experiment the report covers: a report covers one, a comparison several.
+#[derive(Clone, Debug)]
+pub struct SourceExperiment {
+    /// How the report names it: its label, or `#id`.
+    pub title: String,
+    pub info: ExperimentInfo,
+    /// What it was imported from; None when sysdelta measured it.
+    pub imported_from: Option<String>,
+}
+
+/// What the HTML report shows beyond the analysis.
+#[derive(Clone, Debug, Default)]
+pub struct Extras {
+    pub sources: Vec<SourceExperiment>,
+    /// (config, workload, series) of every measured run that recorded one.
+    pub series: Vec<(String, String, SeriesRecord)>,
+    /// Shown above everything else (e.g. fingerprint differences of a comparison).
+    pub banner: Vec<String>,
+}
+
+impl Extras {
+    /// Extras of one experiment: its own info and the series its measured
+    /// runs recorded (`ExperimentData::series`).
+    pub fn from_data(data: &ExperimentData) -> Extras {
+        let runs: HashMap<i64, (&str, &str, bool)> = data
+            .runs
+            .iter()
+            .map(|r| (r.id, (r.config.as_str(), r.workload.as_str(), r.warmup)))
+            .collect();
+        let series = data
+            .series
+            .iter()
+            .filter_map(|(run, s)| {
+                let (c, w, warm) = runs.get(run)?;
+                (!warm).then(|| (c.to_string(), w.to_string(), s.clone()))
+            })
+            .collect();
+        let id = data.info.id;
+        Extras {
+            sources: vec![SourceExperiment {
+                title: data.info.label.clone().unwrap_or_else(|| format!("#{id}")),
+                info: data.info.clone(),
+                imported_from: None,
+            }],
+            series,
+            banner: Vec::new(),
+        }
+    }
+
+    /// [`Extras::from_data`] plus where the samples came from, if imported.
+    pub fn from_store(store: &Store, data: &ExperimentData) -> Result<Extras> {
+        let mut x = Extras::from_data(data);
+        x.sources[0].imported_from = store.source(data.info.id)?;
+        Ok(x)
+    }
+}
+
+/// Escape text for HTML element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Render the HTML report of analysed data.
+pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {
+    page::render(data, a, x)
+}
+
+/// The HTML report of one stored experiment, with its series and source.
+pub fn render_stored(store: &Store, id: i64, opts: &analysis::Options) -> Result<String> {
+    let data = store.load(id)?;
+    let a = analysis::analyze(&data, opts).map_err(bad)?;
+    let x = Extras::from_store(store, &data)?;
+    render(&data, &a, &x)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::metric::{Direction, MetricSpec};
+    use crate::plan::Overrides;
+    use crate::store::{StoredMetric, StoredRun};
+
+    /// A transport sweep: configs are volumes, metrics `<transport>.mb_per_s`
+    /// and `<transport>.dropped`, and each run recorded a throughput series.
+    fn sweep_data() -> (ExperimentData, Extras) {
+        let configs: Vec<String> = ["1MB", "10MB", "100MB"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut metrics = Vec::new();
+        for t in ["pipe", "unix"] {
+            metrics.push(StoredMetric {
+                workload: "sweep".into(),
+                spec: MetricSpec::new(&format!("{t}.mb_per_s"), "MB/s", Direction::Higher),
+            });
+            metrics.push(StoredMetric {
+                workload: "sweep".into(),
+                spec: MetricSpec::new(&format!("{t}.dropped"), "events", Direction::Lower),
+            });
+        }
+        let mut runs = Vec::new();
+        let mut series = Vec::new();
+        for b in 0..5u32 {
+            for (ci, c) in configs.iter().enumerate() {
+                let id = (b * 10 + ci as u32) as i64;
+                let mut samples = BTreeMap::new();
+                samples.insert(
+                    "pipe.mb_per_s".into(),
+                    vec![900.0 - 100.0 * ci as f64 + b as f64],
+                );
+                samples.insert(
+                    "unix.mb_per_s".into(),
+                    vec![700.0 - 50.0 * ci as f64 + b as f64],
+                );
+                samples.insert("pipe.dropped".into(), vec![(ci * ci) as f64 + b as f64]);
+                samples.insert("unix.dropped".into(), vec![ci as f64]);
+                runs.push(StoredRun {
+                    id,
+                    block: b,
+                    seq: ci as u32,
+                    config: c.clone(),
+                    workload: "sweep".into(),
+                    warmup: false,
+                    status: "ok".into(),
+                    reason: None,
+                    stderr_tail: None,
+                    exit_code: None,
+                    started_at: 0.0,
+                    samples,
+                });
+                series.push((
+                    c.clone(),
+                    "sweep".into(),
+                    SeriesRecord {
+                        name: "throughput".into(),
+                        unit: "MB/s".into(),
+                        t: vec![0.0, 0.5, 1.0],
+                        v: vec![800.0, 850.0 - ci as f64, 820.0],
+                    },
+                ));
+            }
+        }
+        let info = ExperimentInfo {
+            id: 1,
+            name: "sweep".into(),
+            label: None,
+            plan_source: "t".into(),
+            plan_text: "x".into(),
+            overrides: Overrides::default(),
+            host: "h".into(),
+            fingerprint: BTreeMap::from([("kernel".to_string(), "6.18".to_string())]),
+            seed: 1,
+            order: "random-blocks".into(),
+            runs_per_cell: 5,
+            warmup: 0,
+            baseline: "1MB".into(),
+            created_at: "now".into(),
+            finished_at: None,
+            status: "complete".into(),
+            entered_config: None,
+            self_usage: None,
+            configs,
+            workloads: vec!["sweep".into()],
+        };
+        let extras = Extras {
+            sources: vec![SourceExperiment {
+                title: "#1".into(),
+                info: info.clone(),
+                imported_from: None,
+            }],
+            series,
+            banner: vec![],
+        };
+        (
+            ExperimentData {
+                info,
+                metrics,
+                runs,
+                events: vec![],
+                series: vec![],
+                profiles: vec![],
+            },
+            extras,
+        )
+    }
+
+    #[test]
+    fn sweeps_and_series_are_drawn_when_present() {
+        let (data, x) = sweep_data();
+        let opts = analysis::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        let a = analysis::analyze(&data, &opts).unwrap();
+        let html = render(&data, &a, &x).unwrap();
+        assert!(html.contains("id=\"sweeps\""));
+        assert!(
+            html.contains(
+                "MB/s per transport against config: pipe: 1MB=902.0 10MB=802.0 100MB=702.0;"
+            ),
+            "{}",
+            &html[html.find("per transport").unwrap_or(0)..][..200.min(html.len())]
+        );
+        assert!(html.contains("records dropped per transport against config"));
+        assert!(html.contains("id=\"series\"") && html.contains("Time series throughput of sweep"));
+        // Without series or transport metrics the sections are left out.
+        let plain = render(&data, &a, &Extras::default()).unwrap();
+        assert!(!plain.contains("id=\"series\""));
+    }
+
+    #[test]
+    fn escaping_covers_markup_and_quotes() {
+        assert_eq!(
+            esc("<a href='x'>&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
+        );
+    }
+
+    #[test]
+    fn median_ci_brackets_the_median() {
+        let v: Vec<f64> = (1..=40).map(f64::from).collect();
+        let (lo, hi) = median_ci(&v).unwrap();
+        assert!(
+            lo < 20.5 && hi > 20.5 && lo >= 13.0 && hi <= 28.0,
+            "{lo} {hi}"
+        );
+        assert!(median_ci(&v[..5]).is_none());
+    }
+}

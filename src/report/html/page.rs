@@ -1,0 +1,690 @@
+//! Assembling the page: sections in reading order, each plot in a
+//! `<figure>` with a text alternative.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use anyhow::Result;
+
+use super::{esc, forest, lines, plot, samples, Extras};
+use crate::report::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
+use crate::report::text::fmt_num;
+use crate::store::ExperimentData;
+
+const CSS: &str = r#"
+*{box-sizing:border-box}
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111;background:#fff;margin:0 auto;max-width:1180px;padding:0 12px 40px}
+h1{font-size:1.5em;margin:.6em 0 .2em}h2{font-size:1.25em;border-bottom:2px solid #333;margin-top:1.6em}h3{font-size:1.1em;margin-top:1.4em}h4{margin:1.2em 0 .3em;font-size:1em}
+.meta{color:#333}
+.box{border:2px solid #333;border-left-width:8px;padding:.5em .8em;margin:.8em 0;background:#f4f4f4}
+.box.warn{border-color:#8a4b00;background:#fff4e0}
+.box ul{margin:.2em 0;padding-left:1.2em}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;margin:.4em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:right;vertical-align:top}
+th{background:#eee}
+td.l,th.l{text-align:left}
+tr.noise td{color:#6b6b6b;background:#fafafa}
+tr.worse td.v{font-weight:bold}
+tr.better td.v{font-weight:bold}
+tr.diff td{background:#ffe9b3;font-weight:bold}
+tr.diff td:first-child::before{content:"\2260  "}
+figure{margin:.5em 0 1em}
+.plots{display:flex;flex-wrap:wrap;gap:8px}
+.plots>div{flex:1 1 340px;min-width:0;overflow-x:auto}
+svg{max-width:100%;height:auto;display:block}
+figcaption{font-size:.85em;color:#333}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px solid #ddd;padding:6px;font-size:.85em;max-height:30em;overflow:auto}
+.legend span{margin-right:1em;white-space:nowrap}
+details>summary{cursor:pointer}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}svg{max-width:none}}
+@media print{.box{break-inside:avoid}}
+"#;
+
+/// (config, workload, series) as `Extras::series` holds them.
+type SeriesEntry = (String, String, crate::store::SeriesRecord);
+
+const FOREST_CHUNK: usize = 60;
+const FOREST_WIDTH: u32 = 860;
+const PLOT_WIDTH: u32 = 420;
+
+fn delta_text(c: &Comparison) -> String {
+    match c.delta_mean_pct {
+        Some(d) => format!("{d:+.1}%"),
+        None => "n/a".into(),
+    }
+}
+
+fn ci_text(c: &Comparison) -> String {
+    match c.ratio_ci {
+        Some((lo, hi)) => format!("[{:+.1}%, {:+.1}%]", (lo - 1.0) * 100.0, (hi - 1.0) * 100.0),
+        None => "-".into(),
+    }
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        _ => "noise",
+    }
+}
+
+fn verdict_text(c: &Comparison) -> String {
+    match (c.verdict, &c.note) {
+        (Verdict::Noise, _) => "~ within noise".into(),
+        (Verdict::Undefined, Some(n)) => format!("n/a ({n})"),
+        (v, _) => v.word().into(),
+    }
+}
+
+fn legend(configs: &[String]) -> String {
+    let mut s = String::from("<p class=\"legend\">");
+    for (i, c) in configs.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<span><b style=\"color:{}\">{}</b> {}{}</span>",
+            plot::css_color(i),
+            plot::marker_glyph(i),
+            esc(c),
+            if i == 0 { " (baseline)" } else { "" }
+        );
+    }
+    s.push_str("</p>");
+    s
+}
+
+/// Per-run value of a metric (median of the run's samples), as the analysis uses it.
+fn run_value(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// (run index, value) per config of one metric, the index counting the
+/// workload's measured runs in execution order.
+fn run_sequence(
+    data: &ExperimentData,
+    configs: &[String],
+    m: &MetricAnalysis,
+) -> Vec<Vec<(usize, f64)>> {
+    let mut seq = vec![Vec::new(); configs.len()];
+    let measured = data
+        .runs
+        .iter()
+        .filter(|r| !r.warmup && r.status == "ok" && r.workload == m.workload);
+    for (i, r) in measured.enumerate() {
+        if let (Some(ci), Some(v)) = (
+            configs.iter().position(|c| *c == r.config),
+            r.samples.get(&m.spec.name).and_then(|v| run_value(v)),
+        ) {
+            seq[ci].push((i, v));
+        }
+    }
+    seq
+}
+
+fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
+    let _ = write!(out, "<figure><div class=\"plots\">");
+    for s in svgs {
+        let _ = write!(
+            out,
+            "<div role=\"img\" aria-label=\"{}\">{}</div>",
+            esc(alt),
+            s
+        );
+    }
+    let _ = write!(out, "</div><figcaption>{caption}</figcaption></figure>");
+}
+
+pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {
+    let mut o = String::with_capacity(1 << 20);
+    let i = &a.info;
+    let title = format!("sysdelta report: {}", i.name);
+    let _ = write!(
+        o,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+         <title>{}</title><style>{CSS}</style></head><body>",
+        esc(&title)
+    );
+    let _ = write!(o, "<h1>{}</h1>", esc(&title));
+    let _ = write!(
+        o,
+        "<p class=\"meta\">Experiment {} &ldquo;{}&rdquo;{}, {}. Host {}. {} ok runs, {} failed, {} planned. \
+         Baseline <b>{}</b>.</p>",
+        i.id,
+        esc(&i.name),
+        i.label.as_ref().map(|l| format!(", label <b>{}</b>", esc(l))).unwrap_or_default(),
+        esc(&i.status),
+        esc(&i.host),
+        a.runs_ok,
+        a.runs_failed,
+        a.runs_planned,
+        esc(&a.baseline)
+    );
+    banners(&mut o, a, x);
+    summary(&mut o, a)?;
+    metrics(&mut o, data, a)?;
+    series(&mut o, a, x)?;
+    sweeps(&mut o, a)?;
+    environment(&mut o, x);
+    runs(&mut o, data, a, x);
+    o.push_str("</body></html>\n");
+    Ok(o)
+}
+
+fn banners(o: &mut String, a: &Analysis, x: &Extras) {
+    let imported: Vec<_> = x
+        .sources
+        .iter()
+        .filter_map(|s| s.imported_from.as_ref().map(|f| (s, f)))
+        .collect();
+    if !imported.is_empty() {
+        o.push_str("<div class=\"box\" role=\"note\"><b>Imported samples.</b> ");
+        o.push_str("These were not measured by sysdelta: no randomized interleaving, no environment fingerprint unless the file had one.<ul>");
+        for (s, f) in imported {
+            let _ = write!(o, "<li>{}: imported from {}</li>", esc(&s.title), esc(f));
+        }
+        o.push_str("</ul></div>");
+    }
+    if !x.banner.is_empty() || !a.warnings.is_empty() {
+        let _ = write!(
+            o,
+            "<div class=\"box warn\" role=\"alert\"><b>Warnings ({}).</b><ul>",
+            x.banner.len() + a.warnings.len()
+        );
+        for w in x.banner.iter().chain(&a.warnings) {
+            let _ = write!(o, "<li>{}</li>", esc(w));
+        }
+        o.push_str("</ul></div>");
+    }
+}
+
+fn summary(o: &mut String, a: &Analysis) -> Result<()> {
+    o.push_str("<h2 id=\"summary\">Summary</h2>");
+    let _ = write!(
+        o,
+        "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
+         (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
+         Holm correction over {} comparisons and a CI that excludes 1&times;. \
+         <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise. Largest changes first.</p>",
+        esc(&a.baseline),
+        a.confidence * 100.0,
+        a.resamples,
+        a.alpha,
+        a.n_comparisons
+    );
+    let rows = forest::rows(a);
+    if rows.is_empty() {
+        o.push_str("<p>No comparison has a ratio to plot.</p>");
+    } else {
+        let band = forest::noise_band(&rows);
+        let xr = forest::x_range(&rows, band);
+        let n_sig = rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse))
+            .count();
+        for (k, chunk) in rows.chunks(FOREST_CHUNK).enumerate() {
+            let svg = forest::draw(chunk, xr, band, FOREST_WIDTH)?;
+            let alt = format!(
+                "Forest plot{}: {} comparisons, {} beyond noise. The same numbers are in the table below.",
+                if rows.len() > FOREST_CHUNK { format!(" part {}", k + 1) } else { String::new() },
+                chunk.len(),
+                chunk.iter().filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse)).count()
+            );
+            figure(o, &[svg], &alt, "");
+        }
+        let _ = write!(
+            o,
+            "<p>{} of {} comparisons are beyond noise.{}</p>",
+            n_sig,
+            rows.len(),
+            band.map(|b| format!(
+                " Grey band: ratios within &times;{:.3}&ndash;{:.3}, the median CI half-width of this report.",
+                1.0 / b,
+                b
+            ))
+            .unwrap_or_default()
+        );
+    }
+    // The table is the text alternative of the forest plot, in the same order.
+    o.push_str("<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
+        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p (Holm)</th><th class=\"l\">verdict</th>\
+        </tr></thead><tbody>");
+    let mut all: Vec<(&MetricAnalysis, &Comparison)> = a
+        .metrics
+        .iter()
+        .flat_map(|m| m.comparisons.iter().map(move |c| (m, c)))
+        .collect();
+    all.sort_by(|x, y| {
+        let k = |c: &Comparison| {
+            c.delta_mean_pct
+                .map(|d| (1.0 + d / 100.0).max(1e-300).ln().abs())
+                .unwrap_or(-1.0)
+        };
+        k(y.1).total_cmp(&k(x.1))
+    });
+    for (m, c) in all {
+        let _ = write!(
+            o,
+            "<tr class=\"{}\"><td class=\"l\">{}/{} ({})</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l v\">{}</td></tr>",
+            verdict_class(c.verdict),
+            esc(&m.workload),
+            esc(&m.spec.name),
+            esc(&m.spec.unit),
+            esc(&c.config),
+            delta_text(c),
+            ci_text(c),
+            c.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into()),
+            esc(&verdict_text(c))
+        );
+    }
+    o.push_str("</tbody></table></div></details>");
+    Ok(())
+}
+
+fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
+    o.push_str("<h2 id=\"metrics\">Samples per metric</h2>");
+    let _ = write!(
+        o,
+        "<p>Left: every run's value per config (one value per run: the median of its samples), with the median \
+         (black bar) and its 95% order-statistic CI (thick vertical bar); above {} values the configs are drawn as \
+         violins (kernel density). Right: the same values in execution order, so drift shows as a slope.</p>{}",
+        samples::STRIP_MAX_POINTS,
+        legend(&a.configs)
+    );
+    // Each metric's section is independent: draw them on all cores, then
+    // join in order.
+    use rayon::prelude::*;
+    let sections: Vec<Result<String>> = a
+        .metrics
+        .par_iter()
+        .map(|m| metric_section(data, a, m))
+        .collect();
+    let mut last_w = "";
+    for (m, sec) in a.metrics.iter().zip(sections) {
+        if m.workload != last_w {
+            let _ = write!(o, "<h3>{}</h3>", esc(&m.workload));
+            last_w = &m.workload;
+        }
+        o.push_str(&sec?);
+    }
+    Ok(())
+}
+
+fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Result<String> {
+    let mut section = String::with_capacity(8192);
+    let o = &mut section;
+    {
+        let _ = write!(
+            o,
+            "<h4>{} <small>({}, {} is better)</small></h4>",
+            esc(&m.spec.name),
+            esc(&m.spec.unit),
+            m.spec.direction.as_str()
+        );
+        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th><th>median</th>\
+            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>");
+        for (ci, cell) in m.cells.iter().enumerate() {
+            let mut sorted = cell.values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let mci = samples::median_ci(&sorted)
+                .map(|(l, h)| format!("[{}, {}]", fmt_num(l), fmt_num(h)))
+                .unwrap_or_else(|| "-".into());
+            let (med, mean) = cell
+                .summary
+                .as_ref()
+                .map(|s| (fmt_num(s.median), fmt_num(s.mean)))
+                .unwrap_or_else(|| ("-".into(), "-".into()));
+            let (class, d, c, v) = if ci == 0 {
+                ("base", "baseline".to_string(), String::new(), String::new())
+            } else {
+                let cmp = &m.comparisons[ci - 1];
+                (
+                    verdict_class(cmp.verdict),
+                    delta_text(cmp),
+                    ci_text(cmp),
+                    verdict_text(cmp),
+                )
+            };
+            let _ = write!(
+                o,
+                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td><td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
+                plot::css_color(ci),
+                plot::marker_glyph(ci),
+                esc(&cell.config),
+                cell.values.len(),
+                esc(&v)
+            );
+        }
+        o.push_str("</tbody></table></div>");
+        let values: Vec<Vec<f64>> = m.cells.iter().map(|c| c.values.clone()).collect();
+        let svg = samples::metric_plot(
+            &a.configs,
+            &values,
+            &run_sequence(data, &a.configs, m),
+            &m.spec.unit,
+            2 * PLOT_WIDTH,
+        )?;
+        // The table above holds the numbers; the label says what the picture shows.
+        let short = format!(
+            "{}: each run's value per config (left) and in run order (right); numbers in the table above",
+            m.spec.name
+        );
+        figure(o, &[svg], &short, "");
+    }
+    Ok(section)
+}
+
+fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
+    if x.series.is_empty() {
+        return Ok(());
+    }
+    o.push_str("<h2 id=\"series\">Time series</h2>");
+    let _ = write!(
+        o,
+        "<p>Monitors and per-interval workload output, one line per run (at most {} runs per config), coloured by config.</p>{}",
+        lines::MAX_RUNS_PER_CONFIG,
+        legend(&a.configs)
+    );
+    let mut groups: BTreeMap<(&str, &str), Vec<&SeriesEntry>> = BTreeMap::new();
+    for s in &x.series {
+        groups
+            .entry((s.1.as_str(), s.2.name.as_str()))
+            .or_default()
+            .push(s);
+    }
+    for ((w, name), recs) in groups {
+        let per: Vec<Vec<&crate::store::SeriesRecord>> = a
+            .configs
+            .iter()
+            .map(|c| recs.iter().filter(|r| r.0 == *c).map(|r| &r.2).collect())
+            .collect();
+        let unit = recs.first().map(|r| r.2.unit.clone()).unwrap_or_default();
+        let _ = write!(
+            o,
+            "<h4>{} / {} <small>({})</small></h4>",
+            esc(w),
+            esc(name),
+            esc(&unit)
+        );
+        let svg = lines::time_series(&per, &unit, 2 * PLOT_WIDTH)?;
+        let mut alt = format!("Time series {name} of {w}:");
+        for (c, runs) in a.configs.iter().zip(&per) {
+            let all: Vec<f64> = runs.iter().flat_map(|r| r.v.iter().copied()).collect();
+            if let Some(s) = crate::stats::summary::summarize(&all) {
+                let _ = write!(
+                    alt,
+                    " {c}: {} runs, values {}..{}, mean {};",
+                    runs.len(),
+                    fmt_num(s.min),
+                    fmt_num(s.max),
+                    fmt_num(s.mean)
+                );
+            }
+        }
+        let cap = esc(&alt);
+        figure(o, &[svg], &alt, &cap);
+    }
+    Ok(())
+}
+
+/// Quantities of the transport workload (`builtin = "transport"`, see
+/// docs/transport.md): metric suffix and axis title.
+const TRANSPORT_QUANTITIES: &[(&str, &str)] = &[
+    ("mb_per_s", "MB/s"),
+    ("dropped", "records dropped"),
+    ("cpu_ns_per_record", "CPU ns per record"),
+];
+
+/// Transport sweeps: metrics named `<transport>.mb_per_s` (with
+/// `.dropped`, `.cpu_ns_per_record`) mark a transport workload. With
+/// several such workloads (one per volume, in plan order) the x axis is the
+/// workload and each line a transport (per config when there are several);
+/// with one, the x axis is the config. The value is the median per cell.
+fn sweeps(o: &mut String, a: &Analysis) -> Result<()> {
+    let mut workloads: Vec<&str> = Vec::new();
+    let mut transports: BTreeSet<&str> = BTreeSet::new();
+    for m in &a.metrics {
+        if let Some(t) = m.spec.name.strip_suffix(".mb_per_s") {
+            transports.insert(t);
+            if !workloads.contains(&m.workload.as_str()) {
+                workloads.push(&m.workload);
+            }
+        }
+    }
+    if workloads.is_empty() {
+        return Ok(());
+    }
+    o.push_str("<h2 id=\"sweeps\">Transport sweeps</h2>");
+    let by_workload = workloads.len() > 1;
+    let median = |w: &str, name: &str, ci: usize| {
+        a.metrics
+            .iter()
+            .find(|m| m.workload == w && m.spec.name == name)
+            .and_then(|m| m.cells[ci].summary.as_ref().map(|s| s.median))
+    };
+    let (categories, what_x): (Vec<String>, &str) = if by_workload {
+        (
+            workloads.iter().map(|w| w.to_string()).collect(),
+            "workload",
+        )
+    } else {
+        (a.configs.clone(), "config")
+    };
+    let _ = write!(
+        o,
+        "<p>Median per {what_x}{}.</p>",
+        if by_workload {
+            " (one workload per volume, in plan order)"
+        } else {
+            ""
+        }
+    );
+    for (suffix, what) in TRANSPORT_QUANTITIES {
+        let mut lines: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+        for t in &transports {
+            let name = format!("{t}.{suffix}");
+            if by_workload {
+                for (ci, c) in a.configs.iter().enumerate() {
+                    let vals: Vec<Option<f64>> =
+                        workloads.iter().map(|w| median(w, &name, ci)).collect();
+                    let title = if a.configs.len() > 1 {
+                        format!("{t} [{c}]")
+                    } else {
+                        t.to_string()
+                    };
+                    lines.push((title, vals));
+                }
+            } else {
+                let vals: Vec<Option<f64>> = (0..a.configs.len())
+                    .map(|ci| median(workloads[0], &name, ci))
+                    .collect();
+                lines.push((t.to_string(), vals));
+            }
+        }
+        lines.retain(|l| l.1.iter().any(Option::is_some));
+        if lines.is_empty() {
+            continue;
+        }
+        let mut alt = format!("{what} per transport against {what_x}:");
+        let mut leg = String::from("<p class=\"legend\">");
+        for (li, (t, vals)) in lines.iter().enumerate() {
+            let _ = write!(
+                leg,
+                "<span><b style=\"color:{}\">{}</b> {}</span>",
+                plot::css_color(li),
+                plot::marker_glyph(li),
+                esc(t)
+            );
+            let _ = write!(alt, " {t}:");
+            for (c, v) in categories.iter().zip(vals) {
+                let _ = write!(alt, " {c}={}", v.map(fmt_num).unwrap_or_else(|| "-".into()));
+            }
+            alt.push(';');
+        }
+        leg.push_str("</p>");
+        let _ = write!(o, "<h4>{what}</h4>{leg}");
+        let svg = lines::sweep(&categories, &lines, what, 2 * PLOT_WIDTH)?;
+        let cap = esc(&alt);
+        figure(o, &[svg], &alt, &cap);
+    }
+    Ok(())
+}
+
+fn environment(o: &mut String, x: &Extras) {
+    o.push_str("<h2 id=\"environment\">Environment</h2>");
+    if x.sources.is_empty() {
+        return;
+    }
+    let mut keys: BTreeSet<&str> = BTreeSet::new();
+    for s in &x.sources {
+        keys.extend(s.info.fingerprint.keys().map(String::as_str));
+    }
+    if x.sources.len() > 1 {
+        o.push_str("<p>Rows marked &ne; (highlighted) differ between the experiments.</p>");
+    }
+    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">key</th>");
+    for s in &x.sources {
+        let _ = write!(o, "<th class=\"l\">{} (#{})</th>", esc(&s.title), s.info.id);
+    }
+    o.push_str("</tr></thead><tbody>");
+    for k in keys {
+        let vals: Vec<&str> = x
+            .sources
+            .iter()
+            .map(|s| s.info.fingerprint.get(k).map(String::as_str).unwrap_or("-"))
+            .collect();
+        let differs = vals.iter().any(|v| *v != vals[0])
+            && !crate::monitor::fingerprint::VOLATILE_KEYS.contains(&k);
+        let _ = write!(
+            o,
+            "<tr{}><td class=\"l\">{}</td>",
+            if differs { " class=\"diff\"" } else { "" },
+            esc(k)
+        );
+        for v in vals {
+            let _ = write!(o, "<td class=\"l\">{}</td>", esc(v));
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div>");
+    for s in &x.sources {
+        let _ = write!(
+            o,
+            "<details><summary>Plan of {} (#{}, {}, seed {}, {} order)</summary><pre>{}</pre></details>",
+            esc(&s.title),
+            s.info.id,
+            esc(&s.info.plan_source),
+            s.info.seed,
+            esc(&s.info.order),
+            esc(&s.info.plan_text)
+        );
+    }
+}
+
+fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {
+    let _ = x;
+    o.push_str("<h2 id=\"runs\">Runs</h2>");
+    let workloads: Vec<&String> = {
+        let mut w: Vec<&String> = Vec::new();
+        for r in &data.runs {
+            if !w.contains(&&r.workload) {
+                w.push(&r.workload);
+            }
+        }
+        w
+    };
+    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th>");
+    for w in &workloads {
+        let _ = write!(o, "<th>{}</th>", esc(w));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for c in &a.configs {
+        let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(c));
+        for w in &workloads {
+            let of = |ok: bool, warm: bool| {
+                data.runs
+                    .iter()
+                    .filter(|r| {
+                        r.config == *c
+                            && r.workload == **w
+                            && r.warmup == warm
+                            && (r.status == "ok") == ok
+                    })
+                    .count()
+            };
+            let (ok, failed, warm) = (
+                of(true, false),
+                of(false, false),
+                of(true, true) + of(false, true),
+            );
+            let _ = write!(
+                o,
+                "<td>{ok} ok{}{}</td>",
+                if failed > 0 {
+                    format!(", <b>{failed} failed</b>")
+                } else {
+                    String::new()
+                },
+                if warm > 0 {
+                    format!(", {warm} warm-up")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div>");
+    if !a.failed.is_empty() {
+        let _ = write!(
+            o,
+            "<h3>Failed runs ({}), never used as samples</h3>",
+            a.failed.len()
+        );
+        for f in &a.failed {
+            let _ = write!(
+                o,
+                "<p>block {}{} <b>{}/{}</b>: {}</p>",
+                f.block,
+                if f.warmup { " (warm-up)" } else { "" },
+                esc(&f.config),
+                esc(&f.workload),
+                esc(&f.reason)
+            );
+            if !f.stderr_tail.trim().is_empty() {
+                let _ = write!(o, "<pre>{}</pre>", esc(&f.stderr_tail));
+            }
+        }
+    }
+    if !a.events.is_empty() {
+        o.push_str("<h3>Events</h3><ul>");
+        for e in &a.events {
+            let _ = write!(
+                o,
+                "<li>{} {}: {}</li>",
+                esc(&e.at),
+                esc(&e.kind),
+                esc(&e.message)
+            );
+        }
+        o.push_str("</ul>");
+    }
+    if !x.banner.is_empty() || !a.warnings.is_empty() {
+        o.push_str("<h3>Warnings</h3><ul>");
+        for w in x.banner.iter().chain(&a.warnings) {
+            let _ = write!(o, "<li>{}</li>", esc(w));
+        }
+        o.push_str("</ul>");
+    }
+}

@@ -1,0 +1,158 @@
+//! Shared pieces of the plots: the palette, fonts, and error mapping.
+//!
+//! Every plot is drawn by plotters' SVG backend into a string; nothing here
+//! builds SVG by hand.
+
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Config colours: the Okabe-Ito palette reordered so that neighbours differ
+/// in lightness as well as hue (baseline near-black, then light, mid, ...),
+/// which keeps them apart in greyscale print. Each config also has its own
+/// marker shape (see [`marker`]), the second channel for greyscale.
+const PALETTE: &[(u8, u8, u8)] = &[
+    (0x1a, 0x1a, 0x1a), // near-black, L* ~ 9
+    (0xe6, 0x9f, 0x00), // orange, L* ~ 72
+    (0x00, 0x72, 0xb2), // blue, L* ~ 46
+    (0x56, 0xb4, 0xe9), // sky blue, L* ~ 70
+    (0xd5, 0x5e, 0x00), // vermillion, L* ~ 56
+    (0xcc, 0x79, 0xa7), // purple, L* ~ 62
+    (0x00, 0x9e, 0x73), // green, L* ~ 58
+];
+
+pub fn color(i: usize) -> RGBColor {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    RGBColor(r, g, b)
+}
+
+/// CSS form of a config colour, for legends outside the SVG.
+pub fn css_color(i: usize) -> String {
+    let (r, g, b) = PALETTE[i % PALETTE.len()];
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// The marker of config `i`: circle, triangle, square, cross, repeating.
+#[derive(Clone, Copy)]
+pub enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Cross,
+}
+
+pub fn marker(i: usize) -> Marker {
+    [
+        Marker::Circle,
+        Marker::Triangle,
+        Marker::Square,
+        Marker::Cross,
+    ][i % 4]
+}
+
+/// The Unicode glyph of a marker, for HTML legends.
+pub fn marker_glyph(i: usize) -> &'static str {
+    match marker(i) {
+        Marker::Circle => "\u{25cf}",
+        Marker::Triangle => "\u{25b2}",
+        Marker::Square => "\u{25a0}",
+        Marker::Cross => "\u{2716}",
+    }
+}
+
+/// Draw config `i`'s markers at `pts`.
+pub fn draw_markers<DB, X, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    i: usize,
+    pts: &[(f64, f64)],
+    size: i32,
+    style: ShapeStyle,
+) -> anyhow::Result<()>
+where
+    DB: DrawingBackend,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    let p = pts.iter().copied();
+    match marker(i) {
+        Marker::Circle => chart
+            .draw_series(p.map(|c| Circle::new(c, size, style)))
+            .map(|_| ()),
+        Marker::Triangle => chart
+            .draw_series(p.map(|c| TriangleMarker::new(c, size + 1, style)))
+            .map(|_| ()),
+        Marker::Square => chart
+            .draw_series(p.map(|c| {
+                EmptyElement::at(c) + Rectangle::new([(-size, -size), (size, size)], style)
+            }))
+            .map(|_| ()),
+        Marker::Cross => chart
+            .draw_series(p.map(|c| Cross::new(c, size, style)))
+            .map(|_| ()),
+    }
+    .map_err(err)
+}
+
+/// Plotters errors carry the backend's error type; the report only needs the text.
+pub fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("drawing a plot: {e:?}")
+}
+
+/// A font of `size` SVG pixels (plotters writes font-size = size / 1.24).
+pub fn font(size: u32) -> TextStyle<'static> {
+    ("sans-serif", size as f64 * 1.24).into_font().color(&BLACK)
+}
+
+pub fn font_anchored(size: u32, h: HPos) -> TextStyle<'static> {
+    font(size).pos(Pos::new(h, VPos::Center))
+}
+
+/// Rough width of `s` in pixels at `size` (plotters' naive font metric is
+/// similar): used to size label areas and to clip long names.
+pub fn text_width(s: &str, size: u32) -> u32 {
+    (s.chars().count() as f64 * size as f64 * 0.55).ceil() as u32
+}
+
+/// Clip `s` to at most `max` characters, marking the cut with an ellipsis.
+pub fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('\u{2026}');
+        t
+    }
+}
+
+/// Short number for axis ticks.
+pub fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e6).contains(&a) {
+        format!("{v:.2e}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Padded [lo, hi] of finite values (a flat set gets +-5% or +-1).
+pub fn padded_range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in vals.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return None;
+    }
+    if hi - lo <= f64::EPSILON * hi.abs().max(1.0) {
+        let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
+        return Some((lo - d, hi + d));
+    }
+    let pad = (hi - lo) * 0.06;
+    Some((lo - pad, hi + pad))
+}
