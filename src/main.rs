@@ -122,6 +122,17 @@ struct ExecArgs {
     /// Scaled-down plan: the plan's [quick] settings and built-ins' quick mode.
     #[arg(long)]
     quick: bool,
+    /// Adaptive stopping: add randomized blocks until every ratio CI is
+    /// narrower than this, e.g. ci=1% (starts with 5 runs per cell).
+    #[arg(long, value_parser = parse_until)]
+    until: Option<f64>,
+    /// With --until: the most runs per cell.
+    #[arg(long)]
+    max_runs: Option<u32>,
+    /// With --until: only this metric (METRIC or WORKLOAD/METRIC) must reach
+    /// the target; repeat for several. Default: every compared metric.
+    #[arg(long = "until-metric")]
+    until_metrics: Vec<String>,
     /// Label the experiment (e.g. the kernel under test), for comparisons across reboots.
     #[arg(long)]
     label: Option<String>,
@@ -202,6 +213,14 @@ struct ReportArgs {
     flags: ReportFlags,
 }
 
+/// "ci=1%" -> 0.01.
+fn parse_until(s: &str) -> Result<f64, String> {
+    let Some(v) = s.strip_prefix("ci=") else {
+        return Err(format!("'{s}': expected ci=WIDTH, e.g. ci=1%"));
+    };
+    parse_percent(v)
+}
+
 /// "1%" or "1" -> 0.01.
 fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
@@ -226,6 +245,9 @@ fn overrides(e: &ExecArgs) -> Overrides {
         seed: e.seed,
         order: e.order,
         quick: e.quick,
+        until_ci: e.until,
+        max_runs: e.max_runs,
+        until_metrics: e.until_metrics.clone(),
     }
 }
 

@@ -59,6 +59,9 @@ struct RawQuick {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     name: Spanned<String>,
+    /// Monitors only this config runs (on top of the plan's), e.g. to
+    /// measure what monitoring itself costs.
+    monitors: Option<Vec<Spanned<String>>>,
     setup: Option<Spanned<String>>,
     teardown: Option<Spanned<String>>,
     env: Option<BTreeMap<String, Spanned<toml::Value>>>,
@@ -206,6 +209,18 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         }
         runs = r;
     }
+    if ov.until_ci.is_some() {
+        if ov.runs.is_some() {
+            return Err("--until and --runs contradict each other: --until decides the runs (bound them with --max-runs)".into());
+        }
+        let max = ov.max_runs.unwrap_or(ADAPTIVE_MAX_RUNS);
+        if max < 2 {
+            return Err(format!("--max-runs must be at least 2, got {max}"));
+        }
+        runs = ADAPTIVE_MIN_RUNS.min(max);
+    } else if ov.max_runs.is_some() {
+        return Err("--max-runs goes with --until".into());
+    }
     if let Some(w) = ov.warmup {
         warmup = w;
     }
@@ -222,6 +237,9 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         })?,
         (None, None) => Order::RandomBlocks,
     };
+    if ov.until_ci.is_some() && order != Order::RandomBlocks {
+        return Err("--until needs random-blocks order: blocks are added one at a time".into());
+    }
     let seed = match (ov.seed, &raw.seed) {
         (Some(s), _) => s,
         (None, Some(s)) => {
@@ -380,8 +398,23 @@ fn build_config(
             });
         }
     }
+    let mut monitors = Vec::new();
+    for m in rc.monitors.iter().flatten() {
+        if !crate::monitor::NAMES.contains(&m.get_ref().as_str()) {
+            return Err(origin.at(
+                m.span().start,
+                format!(
+                    "unknown monitor '{}'; known monitors: {}",
+                    m.get_ref(),
+                    crate::monitor::NAMES.join(", ")
+                ),
+            ));
+        }
+        monitors.push(m.get_ref().clone());
+    }
     Ok(ConfigDef {
         name,
+        monitors,
         setup: rc.setup.as_ref().map(|s| s.get_ref().clone()),
         teardown: rc.teardown.as_ref().map(|s| s.get_ref().clone()),
         env,

@@ -77,6 +77,8 @@ pub struct KindDecl {
 #[derive(Clone, Debug)]
 pub struct ConfigDef {
     pub name: String,
+    /// Monitors this config runs in addition to the plan's.
+    pub monitors: Vec<String>,
     pub setup: Option<String>,
     pub teardown: Option<String>,
     pub env: Vec<(String, String)>,
@@ -87,13 +89,27 @@ pub struct ConfigDef {
 /// What the CLI may override in a plan; stored with the experiment so that
 /// `--resume` rebuilds exactly the same schedule.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Overrides {
     pub runs: Option<u32>,
     pub warmup: Option<u32>,
     pub seed: Option<u64>,
     pub order: Option<Order>,
     pub quick: bool,
+    /// Adaptive stopping: add blocks until every ratio CI is narrower than
+    /// this (a fraction: 0.01 for `--until ci=1%`).
+    pub until_ci: Option<f64>,
+    /// With `until_ci`: the most measured runs per cell.
+    pub max_runs: Option<u32>,
+    /// With `until_ci`: only these metrics (`METRIC` or `WORKLOAD/METRIC`)
+    /// must reach the target; empty means every compared metric.
+    pub until_metrics: Vec<String>,
 }
+
+/// Measured blocks an adaptive experiment runs before its first check.
+pub const ADAPTIVE_MIN_RUNS: u32 = 5;
+/// Default `--max-runs` for adaptive experiments.
+pub const ADAPTIVE_MAX_RUNS: u32 = 50;
 
 #[derive(Clone, Debug)]
 pub struct Plan {

@@ -147,10 +147,27 @@ pub fn header(a: &Analysis) -> String {
         f("thp"),
         f("loadavg_at_start")
     );
+    let counts: Vec<usize> = a
+        .metrics
+        .iter()
+        .flat_map(|m| m.cells.iter().map(|c| c.values.len()))
+        .collect();
+    let (lo, hi) = (
+        counts.iter().copied().min().unwrap_or(0),
+        counts.iter().copied().max().unwrap_or(0),
+    );
+    let per_cell = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}-{hi}")
+    };
+    let adaptive = match i.overrides.until_ci {
+        Some(t) => format!(" (adaptive: until every CI < {}%)", t * 100.0),
+        None => String::new(),
+    };
     let _ = writeln!(
         h,
-        "runs: {} per cell{}, {} order, seed {}; {} ok, {} failed",
-        i.runs_per_cell,
+        "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {} ok, {} failed",
         if i.warmup > 0 {
             format!(" + {} warm-up", i.warmup)
         } else {

@@ -36,6 +36,8 @@ pub struct Prepared {
     workloads: Vec<(WorkloadDef, Box<dyn Workload>)>,
     configs: Vec<ConfigRuntime>,
     monitors: Vec<Box<dyn Monitor>>,
+    /// Monitors of one config only, by config index.
+    config_monitors: Vec<Vec<Box<dyn Monitor>>>,
     journal: JournalHandle,
     scratch: tempfile::TempDir,
 }
@@ -134,6 +136,22 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
             Err(e) => problems.push(e),
         }
     }
+    let mut config_monitors = Vec::new();
+    for c in &plan.configs {
+        let mut ms = Vec::new();
+        for name in &c.monitors {
+            match crate::monitor::build(name, plan.monitor_interval) {
+                Ok(m) => {
+                    for p in m.preflight() {
+                        problems.push(format!("config '{}', monitor '{name}': {p}", c.name));
+                    }
+                    ms.push(m)
+                }
+                Err(e) => problems.push(e),
+            }
+        }
+        config_monitors.push(ms);
+    }
     if !problems.is_empty() {
         return Err(bad(problems.join("\n")));
     }
@@ -142,6 +160,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         workloads,
         configs,
         monitors,
+        config_monitors,
         journal,
         scratch,
     })
@@ -215,6 +234,67 @@ fn self_peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// The adaptive stopping rule, a precision rule: stop when every defined
+/// ratio CI (every metric, every config against the baseline) is narrower
+/// than `target` (as a fraction of the baseline mean). It looks only at the
+/// widths, never at whether a difference is significant, so stopping does
+/// not bias the tests (a "stop when significant" rule would). Uses 2,000
+/// resamples per check; the final report uses the full count.
+fn precision_check(
+    store: &Store,
+    exp: i64,
+    target: f64,
+    only: &[String],
+) -> Result<(bool, String)> {
+    let data = store.load(exp)?;
+    let opts = crate::report::analysis::Options {
+        resamples: 2000,
+        ..Default::default()
+    };
+    let a = crate::report::analysis::analyze(&data, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let mut widest: Option<(f64, String)> = None;
+    let mut undefined = 0usize;
+    let wanted = |workload: &str, metric: &str| {
+        only.is_empty()
+            || only
+                .iter()
+                .any(|o| o == metric || *o == format!("{workload}/{metric}"))
+    };
+    for m in a
+        .metrics
+        .iter()
+        .filter(|m| wanted(&m.workload, &m.spec.name))
+    {
+        for c in &m.comparisons {
+            match c.ratio_ci {
+                Some((lo, hi)) => {
+                    let w = hi - lo;
+                    if widest.as_ref().is_none_or(|(x, _)| w > *x) {
+                        widest = Some((w, format!("{}/{} {}", m.workload, m.spec.name, c.config)));
+                    }
+                }
+                None => undefined += 1,
+            }
+        }
+    }
+    Ok(match widest {
+        None => (false, "no confidence interval defined yet".into()),
+        Some((w, what)) => (
+            w <= target,
+            format!(
+                "widest 95% CI of a ratio {:.2}% ({what}), target {:.2}%{}",
+                100.0 * w,
+                100.0 * target,
+                if undefined > 0 {
+                    format!("; {undefined} comparisons without a CI not counted")
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+    })
+}
+
 /// Crash recovery for `--resume`: if the store says a config was entered
 /// when the previous sysdelta died, run that config's shell teardown now.
 pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result<Option<String>> {
@@ -259,10 +339,23 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         plan.seed,
     );
     let done: HashSet<(u32, u32)> = store.done_slots(exp)?;
+    let mut next_block = slots
+        .iter()
+        .map(|s| s.block + 1)
+        .chain(done.iter().map(|d| d.0 + 1))
+        .max()
+        .unwrap_or(0);
     let todo: Vec<Slot> = slots
         .into_iter()
         .filter(|s| !done.contains(&(s.block, s.seq)))
         .collect();
+    let adaptive = plan.overrides.until_ci.map(|target| {
+        let max = plan
+            .overrides
+            .max_runs
+            .unwrap_or(crate::plan::ADAPTIVE_MAX_RUNS);
+        (target, plan.warmup + max)
+    });
 
     let kind_metrics: Vec<MetricSpec> = p
         .configs
@@ -280,7 +373,12 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
-    let mut progress = Progress::new(todo.len() as u64, opts.quiet);
+    let total = match adaptive {
+        Some((_, max_blocks)) => (max_blocks as usize * plan.configs.len() * plan.workloads.len())
+            .saturating_sub(done.len()),
+        None => todo.len(),
+    };
+    let mut progress = Progress::new(total as u64, opts.quiet);
     let mut current: Option<usize> = None;
     let mut runs_done = 0usize;
     let mut runs_failed = 0usize;
@@ -297,7 +395,48 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             let mut k = ShellKind::new(Some(setup.clone()), None, env, None, p.scratch.path());
             k.enter().context("plan setup")?;
         }
-        for slot in &todo {
+        let mut queue: std::collections::VecDeque<Slot> = todo.into();
+        loop {
+            if queue.is_empty() {
+                // Adaptive stopping: check precision, then add one block.
+                let Some((target, max_blocks)) = adaptive else {
+                    break;
+                };
+                if opts.cancel.load(Ordering::SeqCst) {
+                    break;
+                }
+                let (reached, why) =
+                    precision_check(store, exp, target, &plan.overrides.until_metrics)?;
+                if reached || next_block >= max_blocks {
+                    let msg = if reached {
+                        format!(
+                            "stopped after {} measured runs per cell: {why}",
+                            next_block - plan.warmup
+                        )
+                    } else {
+                        format!(
+                            "stopped at --max-runs ({} per cell) before the target: {why}",
+                            next_block - plan.warmup
+                        )
+                    };
+                    store.add_event(exp, "stop", &msg)?;
+                    progress.note(&msg);
+                    break;
+                }
+                let cells = plan.configs.len() * plan.workloads.len();
+                let b = next_block;
+                next_block += 1;
+                queue.extend(schedule::random_block(
+                    plan.configs.len(),
+                    plan.workloads.len(),
+                    plan.seed,
+                    b,
+                    b < plan.warmup,
+                ));
+                debug_assert_eq!(queue.len(), cells);
+            }
+            let Some(slot) = queue.pop_front() else { break };
+            let slot = &slot;
             if opts.cancel.load(Ordering::SeqCst) {
                 break;
             }
@@ -349,13 +488,21 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                         },
                         Ok(()) => {
                             let mut monitor_errors = Vec::new();
-                            for m in p.monitors.iter_mut() {
+                            for m in p
+                                .monitors
+                                .iter_mut()
+                                .chain(p.config_monitors[slot.config].iter_mut())
+                            {
                                 if let Err(e) = m.start() {
                                     monitor_errors.push(format!("monitor '{}': {e:#}", m.name()));
                                 }
                             }
                             let out = workload.run(&ctx);
-                            for m in p.monitors.iter_mut() {
+                            for m in p
+                                .monitors
+                                .iter_mut()
+                                .chain(p.config_monitors[slot.config].iter_mut())
+                            {
                                 match m.stop() {
                                     Ok(d) => monitor_data.push(d),
                                     Err(e) => monitor_errors
