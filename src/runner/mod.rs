@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 
 use std::path::{Path, PathBuf};
 
-use crate::config::journal::{Journal, JournalHandle};
+use crate::config::journal::{Journal, JournalHandle, UndoAction};
 use crate::config::kind::ConfigKind;
 use crate::config::runtime::ConfigRuntime;
 use crate::config::shell::ShellKind;
@@ -39,7 +39,21 @@ pub struct Prepared {
     /// Monitors of one config only, by config index.
     config_monitors: Vec<Vec<Box<dyn Monitor>>>,
     journal: JournalHandle,
+    /// The journal entry that removes `scratch` after a crash.
+    scratch_entry: u64,
     scratch: tempfile::TempDir,
+}
+
+impl Drop for Prepared {
+    /// The scratch directory goes with `self.scratch` right after this; its
+    /// journal entry is no longer needed.
+    fn drop(&mut self) {
+        let _ = self
+            .journal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .done(self.scratch_entry);
+    }
 }
 
 /// The state journal of a store: `<store>.journal`, next to it.
@@ -84,6 +98,18 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
                 std::env::temp_dir().display()
             ))
         })?;
+    // A SIGKILL must not leave the scratch directory (and what workloads
+    // generated in it) behind: `sysdelta restore` removes it.
+    let scratch_entry = journal
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .record_all(
+            "scratch",
+            vec![UndoAction::RemovePath {
+                path: scratch.path().to_path_buf(),
+                recursive: true,
+            }],
+        )?[0];
     let mut problems = Vec::new();
     let mut workloads = Vec::new();
     let ctx = registry::BuildContext {
@@ -153,6 +179,10 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         config_monitors.push(ms);
     }
     if !problems.is_empty() {
+        let _ = journal
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .done(scratch_entry);
         return Err(bad(problems.join("\n")));
     }
     Ok(Prepared {
@@ -162,6 +192,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         monitors,
         config_monitors,
         journal,
+        scratch_entry,
         scratch,
     })
 }
