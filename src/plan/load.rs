@@ -15,18 +15,6 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_RUNS: u32 = 10;
 const DEFAULT_SEED: u64 = 1;
 
-/// Names accepted as built-in config kinds inside a `[[config]]` table.
-pub const CONFIG_KIND_KEYS: &[&str] = &[
-    "ftrace",
-    "trace_reader",
-    "perf_record",
-    "blktrace",
-    "sysctl",
-    "cpus",
-    "memory_limit",
-    "swap",
-];
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawPlan {

@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use super::capture::Capture;
+use super::capture::{Capture, RunTotals};
 use super::trace_reader::{journal_outputs, leave_outputs};
 use super::{check, registry, tracefs, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
-use crate::metric::{Direction, MetricSpec};
+use crate::metric::MetricSpec;
 use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-blktrace";
@@ -255,34 +255,15 @@ impl ConfigKind for Blktrace {
     }
 
     fn before_run(&mut self) -> Result<()> {
-        match &mut self.capture {
-            Some(c) => c.start(),
-            None => Ok(()),
-        }
+        Capture::start_opt(&mut self.capture)
     }
 
     fn after_run(&mut self) -> Result<Vec<MetricSamples>> {
-        let Some(c) = &mut self.capture else {
-            return Ok(Vec::new());
-        };
-        let t = c.stop()?;
-        Ok(vec![
-            MetricSamples {
-                metric: "blktrace_bytes".into(),
-                values: vec![t.bytes as f64],
-            },
-            MetricSamples {
-                metric: "blktrace_events_lost".into(),
-                values: vec![t.lost as f64],
-            },
-        ])
+        Capture::stop_opt(&mut self.capture, "blktrace")
     }
 
     fn metrics(&self) -> Vec<MetricSpec> {
-        vec![
-            MetricSpec::new("blktrace_bytes", "bytes", Direction::Lower),
-            MetricSpec::new("blktrace_events_lost", "events", Direction::Lower),
-        ]
+        RunTotals::specs("blktrace")
     }
 
     fn leave(&mut self) -> Result<()> {

@@ -46,7 +46,51 @@ pub struct RunTotals {
     pub lost: u64,
 }
 
+impl RunTotals {
+    /// The run's metrics `<prefix>_bytes` and `<prefix>_events_lost`.
+    pub fn samples(&self, prefix: &str) -> Vec<crate::workload::MetricSamples> {
+        vec![
+            crate::workload::MetricSamples {
+                metric: format!("{prefix}_bytes"),
+                values: vec![self.bytes as f64],
+            },
+            crate::workload::MetricSamples {
+                metric: format!("{prefix}_events_lost"),
+                values: vec![self.lost as f64],
+            },
+        ]
+    }
+
+    /// The specs of the metrics [`RunTotals::samples`] reports.
+    pub fn specs(prefix: &str) -> Vec<crate::metric::MetricSpec> {
+        use crate::metric::{Direction, MetricSpec};
+        vec![
+            MetricSpec::new(&format!("{prefix}_bytes"), "bytes", Direction::Lower),
+            MetricSpec::new(&format!("{prefix}_events_lost"), "events", Direction::Lower),
+        ]
+    }
+}
+
 impl Capture {
+    /// Start the per-CPU readers of a capture, if it exists (before a run).
+    pub fn start_opt(c: &mut Option<Capture>) -> Result<()> {
+        match c {
+            Some(c) => c.start(),
+            None => Ok(()),
+        }
+    }
+
+    /// Stop the readers of a capture after a run; its metrics under `prefix`.
+    pub fn stop_opt(
+        c: &mut Option<Capture>,
+        prefix: &str,
+    ) -> Result<Vec<crate::workload::MetricSamples>> {
+        match c {
+            Some(c) => Ok(c.stop()?.samples(prefix)),
+            None => Ok(Vec::new()),
+        }
+    }
+
     pub fn new(dir: &Path, prefix: &str, clear: bool) -> Capture {
         Capture {
             dir: dir.to_path_buf(),

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::capture::Capture;
+use super::capture::{Capture, RunTotals};
 use super::{check, tracefs, value};
 use crate::config::journal::{EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
-use crate::metric::{Direction, MetricSpec};
+use crate::metric::MetricSpec;
 use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-trace";
@@ -119,34 +119,15 @@ impl ConfigKind for TraceReader {
     }
 
     fn before_run(&mut self) -> Result<()> {
-        match &mut self.capture {
-            Some(c) => c.start(),
-            None => Ok(()),
-        }
+        Capture::start_opt(&mut self.capture)
     }
 
     fn after_run(&mut self) -> Result<Vec<MetricSamples>> {
-        let Some(c) = &mut self.capture else {
-            return Ok(Vec::new());
-        };
-        let t = c.stop()?;
-        Ok(vec![
-            MetricSamples {
-                metric: "trace_bytes".into(),
-                values: vec![t.bytes as f64],
-            },
-            MetricSamples {
-                metric: "trace_events_lost".into(),
-                values: vec![t.lost as f64],
-            },
-        ])
+        Capture::stop_opt(&mut self.capture, "trace")
     }
 
     fn metrics(&self) -> Vec<MetricSpec> {
-        vec![
-            MetricSpec::new("trace_bytes", "bytes", Direction::Lower),
-            MetricSpec::new("trace_events_lost", "events", Direction::Lower),
-        ]
+        RunTotals::specs("trace")
     }
 
     fn leave(&mut self) -> Result<()> {
