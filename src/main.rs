@@ -316,6 +316,18 @@ fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     emit(&text, f.output.as_deref())
 }
 
+/// Take the store's exclusive lock (flock on the store file itself; SQLite's
+/// own locks are fcntl locks and independent of it), or say who has it.
+fn lock_store(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    let f = std::fs::File::open(path)?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
+        bad(format!(
+            "{}: in use by another running sysdelta; wait for it or stop it first",
+            path.display()
+        ))
+    })
+}
+
 /// Run a validated plan (new experiment, or the rest of `resume`).
 fn execute(
     store_path: &Path,
@@ -331,8 +343,11 @@ fn execute(
             )));
         }
     }
-    let mut prepared = runner::prepare(plan, store_path)?;
     let store = Store::open(store_path, true)?;
+    // One sysdelta per store at a time: the journal next to it and the
+    // run slots of an experiment belong to the process holding this lock.
+    let _lock = lock_store(store_path)?;
+    let mut prepared = runner::prepare(plan, store_path)?;
     let cancel = runner::signals::install()?;
     let id = match resume {
         Some(id) => {
@@ -379,15 +394,31 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Run(a) => {
             if let Some(r) = &a.resume {
+                let e = &a.exec;
+                let changes = [
+                    (e.runs.is_some(), "--runs"),
+                    (e.warmup.is_some(), "--warmup"),
+                    (e.seed.is_some(), "--seed"),
+                    (e.order.is_some(), "--order"),
+                    (e.quick, "--quick"),
+                    (e.until.is_some(), "--until"),
+                    (e.max_runs.is_some(), "--max-runs"),
+                    (!e.until_metrics.is_empty(), "--until-metric"),
+                    (e.label.is_some(), "--label"),
+                ];
+                if let Some((_, opt)) = changes.iter().find(|c| c.0) {
+                    return Err(bad(format!(
+                        "--resume finishes the experiment as it was planned; {opt} cannot change it"
+                    )));
+                }
                 let store = Store::open(&cli.store, false)?;
                 let id = store.resolve(r)?;
                 let info = store.info(id)?;
                 if info.status == "complete" {
                     return Err(bad(format!("experiment {id} is already complete")));
                 }
-                let mut ov = info.overrides.clone();
-                ov.quick |= a.exec.quick;
-                let plan = plan::parse(&info.plan_source, &info.plan_text, &ov).map_err(bad)?;
+                let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
+                    .map_err(bad)?;
                 drop(store);
                 return execute(&cli.store, plan, &a.exec, Some(id));
             }
@@ -502,6 +533,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Restore => {
+            let _lock = if cli.store.exists() {
+                Some(lock_store(&cli.store)?)
+            } else {
+                None
+            };
             let jpath = runner::journal_path(&cli.store);
             let mut j = sysdelta::config::journal::Journal::open(&jpath)?;
             let pending = j.pending();

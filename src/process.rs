@@ -19,6 +19,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Process group of the measured child in flight (0: none), so that an
+/// abort on the second signal can kill it before sysdelta exits.
+pub static CURRENT_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Kill the process group of the child in flight, if any.
+pub fn kill_current_group() {
+    let g = CURRENT_GROUP.load(Ordering::SeqCst);
+    if g > 0 {
+        // SAFETY: plain syscall on a process group we created.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
+    }
+}
+
 /// How many bytes of stderr are kept for the report of a failed run.
 pub const STDERR_TAIL_BYTES: usize = 4096;
 
@@ -186,6 +199,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     let mut child = cmd.spawn()?;
     drop(_affinity);
     let pid = child.id() as libc::pid_t;
+    CURRENT_GROUP.store(pid, Ordering::SeqCst);
     let stdout_pipe = child.stdout.take();
     let stderr_pipe = child.stderr.take().expect("stderr is piped");
     let deadline = spec.timeout.map(|t| start + t);
@@ -261,6 +275,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
                 stderr_tail,
             )
         });
+    CURRENT_GROUP.store(0, Ordering::SeqCst);
     // std's Child must not try to reap a pid we already reaped.
     std::mem::forget(child);
     if rc < 0 {

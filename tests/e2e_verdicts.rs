@@ -44,6 +44,55 @@ fn a_config_that_slows_the_workload_is_worse() {
     assert!(ci[0].as_f64().unwrap() > 1.0);
     // Every raw sample is in the JSON: 10 runs x 2 configs.
     assert_eq!(r["runs"].as_array().unwrap().len(), 20);
+    // Mail-ready: plain ASCII, no line over 80 columns, with every section.
+    let full = sb.run(&[
+        "report",
+        "last",
+        "--detail",
+        "--trim",
+        "1",
+        "--equivalence",
+        "7%",
+    ]);
+    let full = stdout(&full);
+    assert!(full.contains("Min val") && full.contains("equiv"), "{full}");
+    for line in full.lines() {
+        assert!(line.is_ascii(), "non-ASCII: {line}");
+        assert!(line.len() <= 80, "{} columns: {line}", line.len());
+    }
+}
+
+#[test]
+fn a_config_whose_setup_fails_never_yields_samples() {
+    // Each run of a config whose setup fails is a failed run, also the
+    // runs after the first (the config is entered afresh every time).
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-c",
+        "base=",
+        "-c",
+        "broken=export X=1; false",
+        "--runs",
+        "3",
+        "--order",
+        "sequential",
+        "--quiet",
+        "--format",
+        "json",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let broken: Vec<&serde_json::Value> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["config"] == "broken")
+        .collect();
+    assert_eq!(broken.len(), 3);
+    assert!(broken.iter().all(|x| x["status"] == "failed"), "{broken:?}");
 }
 
 #[test]

@@ -283,6 +283,18 @@ impl Journal {
         self.undo_list(selected)
     }
 
+    /// Undo the entries one owner made (e.g. "scratch"), newest first.
+    pub fn undo_owned_by(&mut self, owner: &str) -> Result<Vec<String>> {
+        let ids: Vec<EntryId> = self
+            .state
+            .entries
+            .iter()
+            .filter(|e| e.owner == owner)
+            .map(|e| e.id)
+            .collect();
+        self.undo_entries(&ids)
+    }
+
     /// Undo every pending entry, newest first. Returns one human line per
     /// action; entries whose undo fails stay in the journal and the error
     /// names them.

@@ -58,7 +58,14 @@ pub fn build(config_args: &[String], command: &[String], ov: &Overrides) -> Resu
         .iter()
         .map(|a| split_config_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
-    let cmd = command.join(" ");
+    // One argument is a shell command as written; several are words that
+    // must reach the program as they are (`-- sh -c 'x y' z`), so quote them.
+    let cmd = if command.len() == 1 {
+        command[0].clone()
+    } else {
+        shlex::try_join(command.iter().map(String::as_str))
+            .map_err(|e| format!("cannot quote the command for the shell: {e}"))?
+    };
     let text = plan_text(&configs, &cmd, "ab");
     super::load::parse("(ab)", &text, ov)
 }
@@ -82,6 +89,30 @@ mod tests {
         // The stored text is a plan that loads again to the same thing.
         let again = super::super::load::parse("x", &p.text, &Overrides::default()).unwrap();
         assert_eq!(again.configs.len(), 2);
+    }
+
+    #[test]
+    fn several_command_words_keep_their_quoting() {
+        let p = build(
+            &["a=".into()],
+            &[
+                "sh".into(),
+                "-c".into(),
+                "test \"$0\" = x".into(),
+                "x".into(),
+            ],
+            &Overrides::default(),
+        )
+        .unwrap();
+        match &p.workloads[0].kind {
+            crate::plan::WorkloadKind::Command { command, .. } => {
+                assert_eq!(
+                    shlex::split(command).unwrap(),
+                    vec!["sh", "-c", "test \"$0\" = x", "x"]
+                );
+            }
+            _ => unreachable!(),
+        }
     }
 
     #[test]

@@ -531,7 +531,23 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         let c = &mut m.comparisons[*ci];
         c.p_adjusted = Some(padj);
         c.verdict = match (c.delta_mean_pct, c.ratio_ci) {
-            (Some(d), Some(ci)) => verdict(dir, 1.0 + d / 100.0, ci, padj, opts.alpha),
+            (Some(d), Some(ci)) => {
+                let v = verdict(dir, 1.0 + d / 100.0, ci, padj, opts.alpha);
+                // The rank test and the ratio of means must point the same
+                // way: a few huge outliers can move the mean one way while
+                // most runs moved the other.
+                let shift_up = c.hl_shift.map(|h| h.shift);
+                let agrees = match shift_up {
+                    Some(sh) => (sh > 0.0 && ci.0 > 1.0) || (sh < 0.0 && ci.1 < 1.0),
+                    None => true,
+                };
+                if v != Verdict::Noise && !agrees {
+                    c.note = Some("the mean and the rank test point in opposite directions".into());
+                    Verdict::Noise
+                } else {
+                    v
+                }
+            }
             _ => {
                 c.note
                     .get_or_insert_with(|| "no confidence interval".into());
@@ -561,11 +577,16 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
     let runs_planned = info.runs_per_cell as usize * info.configs.len() * info.workloads.len();
     let mut warnings = Vec::new();
     if info.status != "complete" {
+        let planned = match info.overrides.until_ci {
+            Some(_) => "an adaptive number of".to_string(),
+            None => runs_planned.to_string(),
+        };
         warnings.push(format!(
             "experiment is {}: {} of {} planned runs done (resume with `sysdelta run --resume {}`)",
-            info.status, runs_ok, runs_planned, info.id
+            info.status, runs_ok, planned, info.id
         ));
     }
+
     let mut per_cell: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in data.runs.iter().filter(|r| !r.warmup && r.status == "ok") {
         *per_cell.entry((&r.config, &r.workload)).or_default() += 1;

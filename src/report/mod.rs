@@ -44,7 +44,7 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
             extra.push_str(&sections::micro_tables(&a));
             extra.push_str(&sections::workload_series(data, &a.configs));
             extra.push_str(&sections::profiles(data, &a.configs, 10));
-            text::render(&a, opts.detail, &extra)
+            text::fit(&text::render(&a, opts.detail, &extra))
         }
         Format::Markdown => markdown::render(&a),
         Format::Json => json::render(data, &a)?,

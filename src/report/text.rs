@@ -147,10 +147,21 @@ pub fn header(a: &Analysis) -> String {
         f("thp"),
         f("loadavg_at_start")
     );
-    let counts: Vec<usize> = a
-        .metrics
+    // Successful measured runs per (config, workload) cell.
+    let counts: Vec<usize> = i
+        .configs
         .iter()
-        .flat_map(|m| m.cells.iter().map(|c| c.values.len()))
+        .flat_map(|c| {
+            i.workloads.iter().map(move |w| {
+                a.metrics
+                    .iter()
+                    .filter(|m| m.workload == *w)
+                    .filter_map(|m| m.cells.iter().find(|x| x.config == *c))
+                    .map(|x| x.values.len())
+                    .max()
+                    .unwrap_or(0)
+            })
+        })
         .collect();
     let (lo, hi) = (
         counts.iter().copied().min().unwrap_or(0),
@@ -162,7 +173,7 @@ pub fn header(a: &Analysis) -> String {
         format!("{lo}-{hi}")
     };
     let adaptive = match i.overrides.until_ci {
-        Some(t) => format!(" (adaptive: until every CI < {}%)", t * 100.0),
+        Some(t) => format!(" (adaptive: until every CI < {:.2}%)", t * 100.0),
         None => String::new(),
     };
     let _ = writeln!(
@@ -240,8 +251,8 @@ pub fn header(a: &Analysis) -> String {
     if let Some(m) = a.equivalence {
         h.push_str(&wrap(
             &format!(
-                "Equivalence (TOST, 90% CI within +-{}%): equivalent, not equiv. (CI entirely \
-                 outside) or undecided.",
+                "Equivalence (TOST, 90% CI within +-{:.2}%): equivalent, not equiv. (CI \
+                 entirely outside) or undecided.",
                 m * 100.0
             ),
             "",
@@ -345,7 +356,7 @@ pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
                             None => "n/a".into(),
                         })
                         .collect();
-                    row(&mut out, &format!("  equiv +-{}%", margin * 100.0), &eq);
+                    row(&mut out, &format!("  equiv +-{:.1}%", margin * 100.0), &eq);
                 }
             }
         }
@@ -448,6 +459,20 @@ fn wrap(text: &str, indent: &str) -> String {
     let mut out = String::new();
     let mut line = String::from(indent);
     for word in text.split_whitespace() {
+        // A word longer than a line (a path, a hash) is broken where it must.
+        let mut word = word;
+        while word.len() > WIDTH - indent.len() {
+            if !line.trim().is_empty() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+            let cut = floor_boundary(word, WIDTH - indent.len());
+            out.push_str(indent);
+            out.push_str(&word[..cut]);
+            out.push('\n');
+            word = &word[cut..];
+            line = String::from(indent);
+        }
         if line.len() + word.len() + 1 > WIDTH && !line.trim().is_empty() {
             out.push_str(line.trim_end());
             out.push('\n');
@@ -459,6 +484,43 @@ fn wrap(text: &str, indent: &str) -> String {
     if !line.trim().is_empty() {
         out.push_str(line.trim_end());
         out.push('\n');
+    }
+    out
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i.max(1)
+}
+
+/// The mail-ready promise: no line over 80 columns. Tables are built to fit;
+/// any other line that does not (a long host or CPU name, a title) is
+/// re-wrapped with a two-space continuation indent.
+pub fn fit(text: &str) -> String {
+    let mut out = String::new();
+    for l in text.lines() {
+        if l.chars().count() <= WIDTH {
+            out.push_str(l);
+            out.push('\n');
+        } else {
+            let lead: String = l.chars().take_while(|c| *c == ' ').collect();
+            let mut w = wrap(l, &lead);
+            // Continuation lines get two more spaces than the first.
+            let cont = format!("{lead}  ");
+            let mut first = true;
+            for piece in std::mem::take(&mut w).lines() {
+                if first {
+                    out.push_str(piece);
+                    first = false;
+                } else {
+                    out.push_str(&cont);
+                    out.push_str(piece.trim_start());
+                }
+                out.push('\n');
+            }
+        }
     }
     out
 }
@@ -529,13 +591,16 @@ pub fn footer(a: &Analysis) -> String {
             .get("peak_rss_kib")
             .and_then(|v| v.as_f64())
             .unwrap_or(f64::NAN);
-        let _ = writeln!(
-            out,
-            "sysdelta's own process used {:.2}% of one core and {:.1} MiB peak RSS while running \
-             (built-in workloads run inside it and count here; command workloads do not).",
-            share * 100.0,
-            rss / 1024.0
-        );
+        out.push_str(&wrap(
+            &format!(
+                "sysdelta's own process used {:.2}% of one core and {:.1} MiB peak RSS while \
+                 running (built-in workloads run inside it and count here; command workloads \
+                 do not).",
+                share * 100.0,
+                rss / 1024.0
+            ),
+            "",
+        ));
     }
     out
 }

@@ -87,6 +87,10 @@ pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
 /// Refuses while the store's journal holds changes a crashed run left.
 pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
     let jpath = journal_path(store_path);
+    // A killed run's scratch directory is not a system change: remove it
+    // here (the caller holds the store's lock, so no live run owns it).
+    // Anything else in the journal must be put back by `sysdelta restore`.
+    Journal::open(&jpath)?.undo_owned_by("scratch")?;
     Journal::refuse_if_pending(&jpath).map_err(|e| bad(format!("{e:#}")))?;
     let journal = Journal::open_shared(&jpath)?;
     let scratch = tempfile::Builder::new()
@@ -376,8 +380,23 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         .chain(done.iter().map(|d| d.0 + 1))
         .max()
         .unwrap_or(0);
+    // Blocks an adaptive experiment added beyond the planned ones are
+    // rebuilt too, so a block interrupted half-way is completed on resume.
+    let planned_blocks = plan.warmup + plan.runs;
+    let extra: Vec<Slot> = (planned_blocks..next_block)
+        .flat_map(|b| {
+            schedule::random_block(
+                plan.configs.len(),
+                plan.workloads.len(),
+                plan.seed,
+                b,
+                b < plan.warmup,
+            )
+        })
+        .collect();
     let todo: Vec<Slot> = slots
         .into_iter()
+        .chain(extra)
         .filter(|s| !done.contains(&(s.block, s.seq)))
         .collect();
     let adaptive = plan.overrides.until_ci.map(|target| {
@@ -487,6 +506,14 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 current = Some(slot.config);
                 if let Err(e) = p.configs[slot.config].enter() {
                     failure = Some(format!("config '{cfg_name}': {e:#}"));
+                    // Leave at once (undoing what the failed enter did) so
+                    // that the next run of this config enters it afresh
+                    // instead of running in a half-entered state.
+                    if let Err(e) = p.configs[slot.config].leave() {
+                        store.add_event(exp, "teardown", &format!("{e:#}"))?;
+                    }
+                    store.set_entered_config(exp, None)?;
+                    current = None;
                 }
             }
             let cfg = &mut p.configs[slot.config];
@@ -686,9 +713,12 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         w.cleanup();
     }
     // Every kind undid its own changes on leave; anything still journaled
-    // (a failed undo) gets one more try, and is reported if it stays.
+    // (a failed undo) gets one more try, and is reported if it stays. The
+    // scratch directory's entry is not such a leftover: it is cleared here
+    // and the directory goes when `p` is dropped.
     {
         let mut j = p.journal.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = j.done(p.scratch_entry);
         if !j.pending().is_empty() {
             match j.restore_all() {
                 Ok(lines) => lines

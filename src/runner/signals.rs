@@ -20,6 +20,7 @@ pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
             for sig in signals.forever() {
                 if flag.swap(true, Ordering::SeqCst) {
                     eprintln!("sysdelta: second signal: aborting now; run `sysdelta restore` if a config was entered");
+                    crate::process::kill_current_group();
                     std::process::exit(128 + sig);
                 }
                 eprintln!("sysdelta: signal {sig}: stopping after the current config is torn down (again to abort)");
