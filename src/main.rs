@@ -41,6 +41,10 @@ enum Cmd {
     Env,
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
     Transport(sysdelta::transport::cli::TransportArgs),
+    /// Runs needed to detect a given shift, from a pilot or finished experiment.
+    PlanRuns(sysdelta::commands::plan_runs::PlanRunsArgs),
+    /// Check the statistics on this machine and in simulation.
+    Calibrate(sysdelta::commands::calibrate::CalibrateArgs),
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
@@ -316,6 +320,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 );
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::PlanRuns(a) => {
+            sysdelta::commands::plan_runs::run(&a, &cli.store).map(|()| ExitCode::SUCCESS)
+        }
+        Cmd::Calibrate(a) => {
+            sysdelta::commands::calibrate::run(&a, &cli.store).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Transport(args) => {
             sysdelta::transport::cli::run(&args)?;
