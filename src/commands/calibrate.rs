@@ -80,7 +80,7 @@ impl Sizes {
             ns: vec![5, 10, 20],
             real_reps: 20,
             real_runs: 8,
-            real_chunk: 512 << 10,
+            real_chunk: 1 << 20,
             adaptive_trials: 1000,
             adaptive_resamples: 2000,
         }
@@ -93,7 +93,7 @@ impl Sizes {
             ns: vec![5, 10, 20, 40],
             real_reps: 50,
             real_runs: 10,
-            real_chunk: 512 << 10,
+            real_chunk: 1 << 20,
             adaptive_trials: 2000,
             adaptive_resamples: 10_000,
         }
@@ -732,7 +732,11 @@ fn took(since: Instant) -> String {
 fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes());
+    // The band marks leave a blank at the end of some lines: drop it.
+    for line in text.lines() {
+        let _ = out.write_all(line.trim_end().as_bytes());
+        let _ = out.write_all(b"\n");
+    }
     let _ = out.write_all(b"\n");
     let _ = out.flush();
 }
