@@ -252,9 +252,9 @@ pub fn shift_table(s: &Sizes, seed: u64) -> Vec<ShiftRow> {
 /// The real A/A plan: two identical configs `a` and `b`, one command
 /// workload. Each run appends `chunk` bytes of zeros to a file in the
 /// experiment's scratch directory and then MD5-sums the whole file (about
-/// 3 ms per MiB here; slower hashes than CRC so the growth outweighs
-/// process start-up noise), so one
-/// run costs more than the one before it: a drift as real as a growing log
+/// 3 ms per MiB here: slow enough that the growth outweighs process
+/// start-up noise, unlike `cksum`), so one run costs more than the one
+/// before it: a drift as real as a growing log
 /// or an aging file system, and large by construction (the last run reads
 /// 2 x runs times as much as the first). `wall` is the metric that drifts.
 pub fn real_plan_text(order: plan::Order, runs: u32, seed: u64, chunk: usize) -> String {
