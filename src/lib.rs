@@ -1,5 +1,6 @@
 //! sysdelta: measure what a system change costs, and whether it is beyond noise.
 
+pub mod commands;
 pub mod config;
 pub mod error;
 pub mod import;

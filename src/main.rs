@@ -49,6 +49,10 @@ enum Cmd {
     Import(ImportArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
     Transport(sysdelta::transport::cli::TransportArgs),
+    /// Runs needed to detect a given shift, from a pilot or finished experiment.
+    PlanRuns(sysdelta::commands::plan_runs::PlanRunsArgs),
+    /// Check the statistics on this machine and in simulation.
+    Calibrate(sysdelta::commands::calibrate::CalibrateArgs),
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
@@ -123,7 +127,7 @@ struct ExecArgs {
     #[arg(long)]
     quick: bool,
     /// Adaptive stopping: add randomized blocks until every ratio CI is
-    /// narrower than this, e.g. ci=1% (starts with 5 runs per cell).
+    /// narrower than this, e.g. ci=1% (starts with 10 runs per cell).
     #[arg(long, value_parser = parse_until)]
     until: Option<f64>,
     /// With --until: the most runs per cell.
@@ -527,6 +531,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             );
             println!("{id}");
             Ok(ExitCode::SUCCESS)
+        }
+        Cmd::PlanRuns(a) => {
+            sysdelta::commands::plan_runs::run(&a, &cli.store).map(|()| ExitCode::SUCCESS)
+        }
+        Cmd::Calibrate(a) => {
+            sysdelta::commands::calibrate::run(&a, &cli.store).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Transport(args) => {
             sysdelta::transport::cli::run(&args)?;

@@ -107,7 +107,7 @@ pub struct Overrides {
 }
 
 /// Measured blocks an adaptive experiment runs before its first check.
-pub const ADAPTIVE_MIN_RUNS: u32 = 5;
+pub const ADAPTIVE_MIN_RUNS: u32 = 10;
 /// Default `--max-runs` for adaptive experiments.
 pub const ADAPTIVE_MAX_RUNS: u32 = 50;
 
