@@ -206,12 +206,45 @@ fn splice(from: i32, to: i32, len: usize, flags: libc::c_uint) -> std::io::Resul
     }
 }
 
+/// Free space checked after every this many bytes written.
+const SPACE_CHECK_BYTES: u64 = 64 << 20;
+
+/// True when the file system of `f` has less free space than the floor the
+/// trace may not eat into: 5% of the file system, at least 2 GiB. A trace of
+/// every syscall can write gigabytes a second; filling the disk would also
+/// make the store's next commit fail.
+fn low_on_space(f: &File) -> bool {
+    match nix::sys::statvfs::fstatvfs(f) {
+        Ok(st) => {
+            let frsize = st.fragment_size();
+            let avail = st.blocks_available() * frsize;
+            let size = st.blocks() * frsize;
+            avail < (size / 20).max(2 << 30)
+        }
+        Err(_) => false,
+    }
+}
+
 fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
     let (pr, pw): (OwnedFd, OwnedFd) = nix::unistd::pipe()?;
     // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
     unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
     let mut total = 0u64;
+    let mut next_check = SPACE_CHECK_BYTES;
     loop {
+        if total >= next_check {
+            next_check = total + SPACE_CHECK_BYTES;
+            if low_on_space(&out) {
+                // Stop reading: the ring buffer fills and the kernel counts
+                // what it drops, which the run reports as events lost.
+                eprintln!(
+                    "sysdelta: trace reader: stopped writing after {} MiB: the trace file system is \
+                     nearly full; further events are counted as lost",
+                    total >> 20
+                );
+                return Ok(total);
+            }
+        }
         match splice(
             raw.as_raw_fd(),
             pw.as_raw_fd(),
