@@ -9,14 +9,15 @@
 //!
 //! The child runs in its own process group so that a timeout or Ctrl-C can
 //! kill the whole tree, and so that the terminal's SIGINT reaches sysdelta
-//! (which then tears down cleanly) rather than only the workload.
+//! (which then tears down cleanly) rather than only the workload. One
+//! thread watches the output pipes, the child's pidfd, the timeout and the
+//! cancel flag with `poll`: no thread is started per run.
 
-use std::io::Read;
+use std::os::fd::{IntoRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Process group of the measured child in flight (0: none), so that an
@@ -125,25 +126,82 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
-/// Keep the last `STDERR_TAIL_BYTES` of a stream.
-fn read_tail(mut r: impl Read) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                tail.extend_from_slice(&buf[..n]);
-                if tail.len() > 2 * STDERR_TAIL_BYTES {
-                    tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+/// A child's output pipe, read without blocking; keeps at most `keep`
+/// bytes (the last ones).
+struct Stream {
+    fd: RawFd,
+    data: Vec<u8>,
+    keep: usize,
+}
+
+impl Stream {
+    fn new(fd: Option<RawFd>, keep: usize) -> Stream {
+        if let Some(fd) = fd {
+            // SAFETY: our own pipe end.
+            unsafe {
+                let fl = libc::fcntl(fd, libc::F_GETFL);
+                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
+            }
+        }
+        Stream {
+            fd: fd.unwrap_or(-1),
+            data: Vec::new(),
+            keep,
+        }
+    }
+
+    /// Read what is there now; close on end of file.
+    fn drain(&mut self) {
+        let mut buf = [0u8; 16384];
+        while self.fd >= 0 {
+            // SAFETY: reading into a live buffer of its length.
+            let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if n > 0 {
+                self.data.extend_from_slice(&buf[..n as usize]);
+                if self.data.len() > self.keep {
+                    let cut = self.data.len() - self.keep / 2;
+                    self.data.drain(..cut.min(self.data.len()));
+                }
+            } else if n == 0 {
+                self.close();
+            } else {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    if e.kind() != std::io::ErrorKind::WouldBlock {
+                        self.close();
+                    }
+                    break;
                 }
             }
         }
     }
-    if tail.len() > STDERR_TAIL_BYTES {
-        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+
+    /// After the child exited: read to end of file (the group was killed,
+    /// so the write ends close), waiting at most a second for a straggler.
+    fn finish(&mut self) {
+        let until = Instant::now() + Duration::from_secs(1);
+        while self.fd >= 0 && Instant::now() < until {
+            self.drain();
+            if self.fd >= 0 {
+                let mut p = libc::pollfd {
+                    fd: self.fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                unsafe { libc::poll(&mut p, 1, 100) };
+            }
+        }
+        self.close();
     }
-    tail
+
+    fn close(&mut self) {
+        if self.fd >= 0 {
+            // SAFETY: our own descriptor, closed once.
+            unsafe { libc::close(self.fd) };
+            self.fd = -1;
+        }
+    }
 }
 
 /// Run `sh -c COMMAND` and measure it. `cancel` is polled while it runs; when
@@ -200,87 +258,110 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     drop(_affinity);
     let pid = child.id() as libc::pid_t;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);
-    let stdout_pipe = child.stdout.take();
-    let stderr_pipe = child.stderr.take().expect("stderr is piped");
+    let mut out = Stream::new(child.stdout.take().map(IntoRawFd::into_raw_fd), usize::MAX);
+    let mut err = Stream::new(
+        child.stderr.take().map(IntoRawFd::into_raw_fd),
+        2 * STDERR_TAIL_BYTES,
+    );
     let deadline = spec.timeout.map(|t| start + t);
+    // SAFETY: pidfd_open on our own child; -1 (old kernel) falls back to
+    // polling waitpid every 10 ms.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
 
-    let (rc, status, ru, wall, timed_out, cancelled, stdout, stderr_tail) =
-        std::thread::scope(|s| {
-            let stdout_reader = stdout_pipe.map(|mut out| {
-                s.spawn(move || {
-                    let mut v = Vec::new();
-                    let _ = out.read_to_end(&mut v);
-                    v
-                })
-            });
-            let stderr_reader = s.spawn(move || read_tail(stderr_pipe));
-            // The watchdog kills the process group on timeout or cancel.
-            let (done_tx, done_rx) = mpsc::channel::<()>();
-            let watchdog = s.spawn(move || -> (bool, bool) {
-                loop {
-                    let wait = match deadline {
-                        Some(d) => d
-                            .saturating_duration_since(Instant::now())
-                            .min(Duration::from_millis(50)),
-                        None => Duration::from_millis(50),
-                    };
-                    match done_rx.recv_timeout(wait) {
-                        Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                            return (false, false)
-                        }
-                        Err(mpsc::RecvTimeoutError::Timeout) => {
-                            let cancelled = cancel.load(Ordering::SeqCst);
-                            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
-                            if cancelled || timed_out {
-                                // SAFETY: plain syscall on our child's process group.
-                                unsafe { libc::kill(-pid, libc::SIGKILL) };
-                                return (timed_out && !cancelled, cancelled);
-                            }
-                        }
-                    }
-                }
-            });
-
-            let mut status: libc::c_int = 0;
-            // SAFETY: rusage is plain old data.
-            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-            let rc = loop {
-                // SAFETY: pid is our child; status and ru are valid out-pointers.
-                let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
-                if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                break rc;
-            };
-            let wall = start.elapsed();
-            let _ = done_tx.send(());
-            let (timed_out, cancelled) = watchdog.join().unwrap_or((false, false));
-            // Anything the shell left behind in its group belongs to the run: kill
-            // it so it cannot hold our pipes open or disturb the next run.
-            // SAFETY: plain syscall on our child's process group.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            let stdout = stdout_reader
-                .map(|h| h.join().unwrap_or_default())
-                .unwrap_or_default();
-            let stderr_tail =
-                String::from_utf8_lossy(&stderr_reader.join().unwrap_or_default()).into_owned();
-            (
-                rc,
-                status,
-                ru,
-                wall,
-                timed_out,
-                cancelled,
-                stdout,
-                stderr_tail,
+    // One thread does everything: wait for output, for the child's exit
+    // (its pidfd becomes readable), for the timeout and for a cancel, so no
+    // thread is started per run.
+    let (mut timed_out, mut cancelled, mut killed) = (false, false, false);
+    loop {
+        let mut fds: Vec<libc::pollfd> = [out.fd, err.fd, pidfd]
+            .iter()
+            .filter(|fd| **fd >= 0)
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let wait_ms = match (pidfd >= 0, deadline) {
+            (true, Some(d)) => d
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50)),
+            (true, None) => Duration::from_millis(50),
+            (false, _) => Duration::from_millis(10),
+        };
+        // SAFETY: fds is a valid array of pollfd for its length.
+        unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                wait_ms.as_millis() as i32,
             )
-        });
+        };
+        out.drain();
+        err.drain();
+        let exited = if pidfd >= 0 {
+            fds.iter().any(|p| p.fd == pidfd && p.revents != 0)
+        } else {
+            // SAFETY: siginfo_t is plain data; waitid with WNOWAIT peeks at
+            // our child's state without reaping it; si_pid is valid after it.
+            unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let r = libc::waitid(
+                    libc::P_PID,
+                    pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                );
+                r == 0 && info.si_pid() == pid
+            }
+        };
+        if exited {
+            break;
+        }
+        if !killed {
+            cancelled = cancel.load(Ordering::SeqCst);
+            timed_out = !cancelled && deadline.is_some_and(|d| Instant::now() >= d);
+            if cancelled || timed_out {
+                // SAFETY: plain syscall on our child's process group.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                killed = true;
+            }
+        }
+    }
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = loop {
+        // SAFETY: pid is our child; status and ru are valid out-pointers.
+        let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        if rc < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        break rc;
+    };
+    let wall = start.elapsed();
+    // Anything the shell left behind in its group belongs to the run: kill
+    // it so it cannot hold our pipes open or disturb the next run.
+    // SAFETY: plain syscall on our child's process group.
+    unsafe { libc::kill(-pid, libc::SIGKILL) };
     CURRENT_GROUP.store(0, Ordering::SeqCst);
+    out.finish();
+    err.finish();
+    if pidfd >= 0 {
+        // SAFETY: our own descriptor.
+        unsafe { libc::close(pidfd) };
+    }
     // std's Child must not try to reap a pid we already reaped.
     std::mem::forget(child);
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    let stdout = out.data;
+    let mut tail = err.data;
+    if tail.len() > STDERR_TAIL_BYTES {
+        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
+    }
+    let stderr_tail = String::from_utf8_lossy(&tail).into_owned();
     let exit = if libc::WIFEXITED(status) {
         Exit::Code(libc::WEXITSTATUS(status))
     } else {
