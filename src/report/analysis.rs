@@ -327,7 +327,11 @@ fn data_warnings(
                 bimodal.push(format!("{name} (BC {bc:.2})"));
             }
             if c.values.len() >= 8 {
-                if let Some(mk) = stats::trend::mann_kendall(&c.values) {
+                // Mann-Kendall is O(n^2): long cells are tested on the
+                // medians of at most 200 consecutive bins of runs.
+                let bins = c.values.len().div_ceil(200);
+                let series: Vec<f64> = c.values.chunks(bins).map(median_of).collect();
+                if let Some(mk) = stats::trend::mann_kendall(&series) {
                     if mk.p < 0.01 {
                         let dir = if mk.s > 0.0 { "rising" } else { "falling" };
                         drift.push(format!(
@@ -431,95 +435,104 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
 
     let means = bootstrap_cis(&metrics, &by_cell, &configs, opts);
 
-    // Raw comparisons, then one correction over all of them.
-    let mut pvals: Vec<(usize, usize, f64)> = Vec::new();
-    for (mi, m) in metrics.iter_mut().enumerate() {
-        let base = m.cells[0].values.clone();
-        let base_sum = m.cells[0].summary.clone();
-        for (ci, cell) in m.cells.iter().enumerate().skip(1) {
-            let mut cmp = Comparison {
-                config: cell.config.clone(),
-                delta_mean_pct: None,
-                delta_median_pct: None,
-                ratio_ci: None,
-                ratio_ci_other_method: None,
-                median_ratio: None,
-                hl_shift: None,
-                equivalence: None,
-                mde_pct: None,
-                p: None,
-                p_adjusted: None,
-                verdict: Verdict::Undefined,
-                note: None,
-            };
-            match (&base_sum, &cell.summary) {
-                (Some(b), Some(o)) if b.mean != 0.0 => {
-                    cmp.delta_mean_pct = Some(100.0 * (o.mean / b.mean - 1.0));
-                    if b.median != 0.0 {
-                        cmp.delta_median_pct = Some(100.0 * (o.median / b.median - 1.0));
-                    }
-                    cmp.median_ratio = stats::hodges_lehmann::median_ratio(&base, &cell.values);
-                    if base.len() >= 2 && cell.values.len() >= 2 {
-                        if let (Some(bm), Some(om)) = (means.get(&(mi, 0)), means.get(&(mi, ci))) {
-                            let pct = |conf| stats::bootstrap::ratio_ci(bm, om, conf);
-                            let bca = |conf| {
-                                stats::bca::bca_ratio_ci_from_means(
-                                    &base,
-                                    &cell.values,
-                                    bm,
-                                    om,
-                                    conf,
-                                )
-                            };
-                            let (main, other) = match opts.ci_method {
-                                CiMethod::Percentile => {
-                                    (pct(opts.confidence), bca(opts.confidence))
-                                }
-                                CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
-                            };
-                            cmp.ratio_ci = main;
-                            cmp.ratio_ci_other_method = other;
-                            if let Some(margin) = opts.equivalence {
-                                let ci90 = match opts.ci_method {
-                                    CiMethod::Percentile => pct(stats::tost::TOST_CONFIDENCE),
-                                    CiMethod::Bca => bca(stats::tost::TOST_CONFIDENCE),
+    // Raw comparisons (metrics in parallel), then one correction over all.
+    use rayon::prelude::*;
+    let per_metric: Vec<Vec<(usize, usize, f64)>> = metrics
+        .par_iter_mut()
+        .enumerate()
+        .map(|(mi, m)| {
+            let mut pvals: Vec<(usize, usize, f64)> = Vec::new();
+            let base = m.cells[0].values.clone();
+            let base_sum = m.cells[0].summary.clone();
+            for (ci, cell) in m.cells.iter().enumerate().skip(1) {
+                let mut cmp = Comparison {
+                    config: cell.config.clone(),
+                    delta_mean_pct: None,
+                    delta_median_pct: None,
+                    ratio_ci: None,
+                    ratio_ci_other_method: None,
+                    median_ratio: None,
+                    hl_shift: None,
+                    equivalence: None,
+                    mde_pct: None,
+                    p: None,
+                    p_adjusted: None,
+                    verdict: Verdict::Undefined,
+                    note: None,
+                };
+                match (&base_sum, &cell.summary) {
+                    (Some(b), Some(o)) if b.mean != 0.0 => {
+                        cmp.delta_mean_pct = Some(100.0 * (o.mean / b.mean - 1.0));
+                        if b.median != 0.0 {
+                            cmp.delta_median_pct = Some(100.0 * (o.median / b.median - 1.0));
+                        }
+                        cmp.median_ratio = stats::hodges_lehmann::median_ratio(&base, &cell.values);
+                        if base.len() >= 2 && cell.values.len() >= 2 {
+                            if let (Some(bm), Some(om)) =
+                                (means.get(&(mi, 0)), means.get(&(mi, ci)))
+                            {
+                                let pct = |conf| stats::bootstrap::ratio_ci(bm, om, conf);
+                                let bca = |conf| {
+                                    stats::bca::bca_ratio_ci_from_means(
+                                        &base,
+                                        &cell.values,
+                                        bm,
+                                        om,
+                                        conf,
+                                    )
                                 };
-                                cmp.equivalence =
-                                    ci90.map(|c| stats::tost::tost_from_ci(c, margin));
+                                let (main, other) = match opts.ci_method {
+                                    CiMethod::Percentile => {
+                                        (pct(opts.confidence), bca(opts.confidence))
+                                    }
+                                    CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
+                                };
+                                cmp.ratio_ci = main;
+                                cmp.ratio_ci_other_method = other;
+                                if let Some(margin) = opts.equivalence {
+                                    let ci90 = match opts.ci_method {
+                                        CiMethod::Percentile => pct(stats::tost::TOST_CONFIDENCE),
+                                        CiMethod::Bca => bca(stats::tost::TOST_CONFIDENCE),
+                                    };
+                                    cmp.equivalence =
+                                        ci90.map(|c| stats::tost::tost_from_ci(c, margin));
+                                }
                             }
+                            cmp.hl_shift = stats::hodges_lehmann::hodges_lehmann(
+                                &base,
+                                &cell.values,
+                                opts.confidence,
+                            );
+                            let pooled_cov = pooled_cov(&base, &cell.values);
+                            cmp.mde_pct = pooled_cov.and_then(|cov| {
+                                stats::power::minimum_detectable_effect(
+                                    base.len().min(cell.values.len()),
+                                    cov,
+                                    opts.alpha,
+                                    0.8,
+                                )
+                                .map(|d| 100.0 * d)
+                            });
+                            cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base)
+                                .map(|r| r.p);
+                            if let Some(p) = cmp.p {
+                                pvals.push((mi, ci - 1, p));
+                            }
+                        } else {
+                            cmp.note = Some("fewer than 2 runs on a side".into());
                         }
-                        cmp.hl_shift = stats::hodges_lehmann::hodges_lehmann(
-                            &base,
-                            &cell.values,
-                            opts.confidence,
-                        );
-                        let pooled_cov = pooled_cov(&base, &cell.values);
-                        cmp.mde_pct = pooled_cov.and_then(|cov| {
-                            stats::power::minimum_detectable_effect(
-                                base.len().min(cell.values.len()),
-                                cov,
-                                opts.alpha,
-                                0.8,
-                            )
-                            .map(|d| 100.0 * d)
-                        });
-                        cmp.p =
-                            stats::mannwhitney::mann_whitney_u(&cell.values, &base).map(|r| r.p);
-                        if let Some(p) = cmp.p {
-                            pvals.push((mi, ci - 1, p));
-                        }
-                    } else {
-                        cmp.note = Some("fewer than 2 runs on a side".into());
                     }
+                    (Some(b), Some(_)) if b.mean == 0.0 => {
+                        cmp.note = Some("baseline mean is zero".into())
+                    }
+                    _ => cmp.note = Some("no successful runs on a side".into()),
                 }
-                (Some(b), Some(_)) if b.mean == 0.0 => {
-                    cmp.note = Some("baseline mean is zero".into())
-                }
-                _ => cmp.note = Some("no successful runs on a side".into()),
+                m.comparisons.push(cmp);
             }
-            m.comparisons.push(cmp);
-        }
-    }
+            pvals
+        })
+        .collect();
+    let pvals: Vec<(usize, usize, f64)> = per_metric.into_iter().flatten().collect();
     let raw: Vec<f64> = pvals.iter().map(|x| x.2).collect();
     let adjusted = match opts.correction {
         Correction::Holm => stats::multiple::holm(&raw),

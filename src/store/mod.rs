@@ -579,10 +579,17 @@ impl Store {
             let mut rows = st.query([id])?;
             while let Some(row) = rows.next()? {
                 let run_id: i64 = row.get(0)?;
-                let metric: String = row.get(1)?;
                 let v: f64 = row.get(2)?;
                 if let Some(&i) = index.get(&run_id) {
-                    runs[i].samples.entry(metric).or_default().push(v);
+                    // Borrow the name; allocate only for a run's first sample of it.
+                    let metric = row.get_ref(1)?.as_str()?;
+                    let samples = &mut runs[i].samples;
+                    match samples.get_mut(metric) {
+                        Some(values) => values.push(v),
+                        None => {
+                            samples.insert(metric.to_string(), vec![v]);
+                        }
+                    }
                 }
             }
         }
