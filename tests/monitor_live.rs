@@ -114,5 +114,10 @@ fn profile_attributes_samples_to_symbols() {
     assert!(text.lines().count() <= 12 && text.contains("total samples"));
     let mut out = Vec::new();
     print_diff(&p, &sysdelta::monitor::Profile::default(), 5, &mut out).unwrap();
-    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 6);
+    // A header, then one line per changed symbol, at most 5 (an idle
+    // machine may show fewer distinct symbols in 0.6 s).
+    assert_eq!(
+        String::from_utf8(out).unwrap().lines().count(),
+        1 + p.symbols.len().min(5)
+    );
 }
