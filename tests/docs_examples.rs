@@ -47,3 +47,30 @@ fn every_registered_builtin_is_known_to_the_registry() {
         }
     }
 }
+
+#[test]
+fn the_readme_quickstart_and_every_example_plan_validate() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(readme.contains("run examples/quickstart.toml"), "the README's first command");
+    let mut seen = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            for quick in [false, true] {
+                let ov = Overrides {
+                    quick,
+                    ..Default::default()
+                };
+                if let Err(e) = sysdelta::plan::load_file(&p, &ov) {
+                    panic!("{e}");
+                }
+            }
+            seen.push(p.file_name().unwrap().to_string_lossy().into_owned());
+        }
+    }
+    seen.sort();
+    for want in ["quickstart.toml", "ltt-2002.toml", "blktrace-2007.toml", "sap-2001.toml"] {
+        assert!(seen.iter().any(|s| s == want), "examples/{want} is missing: {seen:?}");
+    }
+}
