@@ -51,8 +51,12 @@ fn every_registered_builtin_is_known_to_the_registry() {
 #[test]
 fn the_readme_quickstart_and_every_example_plan_validate() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    assert!(readme.contains("run examples/quickstart.toml"), "the README's first command");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    assert!(
+        readme.contains("run examples/quickstart.toml"),
+        "the README's first command"
+    );
     let mut seen = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -70,7 +74,15 @@ fn the_readme_quickstart_and_every_example_plan_validate() {
         }
     }
     seen.sort();
-    for want in ["quickstart.toml", "ltt-2002.toml", "blktrace-2007.toml", "sap-2001.toml"] {
-        assert!(seen.iter().any(|s| s == want), "examples/{want} is missing: {seen:?}");
+    for want in [
+        "quickstart.toml",
+        "ltt-2002.toml",
+        "blktrace-2007.toml",
+        "sap-2001.toml",
+    ] {
+        assert!(
+            seen.iter().any(|s| s == want),
+            "examples/{want} is missing: {seen:?}"
+        );
     }
 }
