@@ -77,7 +77,15 @@ impl Workload for CompileWorkload {
         if let Err(e) = clean_tree(dir) {
             return launch::failed(&format!("compile: cannot clean objects: {e:#}"));
         }
+        // The compiler's temporary files go inside the tree, so a run that
+        // is killed (timeout, Ctrl-C) leaves nothing in /tmp: the tree is
+        // removed with the experiment's scratch directory.
+        let tmp = dir.join(".tmp");
+        if let Err(e) = std::fs::create_dir_all(&tmp) {
+            return launch::failed(&format!("compile: cannot create {}: {e}", tmp.display()));
+        }
         let mut cmd = Command::new("make");
+        cmd.env("TMPDIR", &tmp);
         cmd.arg("-C")
             .arg(dir)
             .arg(format!("-j{}", self.jobs))
