@@ -160,28 +160,16 @@ pub struct Analysis {
     pub warnings: Vec<String>,
 }
 
-fn median_of(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    }
-}
-
 /// Per-run value of a metric: the median of its samples in that run.
 fn run_value(r: &StoredRun, metric: &str) -> Option<f64> {
     r.samples
         .get(metric)
-        .filter(|v| !v.is_empty())
-        .map(|v| median_of(v))
+        .and_then(|v| stats::summary::median(v))
 }
 
 /// Coefficient of variation of two samples around their own means, pooled:
 /// sqrt of the pooled variance over the mean of the two means.
-fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
+pub(crate) fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
     let (sa, sb) = (stats::summary::summarize(a)?, stats::summary::summarize(b)?);
     let (va, vb) = (sa.stddev? * sa.stddev?, sb.stddev? * sb.stddev?);
     let pooled =
@@ -330,7 +318,11 @@ fn data_warnings(
                 // Mann-Kendall is O(n^2): long cells are tested on the
                 // medians of at most 200 consecutive bins of runs.
                 let bins = c.values.len().div_ceil(200);
-                let series: Vec<f64> = c.values.chunks(bins).map(median_of).collect();
+                let series: Vec<f64> = c
+                    .values
+                    .chunks(bins)
+                    .filter_map(stats::summary::median)
+                    .collect();
                 if let Some(mk) = stats::trend::mann_kendall(&series) {
                     if mk.p < 0.01 {
                         let dir = if mk.s > 0.0 { "rising" } else { "falling" };

@@ -66,15 +66,9 @@ pub fn profiles(data: &ExperimentData, configs: &[String], top: usize) -> String
 fn median_series(runs: &[&Vec<f64>]) -> Vec<f64> {
     let len = runs.iter().map(|v| v.len()).min().unwrap_or(0);
     (0..len)
-        .map(|i| {
-            let mut col: Vec<f64> = runs.iter().map(|v| v[i]).collect();
-            col.sort_by(|a, b| a.total_cmp(b));
-            let n = col.len();
-            if n % 2 == 1 {
-                col[n / 2]
-            } else {
-                (col[n / 2 - 1] + col[n / 2]) / 2.0
-            }
+        .filter_map(|i| {
+            let col: Vec<f64> = runs.iter().map(|v| v[i]).collect();
+            crate::stats::summary::median(&col)
         })
         .collect()
 }

@@ -623,15 +623,6 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
     out
 }
 
-/// Mean and sample standard deviation (None below 2 values).
-fn mean_sd(v: &[f64]) -> (f64, Option<f64>) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let sd = (v.len() >= 2)
-        .then(|| (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
-    (mean, sd)
-}
-
 /// The 2007 blktrace posting's table for each workload's primary metric
 /// (every metric with `all`): min / avg / max / stddev per config after
 /// dropping the `trim` highest and lowest runs, and under it what the
@@ -681,7 +672,11 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 continue;
             }
             let t = &v[trim..v.len() - trim];
-            let (mean, sd) = mean_sd(t);
+            let s = crate::stats::summary::summarize(t);
+            let (mean, sd) = (
+                s.as_ref().map_or(f64::NAN, |s| s.mean),
+                s.and_then(|s| s.stddev),
+            );
             let _ = writeln!(
                 out,
                 "{:<18} {:>11.6} {:>11.6} {:>11.6} {:>11}",
@@ -711,7 +706,7 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 .find(|c| c.config == cmp.config)
                 .map(|c| c.values.clone())
                 .unwrap_or_default();
-            let needed = pooled_cov_of(base, other)
+            let needed = super::analysis::pooled_cov(base, other)
                 .and_then(|cov| crate::stats::power::runs_for_power_u_test(0.01, cov, a.alpha, 0.8))
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "n/a".into());
@@ -737,18 +732,4 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Pooled CoV of two samples (see the analysis' MDE).
-fn pooled_cov_of(a: &[f64], b: &[f64]) -> Option<f64> {
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let (ma, sa) = mean_sd(a);
-    let (mb, sb) = mean_sd(b);
-    let (sa, sb) = (sa?, sb?);
-    let pooled = ((a.len() - 1) as f64 * sa * sa + (b.len() - 1) as f64 * sb * sb)
-        / (a.len() + b.len() - 2) as f64;
-    let m = (ma + mb) / 2.0;
-    (m != 0.0).then(|| pooled.sqrt() / m.abs())
 }

@@ -94,21 +94,6 @@ fn legend(configs: &[String]) -> String {
     s
 }
 
-/// Per-run value of a metric (median of the run's samples), as the analysis uses it.
-fn run_value(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
-
 /// (run index, value) per config of one metric, the index counting the
 /// workload's measured runs in execution order.
 fn run_sequence(
@@ -124,7 +109,9 @@ fn run_sequence(
     for (i, r) in measured.enumerate() {
         if let (Some(ci), Some(v)) = (
             configs.iter().position(|c| *c == r.config),
-            r.samples.get(&m.spec.name).and_then(|v| run_value(v)),
+            r.samples
+                .get(&m.spec.name)
+                .and_then(|v| crate::stats::summary::median(v)),
         ) {
             seq[ci].push((i, v));
         }
