@@ -152,7 +152,7 @@ fn row(workload: &str, spec: &crate::metric::MetricSpec, base: &Cell, cfg: &Cell
     };
     r.cov = Some(cov);
     if cov == 0.0 {
-        r.note = Some("no spread: every run gave the same value".into());
+        r.note = Some("no spread (all runs equal)".into());
         return r;
     }
     r.runs_u_test = power::runs_for_power_u_test(d, cov, ALPHA, POWER);
