@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use sysdelta::config::journal::{Journal, JournalHandle};
 use sysdelta::config::kind::ConfigKind;
@@ -38,7 +38,7 @@ macro_rules! need_root_and_tracefs {
 /// Tracing state read in a private mount namespace (so reading it never
 /// mounts anything visible), plus whether tracefs is mounted.
 fn tracing_state() -> String {
-    let files = "current_tracer set_event buffer_size_kb tracing_on";
+    let files = "current_tracer set_event buffer_size_kb tracing_on set_event_notrace_pid";
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(format!(
         "cd /sys/kernel/tracing && for f in {files}; do echo \"== $f\"; cat $f; done"
@@ -325,6 +325,65 @@ fn trace_reader_captures_and_counts_then_cleans_up() {
     );
     f.leave().unwrap();
     assert!(!out.exists(), "trace files left behind");
+    assert_eq!(tracing_state(), before);
+    assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
+}
+
+/// The TIDs of this process's threads named `name*`.
+fn threads_named(name: &str) -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with(name))
+        })
+        .map(|t| t.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// With syscall events on, the reader's own reads and splices must not be
+/// traced: each would add events that the next read writes out, a loop
+/// that once wrote 71 GB during a 1 s run. During the run the reader
+/// threads are listed in set_event_notrace_pid; an idle 0.3 s run stays
+/// small; afterwards set_event_notrace_pid is as it was.
+#[test]
+fn trace_reader_does_not_trace_itself() {
+    need_root_and_tracefs!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(dir.path());
+    let _restore = Restore(j.clone());
+    let out = dir.path().join("trace-out");
+    let before = tracing_state();
+    let mut f = build("ftrace", "events = [\"syscalls\"]\ntracing_on = true", &j);
+    let mut r = build("trace_reader", &format!("dir = \"{}\"", out.display()), &j);
+    f.enter().unwrap();
+    if !tracefs::path("set_event_notrace_pid").exists() {
+        f.leave().unwrap();
+        eprintln!("SKIP trace_reader_does_not_trace_itself: kernel has no set_event_notrace_pid");
+        return;
+    }
+    r.enter().unwrap();
+    for _ in 0..2 {
+        r.before_run().unwrap();
+        let readers = threads_named("sysdelta-trace");
+        assert!(!readers.is_empty(), "no reader threads running");
+        let notrace = tracefs::read("set_event_notrace_pid").unwrap();
+        let listed: Vec<&str> = notrace.split_whitespace().collect();
+        for t in &readers {
+            assert!(listed.contains(&t.as_str()), "reader {t} not in {listed:?}");
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let m = r.after_run().unwrap();
+        let bytes = m[0].values[0];
+        eprintln!(
+            "IDLE syscall trace, 0.3 s: {bytes} bytes, {} lost",
+            m[1].values[0]
+        );
+        assert!(bytes < 64e6, "{bytes} bytes in an idle 0.3 s run");
+    }
+    r.leave().unwrap();
+    f.leave().unwrap();
     assert_eq!(tracing_state(), before);
     assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
 }

@@ -18,10 +18,14 @@ use std::thread::JoinHandle;
 use anyhow::{anyhow, Context, Result};
 
 use super::tracefs::{self, CpuStats};
+use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 
 /// Bytes moved per splice, and the pipe's capacity: 1 MiB, so one wakeup
 /// moves many pages (the default 64 KiB pipe loses events under load).
 const CHUNK: usize = 1 << 20;
+
+/// tracefs file listing tasks whose trace events are not recorded.
+const NOTRACE_PIDS: &str = "set_event_notrace_pid";
 
 /// Per-run capture of every CPU's ring buffer into `dir/<prefix>.cpuN`.
 pub struct Capture {
@@ -30,6 +34,9 @@ pub struct Capture {
     /// Empty the ring buffers before each run, so events that piled up
     /// between runs are not written (and counted) as this run's.
     clear: bool,
+    /// The lines `set_event_notrace_pid` held before, when the reader
+    /// threads are kept out of the trace (see [`Capture::exclude_own_threads`]).
+    notrace: Option<Vec<String>>,
     running: Option<Running>,
 }
 
@@ -96,8 +103,40 @@ impl Capture {
             dir: dir.to_path_buf(),
             prefix: prefix.to_string(),
             clear,
+            notrace: None,
             running: None,
         }
+    }
+
+    /// Keep the reader threads' own system calls out of the trace, as
+    /// trace-cmd record does unless told `--no-filter`. A reader that traces
+    /// itself feeds itself: with syscall events on, every read of a partial
+    /// page is a system call whose events make the next partial page (one
+    /// 1 s run once wrote 71 GB this way). Journals how to put
+    /// `set_event_notrace_pid` back; does nothing on kernels without it
+    /// (before 5.8), where the bounded drain still stops the loop.
+    pub fn exclude_own_threads(
+        &mut self,
+        journal: &JournalHandle,
+        owner: &str,
+    ) -> Result<Option<EntryId>> {
+        let path = tracefs::path(NOTRACE_PIDS);
+        if !path.exists() {
+            return Ok(None);
+        }
+        let lines: Vec<String> = tracefs::read(NOTRACE_PIDS)?
+            .split_whitespace()
+            .map(String::from)
+            .collect();
+        let id = journal.lock().unwrap().record_all(
+            owner,
+            vec![UndoAction::WriteLines {
+                path,
+                lines: lines.clone(),
+            }],
+        )?;
+        self.notrace = Some(lines);
+        Ok(id.first().copied())
     }
 
     /// The files one run writes (one per CPU with a ring buffer).
@@ -126,7 +165,14 @@ impl Capture {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
+        let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         for &c in &cpus {
+            // The ring buffer cannot hold more than its size, so a drain
+            // that reads more is reading what the drain itself produced.
+            let size_kb = tracefs::read(&format!("per_cpu/cpu{c}/buffer_size_kb"))?;
+            let drain_limit = tracefs::parse_buffer_size(&size_kb)
+                .parse::<u64>()
+                .map_or(u64::MAX, |kb| (kb + 4) << 10);
             let raw = OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
@@ -135,11 +181,22 @@ impl Capture {
             let out = File::create(self.file(c))
                 .with_context(|| format!("cannot create {}", self.file(c).display()))?;
             let stop = stop.clone();
+            let tid_tx = tid_tx.clone();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("sysdelta-trace-cpu{c}"))
-                    .spawn(move || pump(raw, out, &stop))?,
+                    .spawn(move || {
+                        let _ = tid_tx.send(nix::unistd::gettid().as_raw().to_string());
+                        pump(raw, out, &stop, drain_limit)
+                    })?,
             );
+        }
+        drop(tid_tx);
+        if let Some(before) = &self.notrace {
+            let mut lines = before.clone();
+            // One TID from each thread (each keeps its sender until it ends).
+            lines.extend(tid_rx.iter().take(threads.len()));
+            journal::write_lines(&tracefs::path(NOTRACE_PIDS), &lines)?;
         }
         self.running = Some(Running {
             stop,
@@ -169,6 +226,9 @@ impl Capture {
             let a = tracefs::cpu_stats(c)?;
             totals.lost += a.lost().saturating_sub(b.lost());
         }
+        if let Some(before) = &self.notrace {
+            journal::write_lines(&tracefs::path(NOTRACE_PIDS), before)?;
+        }
         match first_err {
             Some(e) => Err(e),
             None => Ok(totals),
@@ -182,9 +242,6 @@ impl Drop for Capture {
     }
 }
 
-/// Move one CPU's raw pages to `out` until `stop`, then drain: whole pages by
-/// splice (no copy), the last partial page by read (splice only hands out
-/// full pages).
 /// splice(2) without offsets (nix gates it behind a feature we do not enable).
 fn splice(from: i32, to: i32, len: usize, flags: libc::c_uint) -> std::io::Result<usize> {
     // SAFETY: both fds are open for the duration of the call; null offsets
@@ -225,24 +282,40 @@ fn low_on_space(f: &File) -> bool {
     }
 }
 
-fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
+/// Whether a write failed because the file system (or quota) is full.
+fn is_out_of_space(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
+}
+
+/// Say once that the reader stopped writing because space ran out.
+fn stopped_for_space(total: u64) -> Result<u64> {
+    // Stop reading: the ring buffer fills and the kernel counts what it
+    // drops, which the run reports as events lost.
+    eprintln!(
+        "sysdelta: trace reader: stopped writing after {} MiB: the trace file system is \
+         nearly full; further events are counted as lost",
+        total >> 20
+    );
+    Ok(total)
+}
+
+/// Move one CPU's raw pages to `out` until `stop`, then drain: whole pages by
+/// splice (no copy), the last partial page by read (splice only hands out
+/// full pages), at most `drain_limit` bytes of it. Stops writing (without
+/// failing the run) when the file system runs low on space.
+fn pump(mut raw: File, mut out: File, stop: &AtomicBool, drain_limit: u64) -> Result<u64> {
     let (pr, pw): (OwnedFd, OwnedFd) = nix::unistd::pipe()?;
     // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
     unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
     let mut total = 0u64;
-    let mut next_check = SPACE_CHECK_BYTES;
+    // Checked before the first write too: a disk that is already nearly
+    // full can fill within the first check interval.
+    let mut next_check = 0;
     loop {
         if total >= next_check {
             next_check = total + SPACE_CHECK_BYTES;
             if low_on_space(&out) {
-                // Stop reading: the ring buffer fills and the kernel counts
-                // what it drops, which the run reports as events lost.
-                eprintln!(
-                    "sysdelta: trace reader: stopped writing after {} MiB: the trace file system is \
-                     nearly full; further events are counted as lost",
-                    total >> 20
-                );
-                return Ok(total);
+                return stopped_for_space(total);
             }
         }
         match splice(
@@ -255,8 +328,11 @@ fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
             Ok(n) => {
                 let mut left = n;
                 while left > 0 {
-                    left -= splice(pr.as_raw_fd(), out.as_raw_fd(), left, 0)
-                        .context("splice to the trace file")?;
+                    match splice(pr.as_raw_fd(), out.as_raw_fd(), left, 0) {
+                        Ok(m) => left -= m,
+                        Err(e) if is_out_of_space(&e) => return stopped_for_space(total),
+                        Err(e) => return Err(e).context("splice to the trace file"),
+                    }
                 }
                 total += n as u64;
                 continue;
@@ -280,12 +356,18 @@ fn pump(mut raw: File, mut out: File, stop: &AtomicBool) -> Result<u64> {
         unsafe { libc::poll(&mut pfd, 1, 50) };
     }
     let mut page = vec![0u8; 4096];
-    loop {
+    let mut drained = 0u64;
+    while drained < drain_limit {
         match raw.read(&mut page) {
             Ok(0) => break,
             Ok(n) => {
-                out.write_all(&page[..n])?;
+                match out.write_all(&page[..n]) {
+                    Ok(()) => {}
+                    Err(e) if is_out_of_space(&e) => return stopped_for_space(total),
+                    Err(e) => return Err(e).context("write to the trace file"),
+                }
                 total += n as u64;
+                drained += n as u64;
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}

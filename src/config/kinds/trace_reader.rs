@@ -24,6 +24,8 @@ pub struct TraceReader {
     journal: JournalHandle,
     mount: Option<EntryId>,
     entries: Vec<EntryId>,
+    /// How to put `set_event_notrace_pid` back (the readers are kept out).
+    notrace: Option<EntryId>,
     capture: Option<Capture>,
 }
 
@@ -43,6 +45,7 @@ impl TraceReader {
             journal,
             mount: None,
             entries: Vec::new(),
+            notrace: None,
             capture: None,
         })
     }
@@ -106,7 +109,8 @@ impl ConfigKind for TraceReader {
 
     fn enter(&mut self) -> Result<LaunchMods> {
         self.mount = tracefs::ensure_mounted(&self.journal, "trace_reader")?;
-        let capture = Capture::new(&self.dir, "trace", self.clear);
+        let mut capture = Capture::new(&self.dir, "trace", self.clear);
+        self.notrace = capture.exclude_own_threads(&self.journal, "trace_reader")?;
         self.entries = journal_outputs(
             &self.journal,
             "trace_reader",
@@ -135,6 +139,9 @@ impl ConfigKind for TraceReader {
             c.stop()?;
         }
         leave_outputs(&self.journal, std::mem::take(&mut self.entries), self.keep)?;
+        if let Some(id) = self.notrace.take() {
+            self.journal.lock().unwrap().undo_entries(&[id])?;
+        }
         tracefs::release(&self.journal, self.mount.take())
     }
 }
