@@ -42,6 +42,9 @@ pub struct Capture {
 
 struct Running {
     stop: Arc<AtomicBool>,
+    /// Closed on stop, so readers waiting in poll wake at once (POLLHUP)
+    /// instead of at the end of their poll timeout.
+    wake: OwnedFd,
     threads: Vec<JoinHandle<Result<u64>>>,
     before: Vec<(usize, CpuStats)>,
 }
@@ -164,6 +167,8 @@ impl Capture {
             before.push((c, tracefs::cpu_stats(c)?));
         }
         let stop = Arc::new(AtomicBool::new(false));
+        let (wake_rx, wake) = nix::unistd::pipe()?;
+        let wake_rx = Arc::new(wake_rx);
         let mut threads = Vec::new();
         let (tid_tx, tid_rx) = std::sync::mpsc::channel();
         for &c in &cpus {
@@ -181,13 +186,14 @@ impl Capture {
             let out = File::create(self.file(c))
                 .with_context(|| format!("cannot create {}", self.file(c).display()))?;
             let stop = stop.clone();
+            let wake_rx = wake_rx.clone();
             let tid_tx = tid_tx.clone();
             threads.push(
                 std::thread::Builder::new()
                     .name(format!("sysdelta-trace-cpu{c}"))
                     .spawn(move || {
                         let _ = tid_tx.send(nix::unistd::gettid().as_raw().to_string());
-                        pump(raw, out, &stop, drain_limit)
+                        pump(raw, out, &stop, &wake_rx, drain_limit)
                     })?,
             );
         }
@@ -200,6 +206,7 @@ impl Capture {
         }
         self.running = Some(Running {
             stop,
+            wake,
             threads,
             before,
         });
@@ -213,6 +220,7 @@ impl Capture {
             return Ok(RunTotals::default());
         };
         r.stop.store(true, Ordering::SeqCst);
+        drop(r.wake);
         let mut totals = RunTotals::default();
         let mut first_err = None;
         for t in r.threads {
@@ -303,7 +311,13 @@ fn stopped_for_space(total: u64) -> Result<u64> {
 /// splice (no copy), the last partial page by read (splice only hands out
 /// full pages), at most `drain_limit` bytes of it. Stops writing (without
 /// failing the run) when the file system runs low on space.
-fn pump(mut raw: File, mut out: File, stop: &AtomicBool, drain_limit: u64) -> Result<u64> {
+fn pump(
+    mut raw: File,
+    mut out: File,
+    stop: &AtomicBool,
+    wake: &OwnedFd,
+    drain_limit: u64,
+) -> Result<u64> {
     let (pr, pw): (OwnedFd, OwnedFd) = nix::unistd::pipe()?;
     // SAFETY: F_SETPIPE_SZ on our own pipe; failure leaves the default size.
     unsafe { libc::fcntl(pw.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
@@ -345,15 +359,16 @@ fn pump(mut raw: File, mut out: File, stop: &AtomicBool, drain_limit: u64) -> Re
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        // Wait for data or for 50 ms, whichever first (the buffer wakes
-        // pollers only at buffer_percent, so the timeout keeps us draining).
-        let mut pfd = libc::pollfd {
-            fd: raw.as_raw_fd(),
+        // Wait for data, for stop, or for 50 ms, whichever first (the
+        // buffer wakes pollers only at buffer_percent, so the timeout keeps
+        // us draining).
+        let mut pfds = [raw.as_raw_fd(), wake.as_raw_fd()].map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut pfd, 1, 50) };
+        });
+        // SAFETY: two valid pollfds.
+        unsafe { libc::poll(pfds.as_mut_ptr(), 2, 50) };
     }
     let mut page = vec![0u8; 4096];
     let mut drained = 0u64;
