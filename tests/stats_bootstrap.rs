@@ -29,10 +29,13 @@ fn batch_equals_single_calls_and_shares_the_baseline() {
         seed: 9,
     }];
     let got = ratio_cis_batch(&items, 5_000, 0.95);
-    assert_eq!(got[0][0], ratio_of_means_ci(&base, &o1, 5_000, 0.95, 9));
+    // The batch reads each CI at the expanded level.
+    let level = sysdelta::stats::bootstrap::expanded_confidence(&base, &o1, 0.95);
+    assert_eq!(got[0][0], ratio_of_means_ci(&base, &o1, 5_000, level, 9));
     let bm = resample_means(&base, 5_000, stream_seed(9, 0));
     let om = resample_means(&o2, 5_000, stream_seed(9, 2));
-    assert_eq!(got[0][1], ratio_ci(&bm, &om, 0.95));
+    let level2 = sysdelta::stats::bootstrap::expanded_confidence(&base, &o2, 0.95);
+    assert_eq!(got[0][1], ratio_ci(&bm, &om, level2));
 }
 
 #[test]
@@ -137,4 +140,27 @@ fn resampling_stream_is_pinned() {
         (lo.to_bits(), hi.to_bits()),
         (0x3fe408ec935ff318, 0x3ff438a213a3a123)
     );
+}
+
+/// The expanded level against SciPy 1.17 (stats.t.ppf, stats.norm.cdf, NumPy
+/// variances with ddof=1) computing the same formula independently:
+/// unequal n with different spreads, and 20 runs a side.
+#[test]
+fn expanded_confidence_matches_scipy() {
+    use sysdelta::stats::bootstrap::expanded_confidence;
+    let b = [10.0, 11.0, 12.5, 9.5, 10.2];
+    let o = [12.0, 13.1, 11.7, 12.9, 14.0, 12.2, 13.3];
+    let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-9 * want, "{got} vs {want}");
+    close(expanded_confidence(&b, &o, 0.95), 0.9935739391056968);
+    close(expanded_confidence(&b, &o, 0.90), 0.9694186864200982);
+    let b20: Vec<f64> = (0..20)
+        .map(|i| 100.0 + f64::from(i * 37 % 17) / 10.0)
+        .collect();
+    let o20: Vec<f64> = (0..20)
+        .map(|i| 101.0 + f64::from(i * 53 % 19) / 10.0)
+        .collect();
+    close(expanded_confidence(&b20, &o20, 0.95), 0.9622990303870795);
+    // Undefined corrections leave the level alone.
+    assert_eq!(expanded_confidence(&[1.0], &o, 0.95), 0.95);
+    assert_eq!(expanded_confidence(&[2.0, 2.0], &[3.0, 3.0], 0.95), 0.95);
 }

@@ -178,10 +178,29 @@ pub(crate) fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
     (m != 0.0).then(|| pooled.sqrt() / m.abs())
 }
 
-fn verdict(direction: Direction, ratio: f64, ci: (f64, f64), p_adj: f64, alpha: f64) -> Verdict {
-    let excludes_one = ci.0 > 1.0 || ci.1 < 1.0;
-    if p_adj < alpha && excludes_one {
-        let up = ratio > 1.0;
+/// `worse` or `better` when the rank test rejects (adjusted p < alpha) and
+/// the ratio of means and the Hodges-Lehmann shift (`hl_shift`, None when
+/// undefined) point the same way; `~` otherwise.
+///
+/// The rank test decides, not the CI: it is distribution-free, so its
+/// false-positive rate stays at alpha for skewed, bimodal and heavy-tailed
+/// noise. Also requiring the mean's CI to exclude 1 (as sysdelta did
+/// first) made the verdict conservative where the two disagree most: 3.5%
+/// instead of 5% in simulated A/A runs with t(3) noise at 20 runs a side.
+/// The direction check keeps a verdict from contradicting the delta shown.
+fn verdict(
+    direction: Direction,
+    ratio: f64,
+    hl_shift: Option<f64>,
+    p_adj: f64,
+    alpha: f64,
+) -> Verdict {
+    let up = ratio > 1.0;
+    let agrees = match hl_shift {
+        Some(sh) => (sh > 0.0 && up) || (sh < 0.0 && ratio < 1.0),
+        None => ratio != 1.0,
+    };
+    if p_adj < alpha && agrees {
         match (direction, up) {
             (Direction::Lower, true) | (Direction::Higher, false) => Verdict::Worse,
             _ => Verdict::Better,
@@ -463,14 +482,19 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                             if let (Some(bm), Some(om)) =
                                 (means.get(&(mi, 0)), means.get(&(mi, ci)))
                             {
-                                let pct = |conf| stats::bootstrap::ratio_ci(bm, om, conf);
+                                // Both methods read at the expanded level, so a
+                                // 95% CI covers 95% at small n, too.
+                                let level = |conf| {
+                                    stats::bootstrap::expanded_confidence(&base, &cell.values, conf)
+                                };
+                                let pct = |conf| stats::bootstrap::ratio_ci(bm, om, level(conf));
                                 let bca = |conf| {
                                     stats::bca::bca_ratio_ci_from_means(
                                         &base,
                                         &cell.values,
                                         bm,
                                         om,
-                                        conf,
+                                        level(conf),
                                     )
                                 };
                                 let (main, other) = match opts.ci_method {
@@ -536,22 +560,16 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         let c = &mut m.comparisons[*ci];
         c.p_adjusted = Some(padj);
         c.verdict = match (c.delta_mean_pct, c.ratio_ci) {
-            (Some(d), Some(ci)) => {
-                let v = verdict(dir, 1.0 + d / 100.0, ci, padj, opts.alpha);
-                // The rank test and the ratio of means must point the same
-                // way: a few huge outliers can move the mean one way while
-                // most runs moved the other.
-                let shift_up = c.hl_shift.map(|h| h.shift);
-                let agrees = match shift_up {
-                    Some(sh) => (sh > 0.0 && ci.0 > 1.0) || (sh < 0.0 && ci.1 < 1.0),
-                    None => true,
-                };
-                if v != Verdict::Noise && !agrees {
+            (Some(d), Some(_)) => {
+                let ratio = 1.0 + d / 100.0;
+                let shift = c.hl_shift.map(|h| h.shift);
+                let v = verdict(dir, ratio, shift, padj, opts.alpha);
+                // A few huge outliers can move the mean one way while most
+                // runs moved the other: say so rather than pick a side.
+                if v == Verdict::Noise && padj < opts.alpha {
                     c.note = Some("the mean and the rank test point in opposite directions".into());
-                    Verdict::Noise
-                } else {
-                    v
                 }
+                v
             }
             _ => {
                 c.note

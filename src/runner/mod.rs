@@ -330,6 +330,23 @@ fn precision_check(
     })
 }
 
+/// After a config is entered, and before its first run, spawn one empty
+/// shell with its environment. A config's setup is itself a shell that
+/// warms the exec path right before the config's first run, so a config
+/// with a setup ran faster than one without: -0.4% [-0.8, -0.0] on a 30 ms
+/// command here, 30 runs each, for configs that differ only in
+/// `export OTHER=1`. With this step every run that follows a config switch
+/// follows the same spawn, whatever the config's setup.
+fn settle_after_enter(env: &[(String, String)]) {
+    let spec = crate::process::ShellSpec {
+        command: ":",
+        env,
+        timeout: Some(Duration::from_secs(10)),
+        ..Default::default()
+    };
+    let _ = crate::process::run_shell(&spec, &AtomicBool::new(false));
+}
+
 /// Crash recovery for `--resume`: if the store says a config was entered
 /// when the previous sysdelta died, run that config's shell teardown now.
 pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result<Option<String>> {
@@ -514,6 +531,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     }
                     store.set_entered_config(exp, None)?;
                     current = None;
+                } else {
+                    settle_after_enter(&p.configs[slot.config].mods.env);
                 }
             }
             let cfg = &mut p.configs[slot.config];

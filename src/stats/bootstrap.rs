@@ -111,7 +111,60 @@ pub fn ratio_ci(base_means: &[f64], other_means: &[f64], confidence: f64) -> Opt
     Some((lo, hi))
 }
 
-/// Percentile bootstrap CI of mean(other) / mean(base).
+/// The level at which to read a bootstrap interval of mean(other) /
+/// mean(base) so that it keeps its nominal `confidence` at small n: the
+/// two-sample form of the expanded percentile interval (Hesterberg 2015,
+/// "What teachers should know about the bootstrap", sec. 5.3). Plain
+/// percentile and BCa intervals are too narrow at small n for two reasons,
+/// and each gets a factor on the normal quantile z:
+///
+/// * the bootstrap variance of a mean divides by n, not n - 1: factor
+///   sqrt(V / V_boot), with V = v_b + v_o the unbiased variance of the log
+///   ratio (v = s^2 / (n mean^2), delta method) and V_boot = v_b (n_b - 1)
+///   / n_b + v_o (n_o - 1) / n_o;
+/// * the studentized ratio has t tails, not normal ones: factor t_q(df) /
+///   z_q, df by Welch-Satterthwaite from v_b and v_o.
+///
+/// Returns 2 Phi(z') - 1 for z' = z times both factors. Where the
+/// correction is undefined (a side with fewer than 2 values, a zero mean or
+/// no variance at all) it returns `confidence` unchanged. Without it the
+/// 95% interval covered 92.7-93.9% of simulated truths at 20 runs a side.
+pub fn expanded_confidence(base: &[f64], other: &[f64], confidence: f64) -> f64 {
+    use crate::stats::special::{normal_cdf, normal_quantile, t_quantile};
+    let rel_var = |xs: &[f64]| -> Option<(f64, f64)> {
+        let n = xs.len() as f64;
+        if xs.len() < 2 {
+            return None;
+        }
+        let m = mean(xs);
+        if m == 0.0 || !m.is_finite() {
+            return None;
+        }
+        let ss: f64 = xs.iter().map(|x| (x - m) * (x - m)).sum();
+        Some((ss / (n - 1.0) / (n * m * m), n))
+    };
+    let (Some((vb, nb)), Some((vo, no))) = (rel_var(base), rel_var(other)) else {
+        return confidence;
+    };
+    let v = vb + vo;
+    if !(v > 0.0 && v.is_finite() && confidence > 0.0 && confidence < 1.0) {
+        return confidence;
+    }
+    let v_boot = vb * (nb - 1.0) / nb + vo * (no - 1.0) / no;
+    let df = v * v / (vb * vb / (nb - 1.0) + vo * vo / (no - 1.0));
+    let q = (1.0 + confidence) / 2.0;
+    let z = normal_quantile(q);
+    let z_expanded = t_quantile(q, df) * (v / v_boot).sqrt();
+    if !(z_expanded.is_finite() && z_expanded >= z) {
+        return confidence;
+    }
+    2.0 * normal_cdf(z_expanded) - 1.0
+}
+
+/// Percentile bootstrap CI of mean(other) / mean(base) at exactly
+/// `confidence` (as SciPy computes it); pass
+/// [`expanded_confidence`]`(base, other, 0.95)` for an interval that keeps
+/// 95% at small n.
 ///
 /// Uses streams 0 (base) and 1 (other) of `seed`, so it equals the first
 /// compared config of [`ratio_cis_batch`] with the same seed. None when
@@ -176,7 +229,11 @@ pub fn ratio_cis_batch(
                         return None;
                     }
                     let o = resample_means(other, resamples, stream_seed(item.seed, j as u64 + 1));
-                    ratio_ci(&base_means, &o, confidence)
+                    ratio_ci(
+                        &base_means,
+                        &o,
+                        expanded_confidence(item.base, other, confidence),
+                    )
                 })
                 .collect()
         })

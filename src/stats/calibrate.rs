@@ -1,13 +1,14 @@
 //! Calibration by simulation: does the report's verdict keep its promises?
 //!
 //! The report marks a delta as beyond noise when the Mann-Whitney U test
-//! gives p < 0.05 **and** the 95% percentile bootstrap CI of the ratio of
-//! means excludes 1 ([`verdict`]). These pure, seeded functions measure, on
-//! synthetic data whose truth is known:
+//! gives p < 0.05 and the ratio of means points the same way as the
+//! Hodges-Lehmann shift ([`verdict`]). These pure, seeded functions
+//! measure, on synthetic data whose truth is known:
 //!
 //! * the A/A false-positive rate of that verdict (both configs drawn from
-//!   the same distribution), which should be near or below 5%;
-//! * the coverage of the 95% CI (how often it contains the true ratio);
+//!   the same distribution), which should be near 5%;
+//! * the coverage of the 95% CI of the ratio of means, read at the
+//!   expanded level ([`crate::stats::bootstrap::expanded_confidence`]);
 //! * the detection rate for an injected relative shift.
 //!
 //! Every sample has mean exactly 100 before the shift (so the true ratio is
@@ -16,7 +17,7 @@
 //! own seed derived from (seed, trial), so results do not depend on the
 //! thread count.
 
-use crate::stats::bootstrap::{ratio_of_means_ci, stream_seed};
+use crate::stats::bootstrap::{expanded_confidence, ratio_of_means_ci, stream_seed};
 use crate::stats::mannwhitney::mann_whitney_u;
 use crate::stats::power::runs_known_variance;
 use rand::rngs::SmallRng;
@@ -86,20 +87,23 @@ pub fn draw(shape: Shape, cov: f64, rng: &mut SmallRng) -> f64 {
     }
 }
 
-/// The report's verdict: U test p < 0.05 and the 95% percentile CI of
-/// mean(other) / mean(base) excludes 1. The CI is computed only when the
-/// U test already rejects (the verdict is false otherwise), which keeps
-/// simulations cheap without changing any result.
-pub fn verdict(base: &[f64], other: &[f64], resamples: usize, seed: u64) -> bool {
+/// The report's verdict (`report::analysis`): U test p < 0.05 and the
+/// ratio of means pointing the same way as the Hodges-Lehmann shift.
+/// `resamples` and `seed` are unused (the verdict needs no bootstrap); they
+/// keep the signature of the CI-based checks.
+pub fn verdict(base: &[f64], other: &[f64], _resamples: usize, _seed: u64) -> bool {
     let Some(u) = mann_whitney_u(base, other) else {
         return false;
     };
     if u.p >= 0.05 {
         return false;
     }
-    match ratio_of_means_ci(base, other, resamples, 0.95, seed) {
-        Some((lo, hi)) => !(lo <= 1.0 && 1.0 <= hi),
-        None => false,
+    let mean = |xs: &[f64]| xs.iter().sum::<f64>() / xs.len() as f64;
+    let up = mean(other) > mean(base);
+    let down = mean(other) < mean(base);
+    match crate::stats::hodges_lehmann::hodges_lehmann(base, other, 0.95) {
+        Some(h) => (h.shift > 0.0 && up) || (h.shift < 0.0 && down),
+        None => up || down,
     }
 }
 
@@ -161,7 +165,7 @@ pub fn ci_coverage(
 ) -> f64 {
     let truth = 1.0 + shift;
     simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
-        matches!(ratio_of_means_ci(b, o, resamples, 0.95, s),
+        matches!(ratio_of_means_ci(b, o, resamples, expanded_confidence(b, o, 0.95), s),
             Some((lo, hi)) if lo <= truth && truth <= hi)
     })
 }
@@ -179,7 +183,7 @@ pub fn bca_coverage(
 ) -> f64 {
     let truth = 1.0 + shift;
     simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
-        matches!(crate::stats::bca::bca_ratio_ci(b, o, resamples, 0.95, s),
+        matches!(crate::stats::bca::bca_ratio_ci(b, o, resamples, expanded_confidence(b, o, 0.95), s),
             Some((lo, hi)) if lo <= truth && truth <= hi)
     })
 }
