@@ -198,18 +198,20 @@ impl Capture {
             );
         }
         drop(tid_tx);
-        if let Some(before) = &self.notrace {
-            let mut lines = before.clone();
-            // One TID from each thread (each keeps its sender until it ends).
-            lines.extend(tid_rx.iter().take(threads.len()));
-            journal::write_lines(&tracefs::path(NOTRACE_PIDS), &lines)?;
-        }
+        let readers = threads.len();
+        // Running before anything else can fail, so stop() ends the threads.
         self.running = Some(Running {
             stop,
             wake,
             threads,
             before,
         });
+        if let Some(before) = &self.notrace {
+            let mut lines = before.clone();
+            // One TID from each thread (each keeps its sender until it ends).
+            lines.extend(tid_rx.iter().take(readers));
+            journal::write_lines(&tracefs::path(NOTRACE_PIDS), &lines)?;
+        }
         Ok(())
     }
 
