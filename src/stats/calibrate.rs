@@ -151,6 +151,21 @@ pub fn aa_false_positive_rate(
     })
 }
 
+/// Fraction of experiments whose 95% CI from `ci` (called with base,
+/// other, confidence, seed) contains the true ratio 1 + shift; an undefined
+/// CI counts as not covering. The CI is read at the expanded level, as the
+/// report reads it.
+fn coverage<F>(shape: Shape, n: usize, cov: f64, shift: f64, trials: usize, seed: u64, ci: F) -> f64
+where
+    F: Fn(&[f64], &[f64], f64, u64) -> Option<(f64, f64)> + Sync,
+{
+    let truth = 1.0 + shift;
+    simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
+        matches!(ci(b, o, expanded_confidence(b, o, 0.95), s),
+            Some((lo, hi)) if lo <= truth && truth <= hi)
+    })
+}
+
 /// Coverage of the 95% percentile CI: the fraction of experiments whose CI
 /// contains the true ratio 1 + shift. Experiments where the CI is
 /// undefined count as not covering.
@@ -163,10 +178,8 @@ pub fn ci_coverage(
     resamples: usize,
     seed: u64,
 ) -> f64 {
-    let truth = 1.0 + shift;
-    simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
-        matches!(ratio_of_means_ci(b, o, resamples, expanded_confidence(b, o, 0.95), s),
-            Some((lo, hi)) if lo <= truth && truth <= hi)
+    coverage(shape, n, cov, shift, trials, seed, |b, o, c, s| {
+        ratio_of_means_ci(b, o, resamples, c, s)
     })
 }
 
@@ -181,10 +194,8 @@ pub fn bca_coverage(
     resamples: usize,
     seed: u64,
 ) -> f64 {
-    let truth = 1.0 + shift;
-    simulate(shape, n, cov, shift, trials, seed, |b, o, s| {
-        matches!(crate::stats::bca::bca_ratio_ci(b, o, resamples, expanded_confidence(b, o, 0.95), s),
-            Some((lo, hi)) if lo <= truth && truth <= hi)
+    coverage(shape, n, cov, shift, trials, seed, |b, o, c, s| {
+        crate::stats::bca::bca_ratio_ci(b, o, resamples, c, s)
     })
 }
 
