@@ -200,9 +200,10 @@ pub fn header(a: &Analysis) -> String {
     let text = format!(
         "Baseline {}. Values are means over runs; delta is the mean against the \
          baseline's, with its {:.0}% {method} bootstrap CI ({} resamples). A verdict \
-         needs a Mann-Whitney p < {} after {correction} over {} comparisons and a CI \
-         that excludes 0; otherwise the delta is marked ~ (within noise). Unit of \
-         replication: {}.",
+         needs a Mann-Whitney p < {} after {correction} over {} comparisons, with \
+         the mean and the rank (Hodges-Lehmann) shift pointing the same way; \
+         otherwise the delta is marked ~ (within noise). The CI is widened for small \
+         samples so that it keeps its level. Unit of replication: {}.",
         ascii(&a.baseline),
         a.confidence * 100.0,
         a.resamples,
