@@ -24,7 +24,7 @@ pub fn render(a: &Analysis) -> String {
         out,
         "Host `{}`, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
          Baseline `{}`; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs Holm-corrected \
-         Mann-Whitney p < {} over {} comparisons and a CI excluding 0, else `~`.\n",
+         Mann-Whitney p < {} over {} comparisons with the mean and the rank shift agreeing in direction, else `~`.\n",
         esc(&i.host),
         esc(&f("kernel")),
         f("cpus_online"),

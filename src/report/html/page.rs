@@ -202,7 +202,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         o,
         "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
          (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
-         Holm correction over {} comparisons and a CI that excludes 1&times;. \
+         Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way. \
          <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise. Largest changes first.</p>",
         esc(&a.baseline),
         a.confidence * 100.0,
