@@ -6,60 +6,67 @@
 //! index draw feeds m values that sit next to each other in memory and are
 //! added with vector instructions. Each metric's resampled means have
 //! exactly the bootstrap distribution they would have alone (every index is
-//! uniform in 0..n and independent, drawn by rejection from packed random
-//! bits, so there is no modulo bias); only the dependence
+//! uniform in 0..n and independent, see [`Indices`]); only the dependence
 //! between metrics' CIs changes, which no single CI depends on.
 //!
 //! One operation is one resampled index: n of them per resample, each adding
 //! one run's row of m values into m accumulators.
+//!
+//! The values added are each metric's deviations from its own mean, in f32,
+//! and the mean is added back in f64. This halves the memory per row and
+//! doubles the values per vector instruction. The rounding it adds is
+//! relative to the deviations, whose spread is what the bootstrap measures:
+//! with n = 1,000 the summation error is about 1e-6 of the resampled means'
+//! standard deviation, far below the Monte Carlo error of 10,000 resamples.
 
 use rand::rngs::SmallRng;
 use rand::{RngCore, SeedableRng};
 
-/// Lanes added together; rows are padded to a multiple of this.
-const LANES: usize = 4;
+/// f32 lanes added together (one 256-bit register); rows are padded to a
+/// multiple of this.
+const LANES: usize = 8;
 
-/// Uniform indices in 0..n, exactly: each 64-bit word of the generator is
-/// cut into fields of k = ceil(log2 n) bits, and a field is an index when it
-/// is below n and skipped otherwise (rejection sampling: every accepted
-/// field is uniform on 0..n and independent of the others). For n = 1000
-/// that is 6 indices per word with 2.3% of fields skipped.
+/// Uniform indices in 0..n, exactly, by Lemire's multiply-shift method: a
+/// 32-bit random x maps to (x * n) >> 32, and x is rejected when the low 32
+/// bits of x * n fall below 2^32 mod n, which removes the bias of the plain
+/// multiply (each index then has exactly floor(2^32 / n) preimages). For
+/// n = 1,000 a draw is rejected with probability 2e-7, so the branch is
+/// free; each 64-bit word of the generator gives two draws.
 struct Indices {
     rng: SmallRng,
     word: u64,
-    left: u32,
-    k: u32,
-    per_word: u32,
-    mask: u64,
+    have_half: bool,
     n: u64,
+    /// 2^32 mod n: low products below it are rejected.
+    reject_below: u64,
 }
 
 impl Indices {
     fn new(n: usize, seed: u64) -> Indices {
-        let k = usize::BITS - (n.max(2) - 1).leading_zeros();
+        let n = n.max(1) as u64;
         Indices {
             rng: SmallRng::seed_from_u64(seed),
             word: 0,
-            left: 0,
-            k,
-            per_word: 64 / k,
-            mask: (1u64 << k) - 1,
-            n: n as u64,
+            have_half: false,
+            n,
+            reject_below: (1u64 << 32) % n,
         }
     }
 
     #[inline(always)]
     fn next(&mut self) -> usize {
         loop {
-            if self.left == 0 {
+            let x = if self.have_half {
+                self.have_half = false;
+                self.word >> 32
+            } else {
                 self.word = self.rng.next_u64();
-                self.left = self.per_word;
-            }
-            let v = self.word & self.mask;
-            self.word >>= self.k;
-            self.left -= 1;
-            if v < self.n {
-                return v as usize;
+                self.have_half = true;
+                self.word & 0xffff_ffff
+            };
+            let m = x * self.n;
+            if m & 0xffff_ffff >= self.reject_below {
+                return (m >> 32) as usize;
             }
         }
     }
@@ -154,30 +161,44 @@ fn block_means<const W: usize>(
     seed: u64,
     out: &mut [Vec<f64>],
 ) {
-    // Row i of the block: W chunks of LANES values, zero-padded.
-    let mut padded = vec![[[0.0f64; LANES]; W]; n];
+    let means: Vec<f64> = (0..cols)
+        .map(|j| (0..n).map(|i| rows[i * m + first + j]).sum::<f64>() / n as f64)
+        .collect();
+    // Row i of the block: W chunks of LANES deviations, zero-padded.
+    let mut padded = vec![[[0.0f32; LANES]; W]; n];
     for (i, row) in padded.iter_mut().enumerate() {
         for j in 0..cols {
-            row[j / LANES][j % LANES] = rows[i * m + first + j];
+            row[j / LANES][j % LANES] = (rows[i * m + first + j] - means[j]) as f32;
         }
     }
     let mut indices = Indices::new(n, seed);
     let inv_n = 1.0 / n as f64;
+    // Draw order per resample: even draws into `even`, odd into `odd` (two
+    // add chains instead of one), the same in every block and code path.
     for b in 0..resamples {
-        // Two accumulator sets, for even and odd draws, halve the add chains.
-        let mut acc = [[[0.0f64; LANES]; W]; 2];
-        for k in 0..n {
-            let i = indices.next();
-            let row = &padded[i];
-            let a = &mut acc[k & 1];
+        let mut even = [[0.0f32; LANES]; W];
+        let mut odd = [[0.0f32; LANES]; W];
+        for _ in 0..n / 2 {
+            let (i, j) = (indices.next(), indices.next());
+            let (ri, rj) = (&padded[i], &padded[j]);
             for c in 0..W {
                 for l in 0..LANES {
-                    a[c][l] += row[c][l];
+                    even[c][l] += ri[c][l];
+                    odd[c][l] += rj[c][l];
+                }
+            }
+        }
+        if n % 2 == 1 {
+            let ri = &padded[indices.next()];
+            for c in 0..W {
+                for l in 0..LANES {
+                    even[c][l] += ri[c][l];
                 }
             }
         }
         for (j, col) in out.iter_mut().enumerate() {
-            col[b] = (acc[0][j / LANES][j % LANES] + acc[1][j / LANES][j % LANES]) * inv_n;
+            let (c, l) = (j / LANES, j % LANES);
+            col[b] = means[j] + (even[c][l] as f64 + odd[c][l] as f64) * inv_n;
         }
     }
 }

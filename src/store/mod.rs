@@ -311,8 +311,26 @@ impl Store {
     }
 
     /// Commit one run with all its samples, atomically.
+    ///
+    /// This is on the path between two runs, so every statement, BEGIN and
+    /// COMMIT included, comes from the prepared-statement cache: parsing
+    /// them afresh cost more than the commit's WAL writes.
     pub fn record_run(&self, r: &RunRecord) -> Result<i64> {
-        let tx = self.conn.unchecked_transaction()?;
+        self.conn.prepare_cached("BEGIN")?.execute([])?;
+        match self.insert_run(r) {
+            Ok(run_id) => {
+                self.conn.prepare_cached("COMMIT")?.execute([])?;
+                Ok(run_id)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// The inserts of [`Store::record_run`], inside its transaction.
+    fn insert_run(&self, r: &RunRecord) -> Result<i64> {
         let (status, reason, tail, code) = match &r.result {
             RunResult::Ok(_) => ("ok", None, None, None),
             RunResult::Failed {
@@ -321,10 +339,13 @@ impl Store {
                 exit_code,
             } => ("failed", Some(*reason), Some(*stderr_tail), *exit_code),
         };
-        tx.execute(
-            "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status, reason, stderr_tail,
-                 exit_code, started_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
+        self.conn
+            .prepare_cached(
+                "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
+                 reason, stderr_tail, exit_code, started_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )?
+            .execute(params![
                 r.experiment_id,
                 r.block,
                 r.seq,
@@ -336,36 +357,40 @@ impl Store {
                 tail,
                 code,
                 r.started_at
-            ],
-        )?;
-        let run_id = tx.last_insert_rowid();
+            ])?;
+        let run_id = self.conn.last_insert_rowid();
         if let RunResult::Ok(samples) = &r.result {
-            let mut st = tx.prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
+            let mut st = self
+                .conn
+                .prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
             for ms in samples.iter() {
                 for (i, v) in ms.values.iter().enumerate() {
                     st.execute(params![run_id, ms.metric, i, v])?;
                 }
             }
         }
-        for s in r.series {
-            tx.execute(
-                "INSERT OR REPLACE INTO series VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
+        if !r.series.is_empty() {
+            let mut st = self
+                .conn
+                .prepare_cached("INSERT OR REPLACE INTO series VALUES (?1, ?2, ?3, ?4, ?5)")?;
+            for s in r.series {
+                st.execute(params![
                     run_id,
                     s.name,
                     s.unit,
                     serde_json::to_string(&s.t)?,
                     serde_json::to_string(&s.v)?
-                ],
-            )?;
+                ])?;
+            }
         }
-        for (sym, kernel, n) in r.profile {
-            tx.execute(
-                "INSERT OR REPLACE INTO profiles VALUES (?1, ?2, ?3, ?4)",
-                params![run_id, sym, kernel, *n as i64],
-            )?;
+        if !r.profile.is_empty() {
+            let mut st = self
+                .conn
+                .prepare_cached("INSERT OR REPLACE INTO profiles VALUES (?1, ?2, ?3, ?4)")?;
+            for (sym, kernel, n) in r.profile {
+                st.execute(params![run_id, sym, kernel, *n as i64])?;
+            }
         }
-        tx.commit()?;
         Ok(run_id)
     }
 
@@ -573,8 +598,10 @@ impl Store {
             let index: std::collections::HashMap<i64, usize> =
                 runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
             let mut st = self.conn.prepare(
+                // Ordered along the runs index and the samples key, so SQLite
+                // streams the rows without a temporary sort of all samples.
                 "SELECT s.run_id, s.metric, s.value FROM samples s JOIN runs r ON r.id = s.run_id
-                 WHERE r.experiment_id = ?1 ORDER BY s.run_id, s.metric, s.idx",
+                 WHERE r.experiment_id = ?1 ORDER BY r.block, r.seq, s.metric, s.idx",
             )?;
             let mut rows = st.query([id])?;
             while let Some(row) = rows.next()? {
