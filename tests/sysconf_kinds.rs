@@ -80,7 +80,14 @@ fn tracing_state() -> String {
             .unwrap_or(0.0);
         lines[i + 1] = format!("~{}", (kb / 16.0).round());
     }
-    format!("mounted={mounted}\n{}", lines.join("\n"))
+    // Entering and leaving expedite RCU grace periods for a moment
+    // (config::rcu): the switch must be back as well.
+    let rcu = std::fs::read_to_string("/sys/kernel/rcu_expedited").unwrap_or_default();
+    format!(
+        "mounted={mounted}\nrcu_expedited={}\n{}",
+        rcu.trim(),
+        lines.join("\n")
+    )
 }
 
 /// Puts back whatever the journal holds when a test ends, also on panic,
@@ -574,4 +581,39 @@ fn preflight_says_not_root_and_perf_missing() {
         "all lines: {lines:?}"
     );
     assert_eq!(tracing_state(), before);
+}
+
+/// RCU grace periods are expedited inside enter/leave only, journaled like
+/// any setting, and the switch is back afterwards (also when `f` fails).
+#[test]
+fn rcu_expedite_is_on_inside_and_restored_after() {
+    need_root_and_tracefs!();
+    let path = Path::new("/sys/kernel/rcu_expedited");
+    let before = match std::fs::read_to_string(path) {
+        Ok(v) if v.trim() == "0" => v,
+        Ok(v) => {
+            eprintln!("SKIP rcu_expedite: rcu_expedited is already {}", v.trim());
+            return;
+        }
+        Err(e) => {
+            eprintln!("SKIP rcu_expedite: cannot read {}: {e}", path.display());
+            return;
+        }
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(dir.path());
+    let _restore = Restore(j.clone());
+    let inside = sysdelta::config::rcu::expedited(&j, || {
+        assert!(Journal::is_pending(&dir.path().join("store.journal")).unwrap());
+        Ok(std::fs::read_to_string(path)?)
+    })
+    .unwrap();
+    assert_eq!(inside.trim(), "1");
+    assert_eq!(std::fs::read_to_string(path).unwrap(), before);
+    let failed: anyhow::Result<()> =
+        sysdelta::config::rcu::expedited(&j, || anyhow::bail!("enter failed"));
+    assert!(failed.is_err());
+    assert_eq!(std::fs::read_to_string(path).unwrap(), before);
+    assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
 }

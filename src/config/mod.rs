@@ -3,5 +3,6 @@
 pub mod journal;
 pub mod kind;
 pub mod kinds;
+pub mod rcu;
 pub mod runtime;
 pub mod shell;

@@ -196,62 +196,65 @@ impl ConfigKind for Blktrace {
     }
 
     fn enter(&mut self) -> Result<LaunchMods> {
-        let devs = self.resolve()?;
-        for d in &devs {
-            if !trace_dir(d).exists() {
-                bail!("blktrace: block device `{d}` does not exist or cannot be traced");
+        let journal = self.journal.clone();
+        crate::config::rcu::expedited(&journal, || {
+            let devs = self.resolve()?;
+            for d in &devs {
+                if !trace_dir(d).exists() {
+                    bail!("blktrace: block device `{d}` does not exist or cannot be traced");
+                }
             }
-        }
-        self.mount = tracefs::ensure_mounted(&self.journal, "blktrace")?;
-        let mut undos = Vec::new();
-        if self.buffer_size_kb.is_some() {
-            undos.push(UndoAction::WriteFile {
-                path: tracefs::path("buffer_size_kb"),
-                contents: tracefs::parse_buffer_size(&tracefs::read("buffer_size_kb")?),
-            });
-        }
-        for d in &devs {
-            let p = trace_dir(d).join("enable");
-            let old = std::fs::read_to_string(&p)
-                .with_context(|| format!("cannot read {}", p.display()))?;
-            undos.push(UndoAction::WriteFile {
-                path: p,
-                contents: old,
-            });
-        }
-        for f in ["current_tracer", "tracing_on"] {
-            undos.push(UndoAction::WriteFile {
-                path: tracefs::path(f),
-                contents: tracefs::read(f)?,
-            });
-        }
-        let first_dev = usize::from(self.buffer_size_kb.is_some());
-        let ids = self.journal.lock().unwrap().record_all("blktrace", undos)?;
-        self.device_entries = ids[first_dev..first_dev + devs.len()].to_vec();
-        self.entries = ids
-            .into_iter()
-            .filter(|id| !self.device_entries.contains(id))
-            .collect();
-        if let Some(kb) = self.buffer_size_kb {
-            journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())?;
-        }
-        for d in &devs {
-            journal::write_value(&trace_dir(d).join("enable"), "1")
-                .with_context(|| format!("blktrace: cannot enable tracing of {d}"))?;
-        }
-        journal::write_value(&tracefs::path("current_tracer"), "blk")
-            .context("blktrace: cannot select the blk tracer")?;
-        journal::write_value(&tracefs::path("tracing_on"), "1")?;
-        let capture = Capture::new(&self.dir, "blk", true);
-        self.outputs = journal_outputs(
-            &self.journal,
-            "blktrace",
-            &self.dir,
-            capture.files()?,
-            self.keep,
-        )?;
-        self.capture = Some(capture);
-        Ok(LaunchMods::default())
+            self.mount = tracefs::ensure_mounted(&self.journal, "blktrace")?;
+            let mut undos = Vec::new();
+            if self.buffer_size_kb.is_some() {
+                undos.push(UndoAction::WriteFile {
+                    path: tracefs::path("buffer_size_kb"),
+                    contents: tracefs::parse_buffer_size(&tracefs::read("buffer_size_kb")?),
+                });
+            }
+            for d in &devs {
+                let p = trace_dir(d).join("enable");
+                let old = std::fs::read_to_string(&p)
+                    .with_context(|| format!("cannot read {}", p.display()))?;
+                undos.push(UndoAction::WriteFile {
+                    path: p,
+                    contents: old,
+                });
+            }
+            for f in ["current_tracer", "tracing_on"] {
+                undos.push(UndoAction::WriteFile {
+                    path: tracefs::path(f),
+                    contents: tracefs::read(f)?,
+                });
+            }
+            let first_dev = usize::from(self.buffer_size_kb.is_some());
+            let ids = self.journal.lock().unwrap().record_all("blktrace", undos)?;
+            self.device_entries = ids[first_dev..first_dev + devs.len()].to_vec();
+            self.entries = ids
+                .into_iter()
+                .filter(|id| !self.device_entries.contains(id))
+                .collect();
+            if let Some(kb) = self.buffer_size_kb {
+                journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())?;
+            }
+            for d in &devs {
+                journal::write_value(&trace_dir(d).join("enable"), "1")
+                    .with_context(|| format!("blktrace: cannot enable tracing of {d}"))?;
+            }
+            journal::write_value(&tracefs::path("current_tracer"), "blk")
+                .context("blktrace: cannot select the blk tracer")?;
+            journal::write_value(&tracefs::path("tracing_on"), "1")?;
+            let capture = Capture::new(&self.dir, "blk", true);
+            self.outputs = journal_outputs(
+                &self.journal,
+                "blktrace",
+                &self.dir,
+                capture.files()?,
+                self.keep,
+            )?;
+            self.capture = Some(capture);
+            Ok(LaunchMods::default())
+        })
     }
 
     fn before_run(&mut self) -> Result<()> {
@@ -267,19 +270,22 @@ impl ConfigKind for Blktrace {
     }
 
     fn leave(&mut self) -> Result<()> {
-        if let Some(mut c) = self.capture.take() {
-            c.stop()?;
-        }
-        leave_outputs(&self.journal, std::mem::take(&mut self.outputs), self.keep)?;
-        let mut j = self.journal.lock().unwrap();
-        // Tracer, tracing_on, buffer size and every device at once: the
-        // tracer switch and each device disable wait for an RCU grace period
-        // (~15-30 ms each here), so one after the other costs that per entry.
-        // None depends on another.
-        let mut all = std::mem::take(&mut self.entries);
-        all.append(&mut self.device_entries);
-        j.undo_entries_parallel(&all)?;
-        j.undo_entries(&self.mount.take().into_iter().collect::<Vec<_>>())?;
-        Ok(())
+        let journal = self.journal.clone();
+        crate::config::rcu::expedited(&journal, || {
+            if let Some(mut c) = self.capture.take() {
+                c.stop()?;
+            }
+            leave_outputs(&self.journal, std::mem::take(&mut self.outputs), self.keep)?;
+            let mut j = self.journal.lock().unwrap();
+            // Tracer, tracing_on, buffer size and every device at once: the
+            // tracer switch and each device disable wait for an RCU grace period
+            // (~15-30 ms each here), so one after the other costs that per entry.
+            // None depends on another.
+            let mut all = std::mem::take(&mut self.entries);
+            all.append(&mut self.device_entries);
+            j.undo_entries_parallel(&all)?;
+            j.undo_entries(&self.mount.take().into_iter().collect::<Vec<_>>())?;
+            Ok(())
+        })
     }
 }

@@ -99,64 +99,70 @@ impl ConfigKind for Ftrace {
     }
 
     fn enter(&mut self) -> Result<LaunchMods> {
-        self.mount = tracefs::ensure_mounted(&self.journal, "ftrace")?;
-        // Journal every previous value first, in one fsync.
-        let mut undos = Vec::new();
-        if self.buffer_size_kb.is_some() {
-            undos.push(UndoAction::WriteFile {
-                path: tracefs::path("buffer_size_kb"),
-                contents: tracefs::parse_buffer_size(&tracefs::read("buffer_size_kb")?),
-            });
-        }
-        if self.events.is_some() {
-            undos.push(UndoAction::WriteLines {
-                path: tracefs::path("set_event"),
-                lines: tracefs::enabled_events()?,
-            });
-        }
-        if self.tracer.is_some() {
-            undos.push(UndoAction::WriteFile {
-                path: tracefs::path("current_tracer"),
-                contents: tracefs::read("current_tracer")?,
-            });
-        }
-        if self.tracing_on.is_some() {
-            undos.push(UndoAction::WriteFile {
-                path: tracefs::path("tracing_on"),
-                contents: tracefs::read("tracing_on")?,
-            });
-        }
-        self.entries = self.journal.lock().unwrap().record_all("ftrace", undos)?;
+        let journal = self.journal.clone();
+        crate::config::rcu::expedited(&journal, || {
+            self.mount = tracefs::ensure_mounted(&self.journal, "ftrace")?;
+            // Journal every previous value first, in one fsync.
+            let mut undos = Vec::new();
+            if self.buffer_size_kb.is_some() {
+                undos.push(UndoAction::WriteFile {
+                    path: tracefs::path("buffer_size_kb"),
+                    contents: tracefs::parse_buffer_size(&tracefs::read("buffer_size_kb")?),
+                });
+            }
+            if self.events.is_some() {
+                undos.push(UndoAction::WriteLines {
+                    path: tracefs::path("set_event"),
+                    lines: tracefs::enabled_events()?,
+                });
+            }
+            if self.tracer.is_some() {
+                undos.push(UndoAction::WriteFile {
+                    path: tracefs::path("current_tracer"),
+                    contents: tracefs::read("current_tracer")?,
+                });
+            }
+            if self.tracing_on.is_some() {
+                undos.push(UndoAction::WriteFile {
+                    path: tracefs::path("tracing_on"),
+                    contents: tracefs::read("tracing_on")?,
+                });
+            }
+            self.entries = self.journal.lock().unwrap().record_all("ftrace", undos)?;
 
-        if let Some(kb) = self.buffer_size_kb {
-            journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())
-                .context("ftrace: cannot set buffer_size_kb")?;
-        }
-        if let Some(events) = &self.events {
-            // Exactly these events: truncating set_event disables the rest.
-            journal::apply(&UndoAction::WriteLines {
-                path: tracefs::path("set_event"),
-                lines: events.iter().map(|e| Ftrace::set_event_line(e)).collect(),
-            })
-            .context("ftrace: cannot enable events")?;
-        }
-        if let Some(t) = &self.tracer {
-            journal::write_value(&tracefs::path("current_tracer"), t)
-                .with_context(|| format!("ftrace: cannot set tracer `{t}`"))?;
-        }
-        if let Some(on) = self.tracing_on {
-            journal::write_value(&tracefs::path("tracing_on"), if on { "1" } else { "0" })
-                .context("ftrace: cannot set tracing_on")?;
-        }
-        Ok(LaunchMods::default())
+            if let Some(kb) = self.buffer_size_kb {
+                journal::write_value(&tracefs::path("buffer_size_kb"), &kb.to_string())
+                    .context("ftrace: cannot set buffer_size_kb")?;
+            }
+            if let Some(events) = &self.events {
+                // Exactly these events: truncating set_event disables the rest.
+                journal::apply(&UndoAction::WriteLines {
+                    path: tracefs::path("set_event"),
+                    lines: events.iter().map(|e| Ftrace::set_event_line(e)).collect(),
+                })
+                .context("ftrace: cannot enable events")?;
+            }
+            if let Some(t) = &self.tracer {
+                journal::write_value(&tracefs::path("current_tracer"), t)
+                    .with_context(|| format!("ftrace: cannot set tracer `{t}`"))?;
+            }
+            if let Some(on) = self.tracing_on {
+                journal::write_value(&tracefs::path("tracing_on"), if on { "1" } else { "0" })
+                    .context("ftrace: cannot set tracing_on")?;
+            }
+            Ok(LaunchMods::default())
+        })
     }
 
     fn leave(&mut self) -> Result<()> {
-        // One journal update for the values and the mount (undone last:
-        // its entry is the oldest).
-        let mut ids = std::mem::take(&mut self.entries);
-        ids.extend(self.mount.take());
-        self.journal.lock().unwrap().undo_entries(&ids)?;
-        Ok(())
+        let journal = self.journal.clone();
+        crate::config::rcu::expedited(&journal, || {
+            // One journal update for the values and the mount (undone last:
+            // its entry is the oldest).
+            let mut ids = std::mem::take(&mut self.entries);
+            ids.extend(self.mount.take());
+            self.journal.lock().unwrap().undo_entries(&ids)?;
+            Ok(())
+        })
     }
 }
