@@ -119,6 +119,13 @@ impl Workload for MicroWorkload {
             .collect()
     }
 
+    fn notes(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|(name, reason)| format!("{name} skipped: {reason}"))
+            .collect()
+    }
+
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
         let mut opts = self.opts.clone();
         opts.tmpdir = ctx.scratch.to_path_buf();

@@ -440,6 +440,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
+    // Workload notes already recorded as events (each distinct line once).
+    let mut noted: HashSet<(usize, String)> = HashSet::new();
     let total = match adaptive {
         Some((_, max_blocks)) => (max_blocks as usize * plan.configs.len() * plan.workloads.len())
             .saturating_sub(done.len()),
@@ -575,6 +577,16 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                                 }
                             }
                             let out = workload.run(&ctx);
+                            for note in workload.notes() {
+                                if noted.insert((slot.workload, note.clone())) {
+                                    store.add_event(
+                                        exp,
+                                        "skipped",
+                                        &format!("{}: {note}", wdef.name),
+                                    )?;
+                                    progress.note(&format!("{}: {note}", wdef.name));
+                                }
+                            }
                             for m in p
                                 .monitors
                                 .iter_mut()

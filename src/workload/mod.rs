@@ -74,6 +74,13 @@ pub trait Workload: Send {
     /// Run once and report samples.
     fn run(&mut self, ctx: &RunContext) -> RunOutcome;
 
+    /// What the last run could not measure and why, one line each (a micro
+    /// benchmark this machine cannot run). The runner records each distinct
+    /// line once as an event, so the report says why a metric is missing.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Undo `prepare`; always called, also after failures and signals.
     fn cleanup(&mut self) {}
 }
