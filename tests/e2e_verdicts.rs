@@ -98,10 +98,17 @@ fn a_config_whose_setup_fails_never_yields_samples() {
 #[test]
 fn identical_configs_are_within_noise() {
     let sb = Sandbox::new();
-    let plan = sb.write(
-        "plan.toml",
-        &SLOW_PLAN.replace("export SLOW=1", "export OTHER=1"),
-    );
+    // Identical configs: the same setup on both sides. (A setup on one side
+    // only is a real difference: its shell runs right before that config's
+    // runs; see docs/ARCHITECTURE.md on the settle step.)
+    let text = SLOW_PLAN
+        .replace(
+            "name = \"base\"\n",
+            "name = \"base\"\nsetup = \"export OTHER=1\"\n",
+        )
+        .replace("export SLOW=1", "export OTHER=1");
+    assert_eq!(text.matches("setup = \"export OTHER=1\"").count(), 2);
+    let plan = sb.write("plan.toml", &text);
     // alpha 0.001: an A/A comparison is flagged with probability alpha by
     // design; a small alpha keeps this test from failing one CI run in 20.
     let out = sb.run(&["run", plan.to_str().unwrap(), "--quiet", "--alpha", "0.001"]);

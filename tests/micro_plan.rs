@@ -38,7 +38,8 @@ quick = true
         .collect();
     assert_eq!(events.len(), 1, "{events:?}");
     assert!(
-        events[0].starts_with("lm: lat.pipe.cross_cpu skipped: cross-cpu needs 2 CPUs"),
+        events[0]
+            .starts_with("lm under one-cpu: lat.pipe.cross_cpu skipped: cross-cpu needs 2 CPUs"),
         "{events:?}"
     );
     assert!(stdout(&out).contains("lat.pipe.cross_cpu skipped"));

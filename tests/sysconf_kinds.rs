@@ -588,6 +588,8 @@ fn preflight_says_not_root_and_perf_missing() {
 #[test]
 fn rcu_expedite_is_on_inside_and_restored_after() {
     need_root_and_tracefs!();
+    // Under the lock: another test's ftrace enter turns the switch on.
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let path = Path::new("/sys/kernel/rcu_expedited");
     let before = match std::fs::read_to_string(path) {
         Ok(v) if v.trim() == "0" => v,
@@ -600,7 +602,6 @@ fn rcu_expedite_is_on_inside_and_restored_after() {
             return;
         }
     };
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let j = journal(dir.path());
     let _restore = Restore(j.clone());
@@ -614,6 +615,12 @@ fn rcu_expedite_is_on_inside_and_restored_after() {
     let failed: anyhow::Result<()> =
         sysdelta::config::rcu::expedited(&j, || anyhow::bail!("enter failed"));
     assert!(failed.is_err());
+    assert_eq!(std::fs::read_to_string(path).unwrap(), before);
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _: anyhow::Result<()> =
+            sysdelta::config::rcu::expedited(&j, || panic!("enter panicked"));
+    }));
+    assert!(panicked.is_err());
     assert_eq!(std::fs::read_to_string(path).unwrap(), before);
     assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
 }

@@ -440,8 +440,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
-    // Workload notes already recorded as events (each distinct line once).
-    let mut noted: HashSet<(usize, String)> = HashSet::new();
+    // Workload notes already recorded as events (each distinct line once,
+    // also across --resume).
+    let mut noted: HashSet<String> = store.event_messages(exp, "skipped")?.into_iter().collect();
     let total = match adaptive {
         Some((_, max_blocks)) => (max_blocks as usize * plan.configs.len() * plan.workloads.len())
             .saturating_sub(done.len()),
@@ -578,13 +579,10 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                             }
                             let out = workload.run(&ctx);
                             for note in workload.notes() {
-                                if noted.insert((slot.workload, note.clone())) {
-                                    store.add_event(
-                                        exp,
-                                        "skipped",
-                                        &format!("{}: {note}", wdef.name),
-                                    )?;
-                                    progress.note(&format!("{}: {note}", wdef.name));
+                                let line = format!("{} under {cfg_name}: {note}", wdef.name);
+                                if noted.insert(line.clone()) {
+                                    store.add_event(exp, "skipped", &line)?;
+                                    progress.note(&line);
                                 }
                             }
                             for m in p

@@ -286,4 +286,35 @@ mod tests {
             assert_eq!(kth_difference(&b, &o, k), all[k - 1], "k {k}");
         }
     }
+
+    /// Values over 600 decades with both signs: halving the value range
+    /// barely moves the ranks, so selection runs past VALUE_ROUNDS into
+    /// bisection of the bit order, which must still give the exact answer.
+    #[test]
+    fn kth_difference_is_exact_over_extreme_spreads() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        let mut draw = |n: usize| -> Vec<f64> {
+            let mut v: Vec<f64> = (0..n)
+                .map(|_| {
+                    let x = 10f64.powf(rng.random_range(-300.0..300.0));
+                    if rng.random_bool(0.5) {
+                        x
+                    } else {
+                        -x
+                    }
+                })
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        };
+        let (b, o) = (draw(120), draw(100));
+        let mut all: Vec<f64> = b
+            .iter()
+            .flat_map(|&bi| o.iter().map(move |&oj| oj - bi))
+            .collect();
+        all.sort_by(f64::total_cmp);
+        for k in (1..=all.len()).step_by(397).chain([6000, 6001, all.len()]) {
+            assert_eq!(kth_difference(&b, &o, k), all[k - 1], "k {k}");
+        }
+    }
 }

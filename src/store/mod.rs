@@ -317,16 +317,16 @@ impl Store {
     /// them afresh cost more than the commit's WAL writes.
     pub fn record_run(&self, r: &RunRecord) -> Result<i64> {
         self.conn.prepare_cached("BEGIN")?.execute([])?;
-        match self.insert_run(r) {
-            Ok(run_id) => {
-                self.conn.prepare_cached("COMMIT")?.execute([])?;
-                Ok(run_id)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
+        let committed = self.insert_run(r).and_then(|run_id| {
+            self.conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(run_id)
+        });
+        if committed.is_err() && !self.conn.is_autocommit() {
+            // Never leave the transaction open: later writes (the next run,
+            // the experiment's status) would go into it and be lost.
+            let _ = self.conn.execute_batch("ROLLBACK");
         }
+        committed
     }
 
     /// The inserts of [`Store::record_run`], inside its transaction.
@@ -408,6 +408,15 @@ impl Store {
             params![exp, kind, message],
         )?;
         Ok(())
+    }
+
+    /// The messages of one experiment's events of one kind, oldest first.
+    pub fn event_messages(&self, exp: i64, kind: &str) -> Result<Vec<String>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT message FROM events WHERE experiment_id = ?1 AND kind = ?2 ORDER BY id",
+        )?;
+        let rows = st.query_map(params![exp, kind], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     pub fn finish(

@@ -76,7 +76,8 @@ pub trait Workload: Send {
 
     /// What the last run could not measure and why, one line each (a micro
     /// benchmark this machine cannot run). The runner records each distinct
-    /// line once as an event, so the report says why a metric is missing.
+    /// line once per config as an event, so the report says why a metric is
+    /// missing.
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
