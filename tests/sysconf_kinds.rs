@@ -624,3 +624,50 @@ fn rcu_expedite_is_on_inside_and_restored_after() {
     assert_eq!(std::fs::read_to_string(path).unwrap(), before);
     assert!(!Journal::is_pending(&dir.path().join("store.journal")).unwrap());
 }
+
+/// Unmounts a test's tmpfs when dropped, also on panic.
+struct TmpfsMount(std::path::PathBuf);
+
+impl Drop for TmpfsMount {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// perf_record refuses to start a profile on a file system with less than
+/// its minimum budget above the free-space floor kept for the store,
+/// instead of filling the disk.
+#[test]
+fn perf_record_refuses_a_nearly_full_disk() {
+    need_root_and_tracefs!();
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if kinds::check::which("perf").is_none() {
+        eprintln!("SKIP perf_record space: perf is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let j = journal(dir.path());
+    let _restore = Restore(j.clone());
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    // 70 MiB: the floor (at least 64 MiB) leaves 6 MiB, under the 16 MiB minimum.
+    nix::mount::mount(
+        Some("tmpfs"),
+        &small,
+        Some("tmpfs"),
+        nix::mount::MsFlags::empty(),
+        Some("size=70m"),
+    )
+    .unwrap();
+    let _mount = TmpfsMount(small.clone());
+    let mut c = build(
+        "perf_record",
+        &format!("output = \"{}\"", small.join("perf.data").display()),
+        &j,
+    );
+    c.enter().unwrap();
+    let e = c.before_run().unwrap_err();
+    assert!(format!("{e:#}").contains("too little free space"), "{e:#}");
+    c.leave().unwrap();
+    assert!(!small.join("perf.data").exists());
+}

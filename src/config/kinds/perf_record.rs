@@ -17,6 +17,22 @@ use crate::workload::MetricSamples;
 
 pub const DEFAULT_OUTPUT: &str = "/var/tmp/sysdelta-perf.data";
 
+/// Least space above the free-space floor a profile may start with.
+const MIN_BUDGET: u64 = 16 << 20;
+
+/// Bytes perf may write into `dir`: what is free above a floor of 1% of the
+/// file system, at least 64 MiB, kept for everything else (the store's
+/// commits included). A cpu-clock profile writes about 40 bytes per sample
+/// (80 KB/s at 1 kHz on 2 CPUs), so the floor only matters on a nearly full
+/// disk. None when the file system cannot be asked.
+fn space_budget(dir: &std::path::Path) -> Option<u64> {
+    let st = nix::sys::statvfs::statvfs(dir).ok()?;
+    let frsize = st.fragment_size();
+    let avail = st.blocks_available() * frsize;
+    let size = st.blocks() * frsize;
+    Some(avail.saturating_sub((size / 100).max(64 << 20)))
+}
+
 /// Hardware event names that need a CPU PMU.
 const HW_EVENTS: &[&str] = &[
     "cycles",
@@ -38,6 +54,8 @@ pub struct PerfRecord {
     journal: JournalHandle,
     entries: Vec<EntryId>,
     running: Option<Tracked>,
+    /// Bytes perf may write this run (`--max-size`); None when unknown.
+    budget: Option<u64>,
 }
 
 impl PerfRecord {
@@ -57,6 +75,7 @@ impl PerfRecord {
             journal,
             entries: Vec::new(),
             running: None,
+            budget: None,
         })
     }
 
@@ -157,14 +176,28 @@ impl ConfigKind for PerfRecord {
     }
 
     /// Starts perf and waits until it has written its file header (perf is
-    /// recording by then), at most 10 s.
+    /// recording by then), at most 10 s. perf may write only the space above
+    /// the floor kept free on the output's file system (`--max-size`), so a
+    /// long profile cannot fill the disk the store lives on.
     fn before_run(&mut self) -> Result<()> {
         self.finish().ok();
         let _ = std::fs::remove_file(&self.output);
+        let dir = self.output.parent().unwrap_or(std::path::Path::new("/"));
+        self.budget = space_budget(dir);
+        if self.budget.is_some_and(|b| b < MIN_BUDGET) {
+            bail!(
+                "perf_record: too little free space on {} for the profile (the last 1% of the \
+                 file system, at least 64 MiB, stays free for the store)",
+                dir.display()
+            );
+        }
         let mut cmd = Command::new("perf");
         cmd.args(["record", "-a", "-q", "-e", &self.event, "-F"])
-            .arg(self.freq.to_string())
-            .arg("-o")
+            .arg(self.freq.to_string());
+        if let Some(b) = self.budget {
+            cmd.arg(format!("--max-size={}K", b / 1024));
+        }
+        cmd.arg("-o")
             .arg(&self.output)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -198,6 +231,18 @@ impl ConfigKind for PerfRecord {
             return Ok(Vec::new());
         }
         let (samples, lost) = self.finish()?;
+        let written = std::fs::metadata(&self.output)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        if let Some(b) = self.budget.filter(|&b| written + MIN_BUDGET / 2 >= b) {
+            // perf stopped writing at --max-size: the samples after that are
+            // missing and not counted as lost, so the run cannot be trusted.
+            bail!(
+                "perf_record: the profile reached its space budget ({} MiB free above the \
+                 floor); samples after that are missing",
+                b >> 20
+            );
+        }
         Ok(vec![
             MetricSamples {
                 metric: "perf_samples".into(),
