@@ -17,12 +17,12 @@ runs = {runs}
 seed = 3
 [[config]]
 name = "a"
-setup = 'echo "setup a" >> {log}'
-teardown = 'echo "teardown a" >> {log}'
+setup = 'export TOKEN=a$$; echo "setup a $TOKEN" >> {log}'
+teardown = 'echo "teardown a $TOKEN" >> {log}'
 [[config]]
 name = "b"
-setup = 'echo "setup b" >> {log}'
-teardown = 'echo "teardown b" >> {log}'
+setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
+teardown = 'echo "teardown b $TOKEN" >> {log}'
 [[workload]]
 name = "w"
 command = "sleep 0.05"
@@ -124,6 +124,30 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
     }
     let (s, t) = steps(&sb);
     assert_eq!(s, t, "every setup has its teardown");
+    teardowns_see_their_setups_exports(&sb);
+}
+
+/// Each teardown saw the TOKEN its setup exported (a fresh one per setup:
+/// the setup shell's pid), also the teardown run on resume after SIGKILL.
+fn teardowns_see_their_setups_exports(sb: &Sandbox) {
+    let log = std::fs::read_to_string(sb.path("steps.log")).unwrap();
+    let mut last_setup = std::collections::HashMap::new();
+    for line in log.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["setup", cfg, token] => {
+                last_setup.insert(cfg.to_string(), token.to_string());
+            }
+            ["teardown", cfg, token] => {
+                assert_eq!(
+                    last_setup.get(*cfg).map(String::as_str),
+                    Some(*token),
+                    "teardown of {cfg} saw another setup's export:\n{log}"
+                );
+            }
+            _ => panic!("teardown without the setup's export: {line:?}\n{log}"),
+        }
+    }
 }
 
 #[test]

@@ -358,6 +358,8 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
         Some(c) if c.teardown.is_some() => {
             let mut env = vec![scratch_var(p.scratch.path())];
             env.extend(c.env.iter().cloned());
+            // What the setup exported in the run that died (later entries win).
+            env.extend(store.entered_env(exp)?);
             let mut k = ShellKind::new(
                 None,
                 c.teardown.clone(),
@@ -535,6 +537,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     store.set_entered_config(exp, None)?;
                     current = None;
                 } else {
+                    store.set_entered_env(exp, &p.configs[slot.config].mods.env)?;
                     settle_after_enter(&p.configs[slot.config].mods.env);
                 }
             }

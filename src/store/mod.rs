@@ -394,12 +394,36 @@ impl Store {
         Ok(run_id)
     }
 
+    /// Record which config is entered (None: none). Its environment is
+    /// cleared: [`Store::set_entered_env`] sets it once the enter succeeded.
     pub fn set_entered_config(&self, exp: i64, config: Option<&str>) -> Result<()> {
         self.conn.execute(
-            "UPDATE experiments SET entered_config = ?2 WHERE id = ?1",
+            "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
             params![exp, config],
         )?;
         Ok(())
+    }
+
+    /// The environment the entered config gives its processes (what its
+    /// setup exported included), for a teardown after a crash.
+    pub fn set_entered_env(&self, exp: i64, env: &[(String, String)]) -> Result<()> {
+        self.conn.execute(
+            "UPDATE experiments SET entered_env = ?2 WHERE id = ?1",
+            params![exp, serde_json::to_string(env)?],
+        )?;
+        Ok(())
+    }
+
+    /// What [`Store::set_entered_env`] recorded; empty when nothing was.
+    pub fn entered_env(&self, exp: i64) -> Result<Vec<(String, String)>> {
+        let json: Option<String> = self.conn.query_row(
+            "SELECT entered_env FROM experiments WHERE id = ?1",
+            [exp],
+            |r| r.get(0),
+        )?;
+        Ok(json
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .unwrap_or_default())
     }
 
     pub fn add_event(&self, exp: i64, kind: &str, message: &str) -> Result<()> {

@@ -100,4 +100,8 @@ CREATE TABLE events (
     // it, else a description of the imported file(s) (hyperfine, go test
     // -bench, LMbench).
     "ALTER TABLE experiments ADD COLUMN source TEXT;",
+    // v3: the environment the entered config's setup exported (JSON array
+    // of [name, value]), so a teardown after a crash sees what its setup
+    // exported, as it would have in the run that died.
+    "ALTER TABLE experiments ADD COLUMN entered_env TEXT;",
 ];
