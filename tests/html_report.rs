@@ -262,3 +262,54 @@ fn html_renders_in_headless_chromium() {
     );
     eprintln!("screenshot of the report: {}", shot.display());
 }
+
+/// With the profile monitor on, the HTML report carries the per-config
+/// top symbols and the differential view, as the text report does.
+#[test]
+fn html_shows_profiles_when_recorded() {
+    let sb = Sandbox::new();
+    let plan = sb.write(
+        "plan.toml",
+        r#"
+name = "profiled"
+runs = 2
+monitors = ["profile"]
+monitor_interval = "100ms"
+[[config]]
+name = "a"
+[[config]]
+name = "b"
+[[workload]]
+name = "spin"
+command = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"
+"#,
+    );
+    let out = sb.run(&["run", plan.to_str().unwrap(), "-q", "--no-report"]);
+    if out.status.code() == Some(2) {
+        // Preflight: no perf_event access here (not root, paranoid > 0).
+        println!(
+            "SKIP html profiles: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = sb.path("profiled.html");
+    let out = sb.run(&["report", "--format", "html", "-o", html.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let at = page
+        .find("<h2 id=\"profiles\">")
+        .expect("a Profiles section");
+    let section = &page[at..];
+    assert!(section.contains("total samples"), "{section:.2000}");
+    assert!(section.contains("[k] "), "kernel symbols: {section:.2000}");
+}

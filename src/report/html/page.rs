@@ -162,6 +162,7 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
     summary(&mut o, a)?;
     metrics(&mut o, data, a)?;
     series(&mut o, a, x)?;
+    profiles(&mut o, data, a);
     sweeps(&mut o, a)?;
     environment(&mut o, x);
     runs(&mut o, data, a, x);
@@ -526,6 +527,22 @@ fn sweeps(o: &mut String, a: &Analysis) -> Result<()> {
         figure(o, &[svg], &alt, &cap);
     }
     Ok(())
+}
+
+/// The kernel profile per config and its differential view, as the text
+/// report prints them (the 2001 and 2002 postings' evidence); nothing when
+/// no profile was recorded.
+fn profiles(o: &mut String, data: &ExperimentData, a: &Analysis) {
+    let text = crate::report::sections::profiles(data, &a.configs, 10);
+    if text.trim().is_empty() {
+        return;
+    }
+    o.push_str("<h2 id=\"profiles\">Profiles</h2>");
+    let _ = write!(
+        o,
+        "<div class=\"scroll\"><pre>{}</pre></div>",
+        esc(text.trim_end())
+    );
 }
 
 fn environment(o: &mut String, x: &Extras) {
