@@ -342,7 +342,7 @@ fn data_warnings(
                     .chunks(bins)
                     .filter_map(stats::summary::median)
                     .collect();
-                if let Some(mk) = stats::trend::mann_kendall(&series) {
+                if let Some(mk) = crate::series::mannkendall::mann_kendall(&series) {
                     if mk.p < 0.01 {
                         let dir = if mk.s > 0.0 { "rising" } else { "falling" };
                         drift.push(format!(

@@ -19,4 +19,3 @@ pub mod sequential;
 pub mod special;
 pub mod summary;
 pub mod tost;
-pub mod trend;
