@@ -199,6 +199,10 @@ struct AbArgs {
     /// A config: NAME=SETUP (SETUP may be empty). The first is the baseline.
     #[arg(short = 'c', long = "config", required = true)]
     configs: Vec<String>,
+    /// A config's teardown: NAME=CMD, run when sysdelta leaves that config
+    /// (always, also after failures and signals).
+    #[arg(short = 't', long = "teardown")]
+    teardowns: Vec<String>,
     #[command(flatten)]
     exec: ExecArgs,
     /// The command to measure.
@@ -434,7 +438,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Ab(a) => {
             let plan =
-                plan::shorthand::build(&a.configs, &a.command, &overrides(&a.exec)).map_err(bad)?;
+                plan::shorthand::build(&a.configs, &a.teardowns, &a.command, &overrides(&a.exec))
+                    .map_err(bad)?;
             execute(&cli.store, plan, &a.exec, None)
         }
         Cmd::Report(a) => {

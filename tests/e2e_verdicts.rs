@@ -151,6 +151,35 @@ fn ab_shorthand_compares_configs() {
         .contains("[[config]]"));
 }
 
+/// `ab -t NAME=CMD` gives a config a teardown: every enter of the config
+/// (its setup) is matched by a leave (its teardown).
+#[test]
+fn ab_teardown_runs_for_every_setup() {
+    let sb = Sandbox::new();
+    let log = sb.path("steps.log");
+    let out = sb.run(&[
+        "ab",
+        "-c",
+        "base=",
+        "-c",
+        &format!("x=echo setup >> {}", log.display()),
+        "-t",
+        &format!("x=echo teardown >> {}", log.display()),
+        "--runs",
+        "4",
+        "--quiet",
+        "--no-report",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let setups = text.lines().filter(|l| *l == "setup").count();
+    let teardowns = text.lines().filter(|l| *l == "teardown").count();
+    assert!(setups >= 1, "{text}");
+    assert_eq!(setups, teardowns, "{text}");
+}
+
 #[test]
 fn failed_runs_are_recorded_and_shown_never_sampled() {
     let sb = Sandbox::new();

@@ -18,8 +18,14 @@ pub fn split_config_arg(arg: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Build the plan TOML for `ab`.
-pub fn plan_text(configs: &[(String, String)], command: &str, name: &str) -> String {
+/// Build the plan TOML for `ab`: configs as (name, setup), teardowns as
+/// (config name, command).
+pub fn plan_text(
+    configs: &[(String, String)],
+    teardowns: &[(String, String)],
+    command: &str,
+    name: &str,
+) -> String {
     let mut root = toml::Table::new();
     root.insert("name".into(), toml::Value::String(name.into()));
     let cfgs: Vec<toml::Value> = configs
@@ -29,6 +35,9 @@ pub fn plan_text(configs: &[(String, String)], command: &str, name: &str) -> Str
             t.insert("name".into(), toml::Value::String(n.clone()));
             if !setup.trim().is_empty() {
                 t.insert("setup".into(), toml::Value::String(setup.clone()));
+            }
+            if let Some((_, td)) = teardowns.iter().find(|(c, _)| c == n) {
+                t.insert("teardown".into(), toml::Value::String(td.clone()));
             }
             toml::Value::Table(t)
         })
@@ -45,7 +54,12 @@ pub fn plan_text(configs: &[(String, String)], command: &str, name: &str) -> Str
 }
 
 /// Validate an `ab` invocation as a plan.
-pub fn build(config_args: &[String], command: &[String], ov: &Overrides) -> Result<Plan, String> {
+pub fn build(
+    config_args: &[String],
+    teardown_args: &[String],
+    command: &[String],
+    ov: &Overrides,
+) -> Result<Plan, String> {
     if config_args.is_empty() {
         return Err(
             "ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1')".into(),
@@ -58,6 +72,24 @@ pub fn build(config_args: &[String], command: &[String], ov: &Overrides) -> Resu
         .iter()
         .map(|a| split_config_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut teardowns: Vec<(String, String)> = Vec::new();
+    for a in teardown_args {
+        let (name, cmd) = match a.split_once('=') {
+            Some((n, c)) if !n.trim().is_empty() && !c.trim().is_empty() => {
+                (n.trim().to_string(), c.to_string())
+            }
+            _ => return Err(format!("-t '{a}': expected NAME=COMMAND")),
+        };
+        if !configs.iter().any(|(c, _)| *c == name) {
+            return Err(format!(
+                "-t '{a}': no config named `{name}` (give it with -c)"
+            ));
+        }
+        if teardowns.iter().any(|(c, _)| *c == name) {
+            return Err(format!("-t '{a}': config `{name}` already has a teardown"));
+        }
+        teardowns.push((name, cmd));
+    }
     // One argument is a shell command as written; several are words that
     // must reach the program as they are (`-- sh -c 'x y' z`), so quote them.
     let cmd = if command.len() == 1 {
@@ -66,7 +98,7 @@ pub fn build(config_args: &[String], command: &[String], ov: &Overrides) -> Resu
         shlex::try_join(command.iter().map(String::as_str))
             .map_err(|e| format!("cannot quote the command for the shell: {e}"))?
     };
-    let text = plan_text(&configs, &cmd, "ab");
+    let text = plan_text(&configs, &teardowns, &cmd, "ab");
     super::load::parse("(ab)", &text, ov)
 }
 
@@ -78,6 +110,7 @@ mod tests {
     fn shorthand_becomes_a_plan_with_setups() {
         let p = build(
             &["base=".into(), "slow=export X=1".into()],
+            &["slow=rm -f /tmp/x".into()],
             &["sleep".into(), "0.01".into()],
             &Overrides::default(),
         )
@@ -85,6 +118,8 @@ mod tests {
         assert_eq!(p.configs.len(), 2);
         assert_eq!(p.configs[0].setup, None);
         assert_eq!(p.configs[1].setup.as_deref(), Some("export X=1"));
+        assert_eq!(p.configs[0].teardown, None);
+        assert_eq!(p.configs[1].teardown.as_deref(), Some("rm -f /tmp/x"));
         assert_eq!(p.baseline, "base");
         // The stored text is a plan that loads again to the same thing.
         let again = super::super::load::parse("x", &p.text, &Overrides::default()).unwrap();
@@ -95,6 +130,7 @@ mod tests {
     fn several_command_words_keep_their_quoting() {
         let p = build(
             &["a=".into()],
+            &[],
             &[
                 "sh".into(),
                 "-c".into(),
@@ -117,7 +153,22 @@ mod tests {
 
     #[test]
     fn bad_config_argument_is_named() {
-        let e = build(&["=x".into()], &["true".into()], &Overrides::default()).unwrap_err();
+        let e = build(&["=x".into()], &[], &["true".into()], &Overrides::default()).unwrap_err();
         assert!(e.contains("-c '=x'"), "{e}");
+        let t = |arg: &str| {
+            build(
+                &["a=".into()],
+                &[arg.into()],
+                &["true".into()],
+                &Overrides::default(),
+            )
+            .unwrap_err()
+        };
+        assert!(
+            t("b=echo").contains("no config named `b`"),
+            "{}",
+            t("b=echo")
+        );
+        assert!(t("a=").contains("expected NAME=COMMAND"), "{}", t("a="));
     }
 }
