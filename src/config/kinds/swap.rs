@@ -292,10 +292,7 @@ impl Swap {
         self.entries.extend(self.journal.lock().unwrap().record_all(
             "swap",
             vec![
-                UndoAction::WriteFile {
-                    path: ctl.join("hot_remove"),
-                    contents: id.to_string(),
-                },
+                UndoAction::RemoveZram { id },
                 UndoAction::Swapoff { path: dev.clone() },
             ],
         )?);
