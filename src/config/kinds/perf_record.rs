@@ -234,9 +234,10 @@ impl ConfigKind for PerfRecord {
         let written = std::fs::metadata(&self.output)
             .map(|m| m.len())
             .unwrap_or(0);
-        if let Some(b) = self.budget.filter(|&b| written + MIN_BUDGET / 2 >= b) {
-            // perf stopped writing at --max-size: the samples after that are
-            // missing and not counted as lost, so the run cannot be trusted.
+        if let Some(b) = self.budget.filter(|&b| written + (1 << 20) >= b) {
+            // perf stopped writing at --max-size (it stops within a few
+            // dozen KiB of it): the samples after that are missing and not
+            // counted as lost, so the run cannot be trusted.
             bail!(
                 "perf_record: the profile reached its space budget ({} MiB free above the \
                  floor); samples after that are missing",
