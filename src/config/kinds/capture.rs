@@ -283,13 +283,25 @@ const SPACE_CHECK_BYTES: u64 = 64 << 20;
 fn low_on_space(f: &File) -> bool {
     match nix::sys::statvfs::fstatvfs(f) {
         Ok(st) => {
-            let frsize = st.fragment_size();
-            let avail = st.blocks_available() * frsize;
-            let size = st.blocks() * frsize;
-            avail < (size / 20).max(2 << 30)
+            let (avail, floor) = avail_and_floor(&st, 20, 2 << 30);
+            avail < floor
         }
         Err(_) => false,
     }
+}
+
+/// Bytes available on the file system of `st`, and the floor a capture may
+/// not eat into: 1/`floor_div` of the file system, at least `floor_min`.
+/// Shared by the trace capture and perf_record, which keep different floors.
+pub(crate) fn avail_and_floor(
+    st: &nix::sys::statvfs::Statvfs,
+    floor_div: u64,
+    floor_min: u64,
+) -> (u64, u64) {
+    let frsize = st.fragment_size();
+    let avail = st.blocks_available() * frsize;
+    let size = st.blocks() * frsize;
+    (avail, (size / floor_div).max(floor_min))
 }
 
 /// Whether a write failed because the file system (or quota) is full.

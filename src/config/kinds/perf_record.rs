@@ -27,10 +27,8 @@ const MIN_BUDGET: u64 = 16 << 20;
 /// disk. None when the file system cannot be asked.
 fn space_budget(dir: &std::path::Path) -> Option<u64> {
     let st = nix::sys::statvfs::statvfs(dir).ok()?;
-    let frsize = st.fragment_size();
-    let avail = st.blocks_available() * frsize;
-    let size = st.blocks() * frsize;
-    Some(avail.saturating_sub((size / 100).max(64 << 20)))
+    let (avail, floor) = super::capture::avail_and_floor(&st, 100, 64 << 20);
+    Some(avail.saturating_sub(floor))
 }
 
 /// Hardware event names that need a CPU PMU.
