@@ -9,11 +9,12 @@
 //!
 //! The child runs in its own process group so that a timeout or Ctrl-C can
 //! kill the whole tree, and so that the terminal's SIGINT reaches sysdelta
-//! (which then tears down cleanly) rather than only the workload. One
-//! thread watches the output pipes, the child's pidfd, the timeout and the
-//! cancel flag with `poll`: no thread is started per run.
+//! (which then tears down cleanly) rather than only the workload. Its
+//! stdout and stderr go to in-memory files that are read once it has
+//! exited, so one thread watches only the child's pidfd, the timeout and the
+//! cancel flag with `poll`: no thread is started per run, and a short run
+//! wakes sysdelta once, when the child exits.
 
-use std::os::fd::{IntoRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -126,80 +127,88 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
-/// A child's output pipe, read without blocking; keeps at most `keep`
-/// bytes (the last ones).
-struct Stream {
-    fd: RawFd,
-    data: Vec<u8>,
-    keep: usize,
+/// Once stderr has grown past this, all but its tail is punched out while
+/// the run lasts, so a chatty child cannot fill memory.
+const TRIM_STDERR_AT: u64 = 1 << 20;
+
+/// A child's stdout or stderr: an anonymous in-memory file (memfd; an
+/// unlinked temporary file where memfd is unavailable) that the child
+/// writes and sysdelta reads once the child has exited.
+///
+/// Why not a pipe: a pipe needs a reader while the child runs, and its
+/// hang-up at exit woke sysdelta a second time per run, just before the
+/// exit itself did: one context switch more than a plain `wait4` loop, and
+/// most of sysdelta's per-run overhead against hyperfine. A file needs no
+/// reader, cannot be held open against us by a descendant that outlives
+/// the run, and does not slow a chatty child with a full pipe.
+struct OutputFile {
+    file: std::fs::File,
+    /// Keep only the last this many bytes (stderr); None keeps all (stdout).
+    keep: Option<u64>,
+    /// Bytes from the start already punched out.
+    punched: u64,
 }
 
-impl Stream {
-    fn new(fd: Option<RawFd>, keep: usize) -> Stream {
-        if let Some(fd) = fd {
-            // SAFETY: our own pipe end.
-            unsafe {
-                let fl = libc::fcntl(fd, libc::F_GETFL);
-                libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK);
-            }
-        }
-        Stream {
-            fd: fd.unwrap_or(-1),
-            data: Vec::new(),
+impl OutputFile {
+    fn new(name: &str, keep: Option<u64>) -> std::io::Result<OutputFile> {
+        let file = match nix::sys::memfd::memfd_create(name, nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+        {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(_) => tempfile::tempfile()?,
+        };
+        Ok(OutputFile {
+            file,
             keep,
-        }
+            punched: 0,
+        })
     }
 
-    /// Read what is there now; close on end of file.
-    fn drain(&mut self) {
-        let mut buf = [0u8; 16384];
-        while self.fd >= 0 {
-            // SAFETY: reading into a live buffer of its length.
-            let n = unsafe { libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if n > 0 {
-                self.data.extend_from_slice(&buf[..n as usize]);
-                if self.data.len() > self.keep {
-                    let cut = self.data.len() - self.keep / 2;
-                    self.data.drain(..cut.min(self.data.len()));
-                }
-            } else if n == 0 {
-                self.close();
-            } else {
-                let e = std::io::Error::last_os_error();
-                if e.kind() != std::io::ErrorKind::Interrupted {
-                    if e.kind() != std::io::ErrorKind::WouldBlock {
-                        self.close();
-                    }
-                    break;
-                }
+    /// The child's end: a second descriptor of the same file.
+    fn stdio(&self) -> std::io::Result<Stdio> {
+        Ok(Stdio::from(self.file.try_clone()?))
+    }
+
+    fn len(&self) -> u64 {
+        self.file.metadata().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// While the child runs: free all but the tail that will be kept, in
+    /// whole pages, once the file has grown past [`TRIM_STDERR_AT`].
+    fn trim(&mut self) {
+        let Some(keep) = self.keep else { return };
+        let len = self.len();
+        if len < TRIM_STDERR_AT {
+            return;
+        }
+        let upto = len.saturating_sub(keep) & !4095;
+        if upto > self.punched {
+            use nix::fcntl::{fallocate, FallocateFlags};
+            // Best effort: a file system without hole punching just keeps
+            // the bytes until the run ends.
+            if fallocate(
+                &self.file,
+                FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+                self.punched as libc::off_t,
+                (upto - self.punched) as libc::off_t,
+            )
+            .is_ok()
+            {
+                self.punched = upto;
             }
         }
     }
 
-    /// After the child exited: read to end of file (the group was killed,
-    /// so the write ends close), waiting at most a second for a straggler.
-    fn finish(&mut self) {
-        let until = Instant::now() + Duration::from_secs(1);
-        while self.fd >= 0 && Instant::now() < until {
-            self.drain();
-            if self.fd >= 0 {
-                let mut p = libc::pollfd {
-                    fd: self.fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut p, 1, 100) };
-            }
-        }
-        self.close();
-    }
-
-    fn close(&mut self) {
-        if self.fd >= 0 {
-            // SAFETY: our own descriptor, closed once.
-            unsafe { libc::close(self.fd) };
-            self.fd = -1;
+    /// After the child exited: what it wrote (its last `keep` bytes).
+    fn contents(&self) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let len = self.len();
+        let from = self.keep.map_or(0, |k| len.saturating_sub(k));
+        let mut buf = vec![0u8; (len - from) as usize];
+        // A descendant that survived the group kill may still be writing:
+        // what it added after `len` is not part of the run.
+        match self.file.read_exact_at(&mut buf, from) {
+            Ok(()) => buf,
+            Err(_) => Vec::new(),
         }
     }
 }
@@ -214,12 +223,16 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         cmd.current_dir(d);
     }
     cmd.stdin(Stdio::null());
-    cmd.stdout(if spec.capture_stdout {
-        Stdio::piped()
+    let mut out = if spec.capture_stdout {
+        let f = OutputFile::new("sysdelta-stdout", None)?;
+        cmd.stdout(f.stdio()?);
+        Some(f)
     } else {
-        Stdio::null()
-    });
-    cmd.stderr(Stdio::piped());
+        cmd.stdout(Stdio::null());
+        None
+    };
+    let mut err = OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64))?;
+    cmd.stderr(err.stdio()?);
     cmd.process_group(0);
     let cgroup: Option<std::ffi::CString> = spec
         .cgroup_procs
@@ -254,53 +267,38 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     };
 
     let start = Instant::now();
-    let mut child = cmd.spawn()?;
+    let child = cmd.spawn()?;
     drop(_affinity);
+    // The child's ends of the output files: close ours now.
+    drop(cmd);
     let pid = child.id() as libc::pid_t;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);
-    let mut out = Stream::new(child.stdout.take().map(IntoRawFd::into_raw_fd), usize::MAX);
-    let mut err = Stream::new(
-        child.stderr.take().map(IntoRawFd::into_raw_fd),
-        2 * STDERR_TAIL_BYTES,
-    );
     let deadline = spec.timeout.map(|t| start + t);
     // SAFETY: pidfd_open on our own child; -1 (old kernel) falls back to
     // polling waitpid every 10 ms.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
 
-    // One thread does everything: wait for output, for the child's exit
-    // (its pidfd becomes readable), for the timeout and for a cancel, so no
-    // thread is started per run.
+    // Sleep until the child exits (its pidfd becomes readable): that is the
+    // only wake-up of a short run. A long run also wakes every 50 ms to
+    // check the timeout and the cancel flag and to bound stderr.
     let (mut timed_out, mut cancelled, mut killed) = (false, false, false);
     loop {
-        let mut fds: Vec<libc::pollfd> = [out.fd, err.fd, pidfd]
-            .iter()
-            .filter(|fd| **fd >= 0)
-            .map(|&fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        let wait_ms = match (pidfd >= 0, deadline) {
+        let mut p = libc::pollfd {
+            fd: pidfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let wait = match (pidfd >= 0, deadline) {
             (true, Some(d)) => d
                 .saturating_duration_since(Instant::now())
                 .min(Duration::from_millis(50)),
             (true, None) => Duration::from_millis(50),
             (false, _) => Duration::from_millis(10),
         };
-        // SAFETY: fds is a valid array of pollfd for its length.
-        unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                wait_ms.as_millis() as i32,
-            )
-        };
-        out.drain();
-        err.drain();
+        // SAFETY: one valid pollfd (poll ignores it when fd is -1).
+        unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) };
         let exited = if pidfd >= 0 {
-            fds.iter().any(|p| p.fd == pidfd && p.revents != 0)
+            p.revents != 0
         } else {
             // SAFETY: siginfo_t is plain data; waitid with WNOWAIT peeks at
             // our child's state without reaping it; si_pid is valid after it.
@@ -318,6 +316,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         if exited {
             break;
         }
+        err.trim();
         if !killed {
             cancelled = cancel.load(Ordering::SeqCst);
             timed_out = !cancelled && deadline.is_some_and(|d| Instant::now() >= d);
@@ -341,12 +340,10 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     };
     let wall = start.elapsed();
     // Anything the shell left behind in its group belongs to the run: kill
-    // it so it cannot hold our pipes open or disturb the next run.
+    // it so it cannot disturb the next run.
     // SAFETY: plain syscall on our child's process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     CURRENT_GROUP.store(0, Ordering::SeqCst);
-    out.finish();
-    err.finish();
     if pidfd >= 0 {
         // SAFETY: our own descriptor.
         unsafe { libc::close(pidfd) };
@@ -356,12 +353,8 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let stdout = out.data;
-    let mut tail = err.data;
-    if tail.len() > STDERR_TAIL_BYTES {
-        tail.drain(..tail.len() - STDERR_TAIL_BYTES);
-    }
-    let stderr_tail = String::from_utf8_lossy(&tail).into_owned();
+    let stdout = out.take().map(|f| f.contents()).unwrap_or_default();
+    let stderr_tail = String::from_utf8_lossy(&err.contents()).into_owned();
     let exit = if libc::WIFEXITED(status) {
         Exit::Code(libc::WEXITSTATUS(status))
     } else {
