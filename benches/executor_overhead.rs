@@ -1,11 +1,18 @@
 //! Per-run overhead of sysdelta's executor against hyperfine's, measured
 //! side by side on the same machine in the same run.
 //!
-//! One operation is one run of `/bin/sh -c true`. For each tool the total
-//! wall time of N runs is measured (process start to exit, so start-up and
-//! storage are included), and the floor, a bare loop that spawns and waits
-//! for `sh -c true` N times, is subtracted; what remains per run is the
-//! tool's overhead. Rounds alternate tools; medians are reported.
+//! One operation is one run of `/bin/sh -c true`. Each tool runs it
+//! `SMALL` and `LARGE` times, each count as one process whose whole wall
+//! time is taken (start-up, storage and exit included). A tool's cost per
+//! run is the slope `(T(LARGE) - T(SMALL)) / (LARGE - SMALL)`: what one
+//! more run costs, without what the tool pays once per invocation, which is
+//! reported apart as its start-up, `T(SMALL) - SMALL x slope` (sysdelta
+//! creates a store, its state journal and the environment fingerprint;
+//! hyperfine sets up little). The floor is the cost per run of a bare loop
+//! that spawns `sh -c true` and waits for it; a tool's per-run overhead is
+//! its slope minus the floor. Rounds run the tools in turn; medians over
+//! rounds are reported, and also the ratio of total times at `LARGE` runs,
+//! start-up included.
 //!
 //! Run: `cargo bench --bench executor_overhead`. hyperfine is installed with
 //! apt-get when missing and this runs as root; otherwise the comparison is
@@ -14,8 +21,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const RUNS: u32 = 300;
-const ROUNDS: usize = 5;
+const SMALL: u32 = 50;
+const LARGE: u32 = 550;
+const ROUNDS: usize = 7;
 
 fn ensure_hyperfine() -> Result<String, String> {
     let version = || {
@@ -52,9 +60,9 @@ fn timed(mut c: Command) -> Duration {
     t.elapsed()
 }
 
-fn floor() -> Duration {
+fn floor(runs: u32) -> Duration {
     let t = Instant::now();
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let st = Command::new("/bin/sh")
             .args(["-c", "true"])
             .stdout(Stdio::null())
@@ -66,13 +74,45 @@ fn floor() -> Duration {
     t.elapsed()
 }
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
+fn sysdelta(store: &std::path::Path, runs: u32) -> Duration {
+    let mut sd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
+    sd.arg("--store").arg(store).args([
+        "ab",
+        "-c",
+        "a=",
+        "--runs",
+        &runs.to_string(),
+        "--quiet",
+        "--no-report",
+        "--",
+        "true",
+    ]);
+    timed(sd)
+}
+
+fn hyperfine(runs: u32) -> Duration {
+    let mut hy = Command::new("hyperfine");
+    hy.args([
+        "-N",
+        "--runs",
+        &runs.to_string(),
+        "--style",
+        "none",
+        "sh -c true",
+    ]);
+    timed(hy)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-fn per_run_ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0 / RUNS as f64
+/// Per-run cost (µs) and start-up (ms) from the two counts' times.
+fn slope_and_startup(small: Duration, large: Duration) -> (f64, f64) {
+    let per_run = (large.as_secs_f64() - small.as_secs_f64()) / f64::from(LARGE - SMALL);
+    let startup = small.as_secs_f64() - f64::from(SMALL) * per_run;
+    (per_run * 1e6, startup * 1e3)
 }
 
 fn main() {
@@ -84,56 +124,50 @@ fn main() {
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let (mut f, mut s, mut h) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut fl, mut sd, mut hy) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut sd_start, mut hy_start) = (Vec::new(), Vec::new());
+    let (mut sd_total, mut hy_total) = (Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        f.push(floor());
-        let mut sd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
-        sd.arg("--store")
-            .arg(dir.path().join(format!("r{round}.db")))
-            .args([
-                "ab",
-                "-c",
-                "a=",
-                "--runs",
-                &RUNS.to_string(),
-                "--quiet",
-                "--no-report",
-                "--",
-                "true",
-            ]);
-        s.push(timed(sd));
-        let mut hy = Command::new("hyperfine");
-        hy.args([
-            "-N",
-            "--runs",
-            &RUNS.to_string(),
-            "--style",
-            "none",
-            "sh -c true",
-        ]);
-        h.push(timed(hy));
+        let (fs, flg) = (floor(SMALL), floor(LARGE));
+        fl.push(slope_and_startup(fs, flg).0);
+        // A new store per invocation, as a first experiment would have.
+        let store = |n: u32| dir.path().join(format!("r{round}-{n}.db"));
+        let (ss, sl) = (
+            sysdelta(&store(SMALL), SMALL),
+            sysdelta(&store(LARGE), LARGE),
+        );
+        let (hs, hl) = (hyperfine(SMALL), hyperfine(LARGE));
+        let (s, s0) = slope_and_startup(ss, sl);
+        let (h, h0) = slope_and_startup(hs, hl);
+        sd.push(s);
+        hy.push(h);
+        sd_start.push(s0);
+        hy_start.push(h0);
+        sd_total.push(sl.as_secs_f64());
+        hy_total.push(hl.as_secs_f64());
     }
-    let (f, s, h) = (median(f), median(s), median(h));
-    let so = per_run_ms(s) - per_run_ms(f);
-    let ho = per_run_ms(h) - per_run_ms(f);
+    let (f, s, h) = (median(fl), median(sd), median(hy));
+    let (so, ho) = (s - f, h - f);
     println!(
-        "executor overhead for one run of `sh -c true`, {RUNS} runs, median of {ROUNDS} rounds"
+        "executor overhead for one run of `sh -c true` ({SMALL} and {LARGE} runs per invocation, median of {ROUNDS} rounds)"
     );
-    println!("  floor (spawn + wait only) {:8.3} ms/run", per_run_ms(f));
+    println!("  floor (spawn + wait only)      {f:8.1} us/run");
     println!(
-        "  {hf:<25} {:8.3} ms/run, overhead {:+.3} ms/run",
-        per_run_ms(h),
-        ho
+        "  {hf:<30} {h:8.1} us/run, overhead {ho:+6.1} us/run, start-up {:5.1} ms",
+        median(hy_start)
     );
     println!(
-        "  sysdelta {:<16} {:8.3} ms/run, overhead {:+.3} ms/run",
+        "  sysdelta {:<21} {s:8.1} us/run, overhead {so:+6.1} us/run, start-up {:5.1} ms",
         env!("CARGO_PKG_VERSION"),
-        per_run_ms(s),
-        so
+        median(sd_start)
     );
     println!(
-        "  ratio of total time sysdelta/hyperfine: {:.3}; of overhead above the floor: {:.3} (target <= 1)",
-        s.as_secs_f64() / h.as_secs_f64(),
-        if ho > 0.0 { so / ho } else { f64::NAN }
+        "  per-run overhead sysdelta/hyperfine: {:.2} (target <= 1); cost per run {:.3}",
+        if ho > 0.0 { so / ho } else { f64::NAN },
+        s / h
+    );
+    println!(
+        "  total time of {LARGE} runs, start-up included, sysdelta/hyperfine: {:.3}",
+        median(sd_total) / median(hy_total)
     );
 }

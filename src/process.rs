@@ -127,6 +127,25 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
+thread_local! {
+    /// An empty stderr file left by the last run on this thread.
+    static SPARE_STDERR: std::cell::RefCell<Option<std::fs::File>> =
+        const { std::cell::RefCell::new(None) };
+    /// /dev/null, opened once: a `dup` per run instead of a path lookup.
+    static DEV_NULL: Option<std::fs::File> = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .ok();
+}
+
+/// Stdin or a discarded stdout: /dev/null.
+fn null_stdio() -> Stdio {
+    DEV_NULL
+        .with(|f| f.as_ref().and_then(|f| f.try_clone().ok()))
+        .map_or_else(Stdio::null, Stdio::from)
+}
+
 /// Once stderr has grown past this, all but its tail is punched out while
 /// the run lasts, so a chatty child cannot fill memory.
 const TRIM_STDERR_AT: u64 = 1 << 20;
@@ -161,6 +180,27 @@ impl OutputFile {
             keep,
             punched: 0,
         })
+    }
+
+    /// The stderr file of a run: the one an earlier run on this thread
+    /// left empty, or a new one.
+    fn for_stderr() -> std::io::Result<OutputFile> {
+        match SPARE_STDERR.with(|s| s.borrow_mut().take()) {
+            Some(file) => Ok(OutputFile {
+                file,
+                keep: Some(STDERR_TAIL_BYTES as u64),
+                punched: 0,
+            }),
+            None => OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64)),
+        }
+    }
+
+    /// Keep this file for the next run's stderr if nothing was written to
+    /// it (the common case: a file costs a memfd_create and a close).
+    fn recycle(self) {
+        if self.len() == 0 {
+            SPARE_STDERR.with(|s| *s.borrow_mut() = Some(self.file));
+        }
     }
 
     /// The child's end: a second descriptor of the same file.
@@ -222,16 +262,16 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     if let Some(d) = spec.cwd {
         cmd.current_dir(d);
     }
-    cmd.stdin(Stdio::null());
+    cmd.stdin(null_stdio());
     let mut out = if spec.capture_stdout {
         let f = OutputFile::new("sysdelta-stdout", None)?;
         cmd.stdout(f.stdio()?);
         Some(f)
     } else {
-        cmd.stdout(Stdio::null());
+        cmd.stdout(null_stdio());
         None
     };
-    let mut err = OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64))?;
+    let mut err = OutputFile::for_stderr()?;
     cmd.stderr(err.stdio()?);
     cmd.process_group(0);
     let cgroup: Option<std::ffi::CString> = spec
@@ -355,6 +395,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     }
     let stdout = out.take().map(|f| f.contents()).unwrap_or_default();
     let stderr_tail = String::from_utf8_lossy(&err.contents()).into_owned();
+    err.recycle();
     let exit = if libc::WIFEXITED(status) {
         Exit::Code(libc::WEXITSTATUS(status))
     } else {
@@ -433,6 +474,23 @@ mod tests {
                 .lines()
                 .find(|l| l.starts_with("Cpus_allowed_list")),
             before.lines().find(|l| l.starts_with("Cpus_allowed_list"))
+        );
+    }
+
+    #[test]
+    fn megabytes_of_stderr_keep_their_tail() {
+        // Past TRIM_STDERR_AT, with the child alive long enough for the
+        // 50 ms wake-ups to punch the head out while it runs.
+        let r = run(
+            "head -c 4194304 /dev/zero | tr '\\0' x >&2; sleep 0.2; echo last >&2",
+            None,
+        );
+        assert!(r.success(), "{r:?}");
+        assert_eq!(r.stderr_tail.len(), STDERR_TAIL_BYTES);
+        assert!(
+            r.stderr_tail.ends_with("xxlast\n"),
+            "{}",
+            &r.stderr_tail[4000..]
         );
     }
 

@@ -392,6 +392,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         plan.order,
         plan.seed,
     );
+    // Runs go to the store's run log, one write each, folded into the
+    // tables in batches (see store::runlog).
+    store.log_runs()?;
     let done: HashSet<(u32, u32)> = store.done_slots(exp)?;
     let mut next_block = slots
         .iter()
@@ -776,6 +779,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         "peak_rss_kib": self_peak_rss_kib(),
         "runs": runs_done,
     });
+    // Every run into the tables and the log file removed; if that fails the
+    // log stays, and the next sysdelta to open the store folds it.
+    let closed = store.close_run_log();
     match result {
         Err(panic) => {
             let _ = store.finish(exp, "failed", Some(&usage));
@@ -787,6 +793,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             Err(e)
         }
         Ok(Ok(())) => {
+            closed?;
             let status = if cancelled { "interrupted" } else { "complete" };
             store.finish(exp, status, Some(&usage))?;
             Ok(Outcome {

@@ -1,12 +1,18 @@
 //! The SQLite store: experiments, runs and every raw sample.
 //!
-//! Each run and its samples are committed in one transaction before the next
-//! run starts (WAL mode, `synchronous=NORMAL`), so a SIGKILL loses at most
-//! the run in flight. Opening a file that is not a sysdelta store, or one
-//! with a newer schema, is refused before anything is written to it.
+//! While an experiment runs, each run is appended to the store's run log
+//! (`runlog`) before the next run starts, so a SIGKILL loses at most the run
+//! in flight, and the log is folded into the tables (WAL mode,
+//! `synchronous=NORMAL`) in one transaction at least once a second, before
+//! any read of runs, and at the end; the next sysdelta to open the store
+//! folds what a dead run left. Outside a run (imports), each run is its own
+//! transaction. Opening a file that is not a sysdelta store, or one with a
+//! newer schema, is refused before anything is written to it.
 
+pub mod runlog;
 pub mod schema;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -24,6 +30,8 @@ pub const DEFAULT_PATH: &str = "sysdelta.db";
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Open while an experiment runs: where [`Store::record_run`] appends.
+    log: RefCell<Option<runlog::RunLog>>,
 }
 
 pub struct NewExperiment<'a> {
@@ -169,9 +177,94 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            log: RefCell::new(None),
         };
         store.check_and_migrate()?;
+        store.fold_orphaned_log()?;
         Ok(store)
+    }
+
+    /// Fold the run log a dead `sysdelta run` left, unless a live one holds
+    /// the store (it folds its own log; a reader then sees the runs up to
+    /// its last fold, at most about a second old).
+    fn fold_orphaned_log(&self) -> Result<()> {
+        let log = runlog::path_for(&self.path);
+        if !log.exists() {
+            return Ok(());
+        }
+        let Ok(f) = std::fs::File::open(&self.path) else {
+            return Ok(());
+        };
+        let Ok(_lock) = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        else {
+            return Ok(());
+        };
+        self.fold_rows(&runlog::read_rows(&log)?)?;
+        std::fs::remove_file(&log)
+            .with_context(|| format!("{}: cannot remove the folded run log", log.display()))
+    }
+
+    /// From now on [`Store::record_run`] appends to the run log (opened or
+    /// created next to the store) instead of committing each run. The
+    /// caller holds the store's lock for as long as the log is open.
+    pub fn log_runs(&self) -> Result<()> {
+        let log = runlog::RunLog::open(&runlog::path_for(&self.path))?;
+        *self.log.borrow_mut() = Some(log);
+        self.flush_runs()
+    }
+
+    /// Fold the run log into the tables now, if it holds anything.
+    pub fn flush_runs(&self) -> Result<()> {
+        let mut guard = self.log.borrow_mut();
+        let Some(log) = guard.as_mut() else {
+            return Ok(());
+        };
+        if log.pending == 0 {
+            return Ok(());
+        }
+        self.fold_rows(&runlog::read_rows(log.path())?)?;
+        log.emptied()
+    }
+
+    /// Fold what is left, remove the log file, and go back to committing
+    /// each run. The log stays if the fold fails, for the next open.
+    pub fn close_run_log(&self) -> Result<()> {
+        self.flush_runs()?;
+        if let Some(log) = self.log.borrow_mut().take() {
+            std::fs::remove_file(log.path()).with_context(|| {
+                format!("{}: cannot remove the folded run log", log.path().display())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Insert rows in one transaction; a row whose run is already stored is
+    /// skipped, which makes a repeated fold harmless.
+    fn fold_rows(&self, rows: &[runlog::RunRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.in_transaction(|| {
+            for row in rows {
+                self.insert_row(row)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.
+    fn in_transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.conn.prepare_cached("BEGIN")?.execute([])?;
+        let committed = f().and_then(|v| {
+            self.conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(v)
+        });
+        if committed.is_err() && !self.conn.is_autocommit() {
+            // Never leave the transaction open: later writes (the next run,
+            // the experiment's status) would go into it and be lost.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        committed
     }
 
     pub fn path(&self) -> &Path {
@@ -315,35 +408,34 @@ impl Store {
     /// This is on the path between two runs, so every statement, BEGIN and
     /// COMMIT included, comes from the prepared-statement cache: parsing
     /// them afresh cost more than the commit's WAL writes.
-    pub fn record_run(&self, r: &RunRecord) -> Result<i64> {
-        self.conn.prepare_cached("BEGIN")?.execute([])?;
-        let committed = self.insert_run(r).and_then(|run_id| {
-            self.conn.prepare_cached("COMMIT")?.execute([])?;
-            Ok(run_id)
-        });
-        if committed.is_err() && !self.conn.is_autocommit() {
-            // Never leave the transaction open: later writes (the next run,
-            // the experiment's status) would go into it and be lost.
-            let _ = self.conn.execute_batch("ROLLBACK");
+    /// Record one run: appended to the run log while one is open (see
+    /// [`Store::log_runs`]; folded when due), else committed at once.
+    pub fn record_run(&self, r: &RunRecord) -> Result<()> {
+        let row = runlog::RunRow::of(r)?;
+        let due = match self.log.borrow_mut().as_mut() {
+            Some(log) => {
+                log.append(&row)?;
+                log.fold_due()
+            }
+            None => return self.in_transaction(|| self.insert_row(&row).map(drop)),
+        };
+        if due {
+            self.flush_runs()?;
         }
-        committed
+        Ok(())
     }
 
-    /// The inserts of [`Store::record_run`], inside its transaction.
-    fn insert_run(&self, r: &RunRecord) -> Result<i64> {
-        let (status, reason, tail, code) = match &r.result {
-            RunResult::Ok(_) => ("ok", None, None, None),
-            RunResult::Failed {
-                reason,
-                stderr_tail,
-                exit_code,
-            } => ("failed", Some(*reason), Some(*stderr_tail), *exit_code),
-        };
-        self.conn
+    /// The inserts of one run, inside the caller's transaction. Returns the
+    /// new run's id, or None when that (experiment, block, seq) is already
+    /// stored and the row was skipped.
+    fn insert_row(&self, r: &runlog::RunRow) -> Result<Option<i64>> {
+        let inserted = self
+            .conn
             .prepare_cached(
                 "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
                  reason, stderr_tail, exit_code, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 ON CONFLICT (experiment_id, block, seq) DO NOTHING",
             )?
             .execute(params![
                 r.experiment_id,
@@ -352,46 +444,41 @@ impl Store {
                 r.config,
                 r.workload,
                 r.warmup,
-                status,
-                reason,
-                tail,
-                code,
+                r.status,
+                r.reason,
+                r.stderr_tail,
+                r.exit_code,
                 r.started_at
             ])?;
+        if inserted == 0 {
+            return Ok(None);
+        }
         let run_id = self.conn.last_insert_rowid();
-        if let RunResult::Ok(samples) = &r.result {
-            let mut st = self
-                .conn
-                .prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
-            for ms in samples.iter() {
-                for (i, v) in ms.values.iter().enumerate() {
-                    st.execute(params![run_id, ms.metric, i, v])?;
-                }
+        let mut st = self
+            .conn
+            .prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
+        for (metric, values) in &r.samples {
+            for (i, v) in values.iter().enumerate() {
+                st.execute(params![run_id, metric, i, v])?;
             }
         }
         if !r.series.is_empty() {
             let mut st = self
                 .conn
                 .prepare_cached("INSERT OR REPLACE INTO series VALUES (?1, ?2, ?3, ?4, ?5)")?;
-            for s in r.series {
-                st.execute(params![
-                    run_id,
-                    s.name,
-                    s.unit,
-                    serde_json::to_string(&s.t)?,
-                    serde_json::to_string(&s.v)?
-                ])?;
+            for (name, unit, t, v) in &r.series {
+                st.execute(params![run_id, name, unit, t, v])?;
             }
         }
         if !r.profile.is_empty() {
             let mut st = self
                 .conn
                 .prepare_cached("INSERT OR REPLACE INTO profiles VALUES (?1, ?2, ?3, ?4)")?;
-            for (sym, kernel, n) in r.profile {
+            for (sym, kernel, n) in &r.profile {
                 st.execute(params![run_id, sym, kernel, *n as i64])?;
             }
         }
-        Ok(run_id)
+        Ok(Some(run_id))
     }
 
     /// Record which config is entered (None: none). Its environment is
@@ -449,6 +536,8 @@ impl Store {
         status: &str,
         self_usage: Option<&serde_json::Value>,
     ) -> Result<()> {
+        // The experiment's runs are all in the tables before it is marked done.
+        self.flush_runs()?;
         self.conn.execute(
             "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
                  finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?1",
@@ -467,6 +556,7 @@ impl Store {
 
     /// (block, seq) of every run already recorded.
     pub fn done_slots(&self, exp: i64) -> Result<HashSet<(u32, u32)>> {
+        self.flush_runs()?;
         let mut st = self
             .conn
             .prepare("SELECT block, seq FROM runs WHERE experiment_id = ?1")?;
@@ -584,6 +674,7 @@ impl Store {
 
     /// Everything stored about one experiment.
     pub fn load(&self, id: i64) -> Result<ExperimentData> {
+        self.flush_runs()?;
         let info = self.info(id)?;
         let metrics = {
             let mut st = self.conn.prepare(
@@ -678,6 +769,7 @@ impl Store {
 
     /// Series recorded for one experiment: (run id, series).
     pub fn series(&self, exp: i64) -> Result<Vec<(i64, SeriesRecord)>> {
+        self.flush_runs()?;
         let mut st = self.conn.prepare(
             "SELECT s.run_id, s.name, s.unit, s.t_json, s.v_json FROM series s JOIN runs r ON r.id = s.run_id
              WHERE r.experiment_id = ?1 ORDER BY s.run_id, s.name",
@@ -700,6 +792,7 @@ impl Store {
 
     /// Profile samples summed per (config, symbol, kernel) for one experiment.
     pub fn profile_totals(&self, exp: i64) -> Result<Vec<(String, String, bool, u64)>> {
+        self.flush_runs()?;
         let mut st = self.conn.prepare(
             "SELECT r.config, p.symbol, p.kernel, SUM(p.samples) FROM profiles p JOIN runs r ON r.id = p.run_id
              WHERE r.experiment_id = ?1 AND r.warmup = 0 GROUP BY r.config, p.symbol, p.kernel",
@@ -736,5 +829,15 @@ impl Store {
         )?;
         let rows = st.query_map([prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+impl Drop for Store {
+    /// A store dropped with its run log open (an error path) still folds
+    /// it; if that fails the log stays for the next open.
+    fn drop(&mut self) {
+        if self.log.borrow().is_some() {
+            let _ = self.close_run_log();
+        }
     }
 }
