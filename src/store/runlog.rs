@@ -235,7 +235,10 @@ mod tests {
             reason: None,
             stderr_tail: None,
             exit_code: None,
-            samples: vec![("wall".into(), vec![0.1 + 0.2, 1e-300, 123456789.123456789])],
+            samples: vec![(
+                "wall".into(),
+                vec![0.1 + 0.2, 1e-300, 123_456_789.123_456_78, f64::MAX],
+            )],
             series: vec![],
             profile: vec![],
         }
