@@ -127,6 +127,75 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
     teardowns_see_their_setups_exports(&sb);
 }
 
+/// A SIGKILL while a setup runs: the setup shell (in its own process group)
+/// finishes without sysdelta, so sysdelta never stored what it exported;
+/// the teardown on `--resume` must still see it.
+#[test]
+fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports() {
+    let sb = Sandbox::new();
+    let log = sb.path("steps.log");
+    let p = sb.write(
+        "plan.toml",
+        &format!(
+            r#"
+runs = 2
+order = "sequential"
+[[config]]
+name = "a"
+[[config]]
+name = "b"
+setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}; sleep 1'
+teardown = 'echo "teardown b $TOKEN" >> {log}'
+[[workload]]
+name = "w"
+command = "true"
+"#,
+            log = log.display()
+        ),
+    );
+    let mut child = Command::new(bin())
+        .arg("--store")
+        .arg(sb.store())
+        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while steps(&sb).0 == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no setup ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL, inside b's setup
+    child.wait().unwrap();
+    // The orphaned setup finishes (and dumps its environment) by itself.
+    std::thread::sleep(Duration::from_millis(1500));
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its teardown ran on resume"),
+        "{}",
+        stderr(&out)
+    );
+    teardowns_see_their_setups_exports(&sb);
+    let (s, t) = steps(&sb);
+    assert_eq!(
+        (s, t),
+        (2, 2),
+        "b entered twice (before the kill, on resume), left twice"
+    );
+    assert!(
+        !setup_env_left(&sb),
+        "the setup's environment dump is removed once the config is left"
+    );
+}
+
+fn setup_env_left(sb: &Sandbox) -> bool {
+    let mut p = sb.store().into_os_string();
+    p.push(".setup-env");
+    std::path::Path::new(&p).exists()
+}
+
 /// Each teardown saw the TOKEN its setup exported (a fresh one per setup:
 /// the setup shell's pid), also the teardown run on resume after SIGKILL.
 fn teardowns_see_their_setups_exports(sb: &Sandbox) {

@@ -29,6 +29,9 @@ pub struct ShellKind {
     pub scratch: PathBuf,
     /// Set while entered: the environment the setup left.
     captured: Vec<(String, String)>,
+    /// Where the setup's environment is dumped: kept while the config is
+    /// entered (None: in the scratch directory, removed at once).
+    env_dump: Option<PathBuf>,
 }
 
 /// Never set: setup and teardown are not cut short by Ctrl-C (teardown must
@@ -50,6 +53,26 @@ impl ShellKind {
             workdir,
             scratch: scratch.to_path_buf(),
             captured: Vec::new(),
+            env_dump: None,
+        }
+    }
+
+    /// Dump the setup's environment to `path` and keep it there until the
+    /// config is left. The setup shell outlives a SIGKILLed sysdelta and
+    /// finishes; with the dump at a path that outlives the run (next to the
+    /// store), a teardown on `--resume` still sees what the setup exported
+    /// ([`exported_by_setup`]), even when the kill came before sysdelta
+    /// stored it.
+    pub fn with_env_dump(mut self, path: PathBuf) -> ShellKind {
+        self.env_dump = Some(path);
+        self
+    }
+
+    /// The config is left: its setup's environment is no longer needed.
+    fn forget_env_dump(&mut self) {
+        self.captured.clear();
+        if let Some(p) = &self.env_dump {
+            let _ = std::fs::remove_file(p);
         }
     }
 
@@ -93,6 +116,18 @@ impl ShellKind {
     }
 }
 
+/// What a setup exported, from the dump its shell wrote to `path` on exit:
+/// the variables that differ from sysdelta's environment with `env` (what
+/// the setup was started with) laid over it. Empty when there is no dump.
+pub fn exported_by_setup(path: &Path, env: &[(String, String)]) -> Vec<(String, String)> {
+    let Ok(dump) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let mut before: HashMap<String, String> = std::env::vars().collect();
+    before.extend(env.iter().cloned());
+    env_changes(&dump, &before)
+}
+
 /// Parse `env -0` output and keep what differs from `before`.
 fn env_changes(dump: &[u8], before: &HashMap<String, String>) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = dump
@@ -118,14 +153,17 @@ impl ConfigKind for ShellKind {
     fn enter(&mut self) -> Result<LaunchMods> {
         self.captured = self.env.clone();
         if let Some(setup) = &self.setup {
-            let out = self.scratch.join("setup-env");
+            let out = self
+                .env_dump
+                .clone()
+                .unwrap_or_else(|| self.scratch.join("setup-env"));
             let _ = std::fs::remove_file(&out);
             self.run_step("setup", setup, &self.env, Some(&out))?;
-            let mut before: HashMap<String, String> = std::env::vars().collect();
-            before.extend(self.env.iter().cloned());
-            let dump = std::fs::read(&out).unwrap_or_default();
-            let _ = std::fs::remove_file(&out);
-            for (k, v) in env_changes(&dump, &before) {
+            let exported = exported_by_setup(&out, &self.env);
+            if self.env_dump.is_none() {
+                let _ = std::fs::remove_file(&out);
+            }
+            for (k, v) in exported {
                 self.captured.retain(|(ek, _)| *ek != k);
                 self.captured.push((k, v));
             }
@@ -137,16 +175,20 @@ impl ConfigKind for ShellKind {
     }
 
     fn leave(&mut self) -> Result<()> {
-        if let Some(t) = &self.teardown {
-            let env = if self.captured.is_empty() {
-                self.env.clone()
-            } else {
-                self.captured.clone()
-            };
-            self.run_step("teardown", t, &env, None)?;
-        }
-        self.captured.clear();
-        Ok(())
+        let done = match &self.teardown {
+            Some(t) => {
+                let env = if self.captured.is_empty() {
+                    self.env.clone()
+                } else {
+                    self.captured.clone()
+                };
+                self.run_step("teardown", t, &env, None)
+            }
+            None => Ok(()),
+        };
+        // Left, even when the teardown failed (the runner reports that).
+        self.forget_env_dump();
+        done
     }
 }
 

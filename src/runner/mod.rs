@@ -76,6 +76,14 @@ fn build_workload(
     }
 }
 
+/// Where the entered config's setup dumps its environment:
+/// `<store>.setup-env`, next to the store, so that it outlives a crash.
+pub fn setup_env_path(store: &Path) -> PathBuf {
+    let mut p = store.as_os_str().to_owned();
+    p.push(".setup-env");
+    PathBuf::from(p)
+}
+
 /// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
 /// setup, teardown and command (e.g. for a generated input file).
 pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
@@ -134,13 +142,16 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
     for c in &plan.configs {
         let mut env = vec![scratch_var(scratch.path())];
         env.extend(c.env.iter().cloned());
-        let mut kinds: Vec<Box<dyn ConfigKind>> = vec![Box::new(ShellKind::new(
-            c.setup.clone(),
-            c.teardown.clone(),
-            env,
-            c.workdir.clone(),
-            scratch.path(),
-        ))];
+        let mut kinds: Vec<Box<dyn ConfigKind>> = vec![Box::new(
+            ShellKind::new(
+                c.setup.clone(),
+                c.teardown.clone(),
+                env,
+                c.workdir.clone(),
+                scratch.path(),
+            )
+            .with_env_dump(setup_env_path(store_path)),
+        )];
         for decl in &c.kinds {
             match crate::config::kinds::build(&decl.kind, &decl.value, journal.clone()) {
                 Ok(k) => {
@@ -358,15 +369,23 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
         Some(c) if c.teardown.is_some() => {
             let mut env = vec![scratch_var(p.scratch.path())];
             env.extend(c.env.iter().cloned());
-            // What the setup exported in the run that died (later entries win).
-            env.extend(store.entered_env(exp)?);
+            // What the setup exported in the run that died (later entries
+            // win): as stored, or, when the kill came before sysdelta
+            // stored it, from the dump the setup shell left.
+            let dump = setup_env_path(store.path());
+            let mut exported = store.entered_env(exp)?;
+            if exported.is_empty() {
+                exported = crate::config::shell::exported_by_setup(&dump, &env);
+            }
+            env.extend(exported);
             let mut k = ShellKind::new(
                 None,
                 c.teardown.clone(),
                 env,
                 c.workdir.clone(),
                 p.scratch.path(),
-            );
+            )
+            .with_env_dump(dump);
             match k.leave() {
                 Ok(()) => format!("config '{name}' was entered when sysdelta stopped; its teardown ran on resume"),
                 Err(e) => format!("config '{name}' was entered when sysdelta stopped; its teardown on resume failed: {e:#}"),

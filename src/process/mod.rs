@@ -10,16 +10,22 @@
 //! The child runs in its own process group so that a timeout or Ctrl-C can
 //! kill the whole tree, and so that the terminal's SIGINT reaches sysdelta
 //! (which then tears down cleanly) rather than only the workload. Its
-//! stdout and stderr go to in-memory files that are read once it has
-//! exited, so one thread watches only the child's pidfd, the timeout and the
-//! cancel flag with `poll`: no thread is started per run, and a short run
-//! wakes sysdelta once, when the child exits.
+//! stdout and stderr go to in-memory files read once it has exited
+//! ([`output`]), and the measuring thread sleeps in a blocking wait for it
+//! while one long-lived thread enforces timeouts and cancels
+//! ([`watchdog`]): a short run wakes sysdelta once, when the child exits,
+//! and no thread, pipe or descriptor is made per run for the watching.
+
+mod output;
+mod watchdog;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use output::{null_stdio, OutputFile};
 
 /// Process group of the measured child in flight (0: none), so that an
 /// abort on the second signal can kill it before sysdelta exits.
@@ -127,132 +133,6 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
-thread_local! {
-    /// An empty stderr file left by the last run on this thread.
-    static SPARE_STDERR: std::cell::RefCell<Option<std::fs::File>> =
-        const { std::cell::RefCell::new(None) };
-    /// /dev/null, opened once: a `dup` per run instead of a path lookup.
-    static DEV_NULL: Option<std::fs::File> = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-        .ok();
-}
-
-/// Stdin or a discarded stdout: /dev/null.
-fn null_stdio() -> Stdio {
-    DEV_NULL
-        .with(|f| f.as_ref().and_then(|f| f.try_clone().ok()))
-        .map_or_else(Stdio::null, Stdio::from)
-}
-
-/// Once stderr has grown past this, all but its tail is punched out while
-/// the run lasts, so a chatty child cannot fill memory.
-const TRIM_STDERR_AT: u64 = 1 << 20;
-
-/// A child's stdout or stderr: an anonymous in-memory file (memfd; an
-/// unlinked temporary file where memfd is unavailable) that the child
-/// writes and sysdelta reads once the child has exited.
-///
-/// Why not a pipe: a pipe needs a reader while the child runs, and its
-/// hang-up at exit woke sysdelta a second time per run, just before the
-/// exit itself did: one context switch more than a plain `wait4` loop, and
-/// most of sysdelta's per-run overhead against hyperfine. A file needs no
-/// reader, cannot be held open against us by a descendant that outlives
-/// the run, and does not slow a chatty child with a full pipe.
-struct OutputFile {
-    file: std::fs::File,
-    /// Keep only the last this many bytes (stderr); None keeps all (stdout).
-    keep: Option<u64>,
-    /// Bytes from the start already punched out.
-    punched: u64,
-}
-
-impl OutputFile {
-    fn new(name: &str, keep: Option<u64>) -> std::io::Result<OutputFile> {
-        let file = match nix::sys::memfd::memfd_create(name, nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
-        {
-            Ok(fd) => std::fs::File::from(fd),
-            Err(_) => tempfile::tempfile()?,
-        };
-        Ok(OutputFile {
-            file,
-            keep,
-            punched: 0,
-        })
-    }
-
-    /// The stderr file of a run: the one an earlier run on this thread
-    /// left empty, or a new one.
-    fn for_stderr() -> std::io::Result<OutputFile> {
-        match SPARE_STDERR.with(|s| s.borrow_mut().take()) {
-            Some(file) => Ok(OutputFile {
-                file,
-                keep: Some(STDERR_TAIL_BYTES as u64),
-                punched: 0,
-            }),
-            None => OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64)),
-        }
-    }
-
-    /// Keep this file for the next run's stderr if nothing was written to
-    /// it (the common case: a file costs a memfd_create and a close).
-    fn recycle(self) {
-        if self.len() == 0 {
-            SPARE_STDERR.with(|s| *s.borrow_mut() = Some(self.file));
-        }
-    }
-
-    /// The child's end: a second descriptor of the same file.
-    fn stdio(&self) -> std::io::Result<Stdio> {
-        Ok(Stdio::from(self.file.try_clone()?))
-    }
-
-    fn len(&self) -> u64 {
-        self.file.metadata().map(|m| m.len()).unwrap_or(0)
-    }
-
-    /// While the child runs: free all but the tail that will be kept, in
-    /// whole pages, once the file has grown past [`TRIM_STDERR_AT`].
-    fn trim(&mut self) {
-        let Some(keep) = self.keep else { return };
-        let len = self.len();
-        if len < TRIM_STDERR_AT {
-            return;
-        }
-        let upto = len.saturating_sub(keep) & !4095;
-        if upto > self.punched {
-            use nix::fcntl::{fallocate, FallocateFlags};
-            // Best effort: a file system without hole punching just keeps
-            // the bytes until the run ends.
-            if fallocate(
-                &self.file,
-                FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
-                self.punched as libc::off_t,
-                (upto - self.punched) as libc::off_t,
-            )
-            .is_ok()
-            {
-                self.punched = upto;
-            }
-        }
-    }
-
-    /// After the child exited: what it wrote (its last `keep` bytes).
-    fn contents(&self) -> Vec<u8> {
-        use std::os::unix::fs::FileExt;
-        let len = self.len();
-        let from = self.keep.map_or(0, |k| len.saturating_sub(k));
-        let mut buf = vec![0u8; (len - from) as usize];
-        // A descendant that survived the group kill may still be writing:
-        // what it added after `len` is not part of the run.
-        match self.file.read_exact_at(&mut buf, from) {
-            Ok(()) => buf,
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
 /// Run `sh -c COMMAND` and measure it. `cancel` is polled while it runs; when
 /// set, or when the timeout passes, the whole process group is killed.
 pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<ProcessResult> {
@@ -271,7 +151,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         cmd.stdout(null_stdio());
         None
     };
-    let mut err = OutputFile::for_stderr()?;
+    let err = OutputFile::for_stderr()?;
     cmd.stderr(err.stdio()?);
     cmd.process_group(0);
     let cgroup: Option<std::ffi::CString> = spec
@@ -314,59 +194,38 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     let pid = child.id() as libc::pid_t;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);
     let deadline = spec.timeout.map(|t| start + t);
-    // SAFETY: pidfd_open on our own child; -1 (old kernel) falls back to
-    // polling waitpid every 10 ms.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-
-    // Sleep until the child exits (its pidfd becomes readable): that is the
-    // only wake-up of a short run. A long run also wakes every 50 ms to
-    // check the timeout and the cancel flag and to bound stderr.
-    let (mut timed_out, mut cancelled, mut killed) = (false, false, false);
-    loop {
-        let mut p = libc::pollfd {
-            fd: pidfd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let wait = match (pidfd >= 0, deadline) {
-            (true, Some(d)) => d
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(50)),
-            (true, None) => Duration::from_millis(50),
-            (false, _) => Duration::from_millis(10),
-        };
-        // SAFETY: one valid pollfd (poll ignores it when fd is -1).
-        unsafe { libc::poll(&mut p, 1, wait.as_millis() as i32) };
-        let exited = if pidfd >= 0 {
-            p.revents != 0
-        } else {
-            // SAFETY: siginfo_t is plain data; waitid with WNOWAIT peeks at
-            // our child's state without reaping it; si_pid is valid after it.
+    let watch = match watchdog::watch(pid, deadline, cancel, err.fd(), STDERR_TAIL_BYTES as u64) {
+        Ok(w) => w,
+        Err(e) => {
+            // SAFETY: plain syscalls on our own child and its group.
             unsafe {
-                let mut info: libc::siginfo_t = std::mem::zeroed();
-                let r = libc::waitid(
-                    libc::P_PID,
-                    pid as libc::id_t,
-                    &mut info,
-                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-                );
-                r == 0 && info.si_pid() == pid
+                libc::kill(-pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
             }
+            std::mem::forget(child);
+            CURRENT_GROUP.store(0, Ordering::SeqCst);
+            return Err(e);
+        }
+    };
+    // Sleep until the child has exited (the watchdog kills it on a timeout
+    // or a cancel); WNOWAIT leaves it unreaped, so its pid stays ours until
+    // the watch has ended.
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid on our own child.
+        let r = unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
         };
-        if exited {
+        if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;
         }
-        err.trim();
-        if !killed {
-            cancelled = cancel.load(Ordering::SeqCst);
-            timed_out = !cancelled && deadline.is_some_and(|d| Instant::now() >= d);
-            if cancelled || timed_out {
-                // SAFETY: plain syscall on our child's process group.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
-                killed = true;
-            }
-        }
     }
+    let (timed_out, cancelled) = watch.end();
     let mut status: libc::c_int = 0;
     // SAFETY: rusage is plain old data.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -384,10 +243,6 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     // SAFETY: plain syscall on our child's process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     CURRENT_GROUP.store(0, Ordering::SeqCst);
-    if pidfd >= 0 {
-        // SAFETY: our own descriptor.
-        unsafe { libc::close(pidfd) };
-    }
     // std's Child must not try to reap a pid we already reaped.
     std::mem::forget(child);
     if rc < 0 {
@@ -478,9 +333,44 @@ mod tests {
     }
 
     #[test]
+    fn a_cancel_kills_the_run_within_a_watchdog_tick() {
+        let cancel = AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                cancel.store(true, Ordering::SeqCst);
+            });
+            let spec = ShellSpec {
+                command: "sleep 5",
+                timeout: Some(Duration::from_secs(30)),
+                ..Default::default()
+            };
+            run_shell(&spec, &cancel).unwrap()
+        });
+        assert!(r.cancelled && !r.timed_out, "{r:?}");
+        assert_eq!(r.failure_reason().as_deref(), Some("interrupted"));
+        assert!(r.wall < Duration::from_secs(2), "{:?}", r.wall);
+    }
+
+    #[test]
+    fn concurrent_runs_keep_their_own_timeouts() {
+        let (short, long) = std::thread::scope(|s| {
+            let short = s.spawn(|| run("sleep 3", Some(Duration::from_millis(150))));
+            let long = s.spawn(|| run("sleep 0.4", Some(Duration::from_secs(20))));
+            (short.join().unwrap(), long.join().unwrap())
+        });
+        assert!(
+            short.timed_out && short.wall < Duration::from_secs(2),
+            "{short:?}"
+        );
+        assert!(long.success(), "{long:?}");
+        assert!(long.wall >= Duration::from_millis(400), "{long:?}");
+    }
+
+    #[test]
     fn megabytes_of_stderr_keep_their_tail() {
         // Past TRIM_STDERR_AT, with the child alive long enough for the
-        // 50 ms wake-ups to punch the head out while it runs.
+        // watchdog's ticks to punch the head out while it runs.
         let r = run(
             "head -c 4194304 /dev/zero | tr '\\0' x >&2; sleep 0.2; echo last >&2",
             None,

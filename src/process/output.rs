@@ -1,0 +1,154 @@
+//! Where a measured child's stdout and stderr go: anonymous in-memory
+//! files read once the child has exited.
+//!
+//! Why not pipes: a pipe needs a reader while the child runs, and its
+//! hang-up at exit woke sysdelta a second time per run, just before the
+//! exit itself did: one context switch more than a plain spawn-and-wait
+//! loop. A file needs no reader, cannot be held open against us by a
+//! descendant that outlives the run, and does not slow a chatty child with
+//! a full pipe.
+
+use std::os::fd::{AsFd, BorrowedFd};
+use std::process::Stdio;
+
+use super::STDERR_TAIL_BYTES;
+
+thread_local! {
+    /// An empty stderr file left by the last run on this thread.
+    static SPARE_STDERR: std::cell::RefCell<Option<std::fs::File>> =
+        const { std::cell::RefCell::new(None) };
+    /// /dev/null, opened once: a `dup` per run instead of a path lookup.
+    static DEV_NULL: Option<std::fs::File> = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .ok();
+}
+
+/// Stdin or a discarded stdout: /dev/null.
+pub(super) fn null_stdio() -> Stdio {
+    DEV_NULL
+        .with(|f| f.as_ref().and_then(|f| f.try_clone().ok()))
+        .map_or_else(Stdio::null, Stdio::from)
+}
+
+/// Once stderr has grown past this, all but its tail is punched out while
+/// the run lasts, so a chatty child cannot fill memory.
+const TRIM_STDERR_AT: u64 = 1 << 20;
+
+/// A child's stdout or stderr: an anonymous in-memory file (memfd; an
+/// unlinked temporary file where memfd is unavailable) that the child
+/// writes and sysdelta reads once the child has exited.
+pub(super) struct OutputFile {
+    file: std::fs::File,
+    /// Keep only the last this many bytes (stderr); None keeps all (stdout).
+    keep: Option<u64>,
+}
+
+impl OutputFile {
+    pub(super) fn new(name: &str, keep: Option<u64>) -> std::io::Result<OutputFile> {
+        let file = match nix::sys::memfd::memfd_create(name, nix::sys::memfd::MFdFlags::MFD_CLOEXEC)
+        {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(_) => tempfile::tempfile()?,
+        };
+        Ok(OutputFile { file, keep })
+    }
+
+    /// The stderr file of a run: the one an earlier run on this thread
+    /// left empty, or a new one.
+    pub(super) fn for_stderr() -> std::io::Result<OutputFile> {
+        match SPARE_STDERR.with(|s| s.borrow_mut().take()) {
+            Some(file) => Ok(OutputFile {
+                file,
+                keep: Some(STDERR_TAIL_BYTES as u64),
+            }),
+            None => OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64)),
+        }
+    }
+
+    /// Keep this file for the next run's stderr if nothing was written to
+    /// it (the common case: a file costs a memfd_create and a close).
+    pub(super) fn recycle(self) {
+        if self.len() == 0 {
+            SPARE_STDERR.with(|s| *s.borrow_mut() = Some(self.file));
+        }
+    }
+
+    /// The child's end: a second descriptor of the same file.
+    pub(super) fn stdio(&self) -> std::io::Result<Stdio> {
+        Ok(Stdio::from(self.file.try_clone()?))
+    }
+
+    fn len(&self) -> u64 {
+        self.file.metadata().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub(super) fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    /// After the child exited: what it wrote (its last `keep` bytes).
+    pub(super) fn contents(&self) -> Vec<u8> {
+        use std::os::unix::fs::FileExt;
+        let len = self.len();
+        let from = self.keep.map_or(0, |k| len.saturating_sub(k));
+        let mut buf = vec![0u8; (len - from) as usize];
+        // A descendant that survived the group kill may still be writing:
+        // what it added after `len` is not part of the run.
+        match self.file.read_exact_at(&mut buf, from) {
+            Ok(()) => buf,
+            Err(_) => Vec::new(),
+        }
+    }
+}
+
+/// While a child runs: free all of `file` but its last `keep` bytes, in
+/// whole pages from `*punched` on, once it has grown past
+/// [`TRIM_STDERR_AT`], so a chatty child cannot fill memory. Best effort: a
+/// file system without hole punching keeps the bytes until the run ends.
+pub(super) fn punch_head(file: BorrowedFd, keep: u64, punched: &mut u64) {
+    use nix::fcntl::{fallocate, FallocateFlags};
+    let Ok(st) = nix::sys::stat::fstat(file) else {
+        return;
+    };
+    let len = st.st_size as u64;
+    if len < TRIM_STDERR_AT {
+        return;
+    }
+    let upto = len.saturating_sub(keep) & !4095;
+    if upto > *punched
+        && fallocate(
+            file,
+            FallocateFlags::FALLOC_FL_PUNCH_HOLE | FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            *punched as libc::off_t,
+            (upto - *punched) as libc::off_t,
+        )
+        .is_ok()
+    {
+        *punched = upto;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn punching_frees_all_but_the_tail_and_keeps_its_bytes() {
+        let mut f = OutputFile::new("test", Some(STDERR_TAIL_BYTES as u64)).unwrap();
+        let mut data = vec![b'x'; 3 << 20];
+        data.extend_from_slice(b"the end\n");
+        f.file.write_all(&data).unwrap();
+        let blocks = |f: &OutputFile| nix::sys::stat::fstat(f.fd()).unwrap().st_blocks * 512;
+        assert!(blocks(&f) >= 3 << 20);
+        let mut punched = 0;
+        punch_head(f.fd(), STDERR_TAIL_BYTES as u64, &mut punched);
+        assert!(punched >= (3 << 20) - 8192, "{punched}");
+        assert!(blocks(&f) <= 16384, "{} bytes still held", blocks(&f));
+        let tail = f.contents();
+        assert_eq!(tail.len(), STDERR_TAIL_BYTES);
+        assert!(tail.ends_with(b"xthe end\n"));
+    }
+}
