@@ -143,7 +143,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         cmd.current_dir(d);
     }
     cmd.stdin(null_stdio());
-    let mut out = if spec.capture_stdout {
+    let out = if spec.capture_stdout {
         let f = OutputFile::new("sysdelta-stdout", None)?;
         cmd.stdout(f.stdio()?);
         Some(f)
@@ -248,9 +248,8 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let stdout = out.take().map(|f| f.contents()).unwrap_or_default();
-    let stderr_tail = String::from_utf8_lossy(&err.contents()).into_owned();
-    err.recycle();
+    let stdout = out.map(OutputFile::finish).unwrap_or_default();
+    let stderr_tail = String::from_utf8_lossy(&err.finish()).into_owned();
     let exit = if libc::WIFEXITED(status) {
         Exit::Code(libc::WEXITSTATUS(status))
     } else {

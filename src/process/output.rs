@@ -67,14 +67,6 @@ impl OutputFile {
         }
     }
 
-    /// Keep this file for the next run's stderr if nothing was written to
-    /// it (the common case: a file costs a memfd_create and a close).
-    pub(super) fn recycle(self) {
-        if self.len() == 0 {
-            SPARE_STDERR.with(|s| *s.borrow_mut() = Some(self.file));
-        }
-    }
-
     /// The child's end: a second descriptor of the same file.
     pub(super) fn stdio(&self) -> std::io::Result<Stdio> {
         Ok(Stdio::from(self.file.try_clone()?))
@@ -88,10 +80,18 @@ impl OutputFile {
         self.file.as_fd()
     }
 
-    /// After the child exited: what it wrote (its last `keep` bytes).
-    pub(super) fn contents(&self) -> Vec<u8> {
+    /// After the child exited: what it wrote (its last `keep` bytes). An
+    /// empty stderr file is kept for the next run's stderr (the common
+    /// case: a new file costs a memfd_create and a close).
+    pub(super) fn finish(self) -> Vec<u8> {
         use std::os::unix::fs::FileExt;
         let len = self.len();
+        if len == 0 {
+            if self.keep.is_some() {
+                SPARE_STDERR.with(|s| *s.borrow_mut() = Some(self.file));
+            }
+            return Vec::new();
+        }
         let from = self.keep.map_or(0, |k| len.saturating_sub(k));
         let mut buf = vec![0u8; (len - from) as usize];
         // A descendant that survived the group kill may still be writing:
@@ -147,7 +147,7 @@ mod tests {
         punch_head(f.fd(), STDERR_TAIL_BYTES as u64, &mut punched);
         assert!(punched >= (3 << 20) - 8192, "{punched}");
         assert!(blocks(&f) <= 16384, "{} bytes still held", blocks(&f));
-        let tail = f.contents();
+        let tail = f.finish();
         assert_eq!(tail.len(), STDERR_TAIL_BYTES);
         assert!(tail.ends_with(b"xthe end\n"));
     }
