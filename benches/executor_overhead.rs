@@ -10,9 +10,13 @@
 //! creates a store, its state journal and the environment fingerprint;
 //! hyperfine sets up little). The floor is the cost per run of a bare loop
 //! that spawns `sh -c true` and waits for it; a tool's per-run overhead is
-//! its slope minus the floor. Rounds run the tools in turn; medians over
-//! rounds are reported, and also the ratio of total times at `LARGE` runs,
-//! start-up included.
+//! its slope minus the floor. Rounds run the tools in turn, in alternating
+//! order. The verdict rests on the paired difference of the two tools' cost
+//! per run within each round: its median over rounds, with a
+//! distribution-free 95% confidence interval (the sign test's order
+//! statistics), since the machines are shared and one round's slope can be
+//! off by tens of µs. Medians over rounds are given for the rest, and the
+//! ratio of total times at `LARGE` runs, start-up included.
 //!
 //! Run: `cargo bench --bench executor_overhead`. hyperfine is installed with
 //! apt-get when missing and this runs as root; otherwise the comparison is
@@ -22,8 +26,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const SMALL: u32 = 50;
-const LARGE: u32 = 550;
-const ROUNDS: usize = 7;
+const LARGE: u32 = 800;
+const ROUNDS: usize = 15;
 
 fn ensure_hyperfine() -> Result<String, String> {
     let version = || {
@@ -108,6 +112,21 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The distribution-free 95% confidence interval of the median of `v`:
+/// order statistics `k` and `n + 1 - k` (1-based), with `k` the largest
+/// rank whose binomial(n, 1/2) tail `P(X < k)` stays within 2.5%.
+fn median_ci(mut v: Vec<f64>) -> (f64, f64) {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    v.sort_by(f64::total_cmp);
+    let n = v.len() as u64;
+    let b = Binomial::new(0.5, n).expect("valid binomial");
+    let k = (1..=n / 2)
+        .take_while(|&k| b.cdf(k - 1) <= 0.025)
+        .last()
+        .unwrap_or(1);
+    (v[(k - 1) as usize], v[(n - k) as usize])
+}
+
 /// Per-run cost (µs) and start-up (ms) from the two counts' times.
 fn slope_and_startup(small: Duration, large: Duration) -> (f64, f64) {
     let per_run = (large.as_secs_f64() - small.as_secs_f64()) / f64::from(LARGE - SMALL);
@@ -132,11 +151,20 @@ fn main() {
         fl.push(slope_and_startup(fs, flg).0);
         // A new store per invocation, as a first experiment would have.
         let store = |n: u32| dir.path().join(format!("r{round}-{n}.db"));
-        let (ss, sl) = (
-            sysdelta(&store(SMALL), SMALL),
-            sysdelta(&store(LARGE), LARGE),
-        );
-        let (hs, hl) = (hyperfine(SMALL), hyperfine(LARGE));
+        let run_sysdelta = || {
+            (
+                sysdelta(&store(SMALL), SMALL),
+                sysdelta(&store(LARGE), LARGE),
+            )
+        };
+        let run_hyperfine = || (hyperfine(SMALL), hyperfine(LARGE));
+        let ((ss, sl), (hs, hl)) = if round % 2 == 0 {
+            let s = run_sysdelta();
+            (s, run_hyperfine())
+        } else {
+            let h = run_hyperfine();
+            (run_sysdelta(), h)
+        };
         let (s, s0) = slope_and_startup(ss, sl);
         let (h, h0) = slope_and_startup(hs, hl);
         sd.push(s);
@@ -146,10 +174,13 @@ fn main() {
         sd_total.push(sl.as_secs_f64());
         hy_total.push(hl.as_secs_f64());
     }
+    let diffs: Vec<f64> = sd.iter().zip(&hy).map(|(s, h)| s - h).collect();
+    let (dlo, dhi) = median_ci(diffs.clone());
+    let d = median(diffs);
     let (f, s, h) = (median(fl), median(sd), median(hy));
     let (so, ho) = (s - f, h - f);
     println!(
-        "executor overhead for one run of `sh -c true` ({SMALL} and {LARGE} runs per invocation, median of {ROUNDS} rounds)"
+        "executor overhead for one run of `sh -c true` ({SMALL} and {LARGE} runs per invocation, {ROUNDS} rounds, medians)"
     );
     println!("  floor (spawn + wait only)      {f:8.1} us/run");
     println!(
@@ -162,7 +193,20 @@ fn main() {
         median(sd_start)
     );
     println!(
-        "  per-run overhead sysdelta/hyperfine: {:.2} (target <= 1); cost per run {:.3}",
+        "  sysdelta - hyperfine per run, paired by round: median {d:+.1} us, 95% CI [{dlo:+.1}, {dhi:+.1}]"
+    );
+    println!(
+        "  (target: no larger than hyperfine's; {})",
+        if dhi < 0.0 {
+            "met: sysdelta's is smaller beyond the noise"
+        } else if dlo > 0.0 {
+            "NOT met: sysdelta's is larger beyond the noise"
+        } else {
+            "met within the noise: the CI includes 0"
+        }
+    );
+    println!(
+        "  ratio of medians: overhead above the floor {:.2}, cost per run {:.3}",
         if ho > 0.0 { so / ho } else { f64::NAN },
         s / h
     );

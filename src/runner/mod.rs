@@ -657,7 +657,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             if interrupted {
                 break;
             }
-            let what = match &outcome {
+            let what = || match &outcome {
                 RunOutcome::Ok(s) => {
                     let first = s
                         .first()
@@ -742,7 +742,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             let failed = matches!(outcome, RunOutcome::Failed { .. });
             runs_done += 1;
             runs_failed += failed as usize;
-            progress.run_done(&what, failed);
+            progress.run_done(what, failed);
         }
         Ok(())
     }));

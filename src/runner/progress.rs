@@ -39,23 +39,27 @@ impl Progress {
         }
     }
 
-    /// One run finished; `what` describes it. Plain lines are printed at
-    /// most once a second (and always for failures and the last run).
-    pub fn run_done(&mut self, what: &str, failed: bool) {
+    /// One run finished; `what` describes it (made only when shown: it
+    /// formats numbers, and runs can be a millisecond apart). Plain lines
+    /// are printed at most once a second (and always for failures and the
+    /// last run).
+    pub fn run_done(&mut self, what: impl FnOnce() -> String, failed: bool) {
         match self {
             Progress::Bar(pb) => {
+                let what = what();
                 pb.inc(1);
-                pb.set_message(what.to_string());
                 if failed {
                     pb.println(format!("failed: {what}"));
                 }
+                pb.set_message(what);
             }
             Progress::Lines { total, done, last } => {
                 *done += 1;
                 let due = last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
                 if due || failed || *done == *total {
                     eprintln!(
-                        "sysdelta: [{done}/{total}] {what}{}",
+                        "sysdelta: [{done}/{total}] {}{}",
+                        what(),
                         if failed { " FAILED" } else { "" }
                     );
                     *last = Some(Instant::now());

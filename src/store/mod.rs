@@ -219,10 +219,10 @@ impl Store {
         let Some(log) = guard.as_mut() else {
             return Ok(());
         };
-        if log.pending == 0 {
+        if log.pending.is_empty() {
             return Ok(());
         }
-        self.fold_rows(&runlog::read_rows(log.path())?)?;
+        self.fold_rows(&log.pending)?;
         log.emptied()
     }
 
@@ -414,7 +414,7 @@ impl Store {
         let row = runlog::RunRow::of(r)?;
         let due = match self.log.borrow_mut().as_mut() {
             Some(log) => {
-                log.append(&row)?;
+                log.append(row)?;
                 log.fold_due()
             }
             None => return self.in_transaction(|| self.insert_row(&row).map(drop)),

@@ -1,0 +1,152 @@
+//! The run log through the store: runs recorded while an experiment runs
+//! reach the tables, a report-side read sees them, and the log a crash left
+//! is folded by the next open without duplicating a run.
+
+use std::collections::BTreeMap;
+
+use sysdelta::metric::{Direction, MetricSpec};
+use sysdelta::plan::{Order, Overrides};
+use sysdelta::store::{runlog, NewExperiment, RunRecord, RunResult, Store};
+use sysdelta::workload::MetricSamples;
+
+fn experiment(store: &Store) -> i64 {
+    let id = store
+        .create_experiment(&NewExperiment {
+            name: "t",
+            label: None,
+            plan_source: "test",
+            plan_text: "",
+            overrides: &Overrides::default(),
+            host: "test",
+            fingerprint: &BTreeMap::new(),
+            seed: 1,
+            order: Order::RandomBlocks,
+            runs: 3,
+            warmup: 0,
+            baseline: "a",
+            configs: vec!["a".into()],
+            workloads: vec!["w".into()],
+        })
+        .unwrap();
+    store
+        .declare_metrics(id, "w", &[MetricSpec::new("wall", "s", Direction::Lower)])
+        .unwrap();
+    id
+}
+
+fn record(store: &Store, exp: i64, block: u32) {
+    let samples = [MetricSamples {
+        metric: "wall".into(),
+        values: vec![0.5 + f64::from(block)],
+    }];
+    store
+        .record_run(&RunRecord {
+            experiment_id: exp,
+            block,
+            seq: 0,
+            config: "a",
+            workload: "w",
+            warmup: false,
+            started_at: 0.0,
+            result: RunResult::Ok(&samples),
+            series: &[],
+            profile: &[],
+        })
+        .unwrap();
+}
+
+fn walls(store: &Store, exp: i64) -> Vec<f64> {
+    store
+        .load(exp)
+        .unwrap()
+        .runs
+        .iter()
+        .map(|r| r.samples["wall"][0])
+        .collect()
+}
+
+#[test]
+fn logged_runs_are_read_back_and_a_repeated_fold_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let log = runlog::path_for(&path);
+    {
+        let store = Store::open(&path, true).unwrap();
+        let exp = experiment(&store);
+        store.log_runs().unwrap();
+        record(&store, exp, 0);
+        record(&store, exp, 1);
+        // Reading the runs folds what is pending first.
+        assert_eq!(walls(&store, exp), vec![0.5, 1.5]);
+        record(&store, exp, 2);
+        // A crash after the next fold committed, before the log was
+        // emptied: keep the log as it is now.
+        std::fs::copy(&log, dir.path().join("kept")).unwrap();
+        store.close_run_log().unwrap();
+        assert!(!log.exists(), "the log goes when the experiment ends");
+        assert_eq!(walls(&store, exp), vec![0.5, 1.5, 2.5]);
+    }
+    std::fs::rename(dir.path().join("kept"), &log).unwrap();
+    let store = Store::open(&path, false).unwrap();
+    assert_eq!(
+        walls(&store, 1),
+        vec![0.5, 1.5, 2.5],
+        "the repeated fold skipped the stored run"
+    );
+    assert!(
+        !log.exists(),
+        "the next open folds and removes a dead run's log"
+    );
+}
+
+#[test]
+fn a_dead_runs_log_is_folded_by_the_next_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let log = runlog::path_for(&path);
+    {
+        let store = Store::open(&path, true).unwrap();
+        let exp = experiment(&store);
+        store.log_runs().unwrap();
+        record(&store, exp, 0);
+        record(&store, exp, 1);
+        // What a SIGKILL leaves: the log file as it is, nothing folded.
+        std::fs::copy(&log, dir.path().join("kept")).unwrap();
+    }
+    // (Dropping the store folded; start from what the kill left instead.)
+    let fresh = dir.path().join("fresh.db");
+    {
+        let store = Store::open(&fresh, true).unwrap();
+        experiment(&store);
+    }
+    std::fs::rename(dir.path().join("kept"), runlog::path_for(&fresh)).unwrap();
+    let store = Store::open(&fresh, false).unwrap();
+    assert_eq!(walls(&store, 1), vec![0.5, 1.5]);
+    assert!(!runlog::path_for(&fresh).exists());
+    assert!(!log.exists());
+}
+
+#[test]
+fn a_reader_leaves_a_live_runs_log_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let store = Store::open(&path, true).unwrap();
+    let exp = experiment(&store);
+    store.log_runs().unwrap();
+    record(&store, exp, 0);
+    // The running sysdelta holds the store's flock (main.rs lock_store).
+    let lock = nix::fcntl::Flock::lock(
+        std::fs::File::open(&path).unwrap(),
+        nix::fcntl::FlockArg::LockExclusiveNonblock,
+    )
+    .unwrap();
+    let reader = Store::open(&path, false).unwrap();
+    assert!(
+        runlog::path_for(&path).exists(),
+        "the reader did not fold or remove the live log"
+    );
+    assert_eq!(reader.load(exp).unwrap().runs.len(), 0, "not folded yet");
+    drop(lock);
+    store.flush_runs().unwrap();
+    assert_eq!(reader.load(exp).unwrap().runs.len(), 1);
+}
