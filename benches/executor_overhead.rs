@@ -225,13 +225,16 @@ fn main() {
         "  CPU time per run (tool and its children), sysdelta - hyperfine: median {cd:+.1} us, 95% CI [{clo:+.1}, {chi:+.1}]"
     );
     println!(
-        "  (target: no larger than hyperfine's; wall time: {})",
+        "  reading (wall time): {}",
         if dhi < 0.0 {
-            "met: sysdelta's is smaller beyond the noise"
+            "sysdelta's cost per run is smaller than hyperfine's beyond the noise".to_string()
         } else if dlo > 0.0 {
-            "NOT met: sysdelta's is larger beyond the noise"
+            "sysdelta's cost per run is LARGER than hyperfine's beyond the noise".to_string()
         } else {
-            "met within the noise: the CI includes 0"
+            format!(
+                "no difference beyond the noise; at 95%, sysdelta costs at most {dhi:.1} us more per run (or {:.1} us less)",
+                -dlo
+            )
         }
     );
     println!(

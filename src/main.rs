@@ -351,10 +351,14 @@ fn execute(
             )));
         }
     }
+    // Declared first so that it is released last: dropping the store
+    // folds and removes the run log, which belongs to the lock's holder.
+    let _lock;
     let store = Store::open(store_path, true)?;
-    // One sysdelta per store at a time: the journal next to it and the
-    // run slots of an experiment belong to the process holding this lock.
-    let _lock = lock_store(store_path)?;
+    // One sysdelta per store at a time: the journal next to it, the run log
+    // and the run slots of an experiment belong to the process holding this
+    // lock.
+    _lock = lock_store(store_path)?;
     let mut prepared = runner::prepare(plan, store_path)?;
     let cancel = runner::signals::install()?;
     let id = match resume {

@@ -25,9 +25,10 @@ setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
 teardown = 'echo "teardown b $TOKEN" >> {log}'
 [[workload]]
 name = "w"
-command = "sleep 0.05"
+command = "echo started >> {started}; sleep 0.05"
 "#,
-            log = log.display()
+            log = log.display(),
+            started = sb.path("started.log").display()
         ),
     )
 }
@@ -62,14 +63,31 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Kill after 10 runs started: before the first fold (a second in), so
+    // most of them are in the run log only.
     let start = Instant::now();
-    while ok_runs(&sb.store()) < 8 {
+    let started = || {
+        std::fs::read_to_string(sb.path("started.log"))
+            .unwrap_or_default()
+            .lines()
+            .count() as i64
+    };
+    while started() < 10 {
         assert!(start.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(5));
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    // Any sysdelta that opens the store folds the runs the killed one had
+    // only in its run log: every run that started is stored but the one in
+    // flight.
+    assert!(sb.run(&["list"]).status.success());
+    let started = started();
     let before = ok_runs(&sb.store());
+    assert!(
+        before >= started - 1,
+        "{started} runs started, {before} stored: more than the run in flight was lost"
+    );
     assert!(
         (8..30).contains(&before),
         "killed mid-experiment: {before} runs"
@@ -110,9 +128,14 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
         .unwrap();
     assert_eq!(status, "complete");
 
-    // The config entered at the kill was torn down on resume, and that was reported.
+    // The config entered at the kill was torn down on resume, or its
+    // teardown had started before the kill and finished by itself; either
+    // way that was reported, once.
     if setups > teardowns {
-        assert!(err.contains("its teardown ran on resume"), "{err}");
+        assert!(
+            err.contains("its teardown ran on resume") || err.contains("its teardown had started"),
+            "{err}"
+        );
         let ev: i64 = c
             .query_row(
                 "SELECT COUNT(*) FROM events WHERE kind = 'teardown'",
@@ -168,8 +191,8 @@ command = "true"
     }
     child.kill().unwrap(); // SIGKILL, inside b's setup
     child.wait().unwrap();
-    // The orphaned setup finishes (and dumps its environment) by itself.
-    std::thread::sleep(Duration::from_millis(1500));
+    // The orphaned setup goes on (and dumps its environment) by itself;
+    // resume waits for it.
     let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
@@ -190,10 +213,134 @@ command = "true"
     );
 }
 
-fn setup_env_left(sb: &Sandbox) -> bool {
+/// A SIGKILL while a teardown runs: the teardown shell finishes by
+/// itself, so `--resume` must not run it a second time.
+#[test]
+fn sigkill_during_a_teardown_then_resume_does_not_repeat_it() {
+    let sb = Sandbox::new();
+    let log = sb.path("steps.log");
+    let p = sb.write(
+        "plan.toml",
+        &format!(
+            r#"
+runs = 2
+order = "sequential"
+[[config]]
+name = "b"
+setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
+teardown = 'echo "teardown b $TOKEN" >> {log}; sleep 1'
+[[config]]
+name = "a"
+[[workload]]
+name = "w"
+command = "true"
+"#,
+            log = log.display()
+        ),
+    );
+    let mut child = Command::new(bin())
+        .arg("--store")
+        .arg(sb.store())
+        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while steps(&sb).1 == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no teardown ran");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL, inside b's teardown
+    child.wait().unwrap();
+    // Resume waits for the orphaned teardown, which ends by itself.
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ran to its end by itself"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(steps(&sb), (1, 1), "one setup, one teardown");
+    teardowns_see_their_setups_exports(&sb);
+    assert!(!crash_file(&sb, ".step").exists());
+    assert!(!setup_env_left(&sb));
+}
+
+/// A teardown killed before its end (the second Ctrl-C kills the shell in
+/// flight, as does a crash of the machine) runs again on resume.
+#[test]
+fn a_teardown_killed_before_its_end_runs_again_on_resume() {
+    let sb = Sandbox::new();
+    let log = sb.path("steps.log");
+    let slept = sb.path("slept");
+    let p = sb.write(
+        "plan.toml",
+        &format!(
+            r#"
+runs = 1
+order = "sequential"
+[[config]]
+name = "b"
+setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
+teardown = 'echo "teardown b $TOKEN" >> {log}; if [ ! -e {slept} ]; then touch {slept}; sleep 30; fi'
+[[config]]
+name = "a"
+[[workload]]
+name = "w"
+command = "true"
+"#,
+            log = log.display(),
+            slept = slept.display()
+        ),
+    );
+    let mut child = Command::new(bin())
+        .arg("--store")
+        .arg(sb.store())
+        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let pid = loop {
+        let step = std::fs::read_to_string(crash_file(&sb, ".step")).unwrap_or_default();
+        if step.starts_with("teardown") {
+            if let Some(pid) = step.lines().find_map(|l| l.strip_prefix("pid ")) {
+                break pid.trim().parse::<i32>().unwrap();
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "no teardown ran");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What the second signal does to the shell in flight.
+    nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("its teardown ran on resume"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(steps(&sb), (1, 2), "the cut teardown ran again, to its end");
+    teardowns_see_their_setups_exports(&sb);
+    assert!(!crash_file(&sb, ".step").exists());
+}
+
+fn crash_file(sb: &Sandbox, suffix: &str) -> std::path::PathBuf {
     let mut p = sb.store().into_os_string();
-    p.push(".setup-env");
-    std::path::Path::new(&p).exists()
+    p.push(suffix);
+    p.into()
+}
+
+fn setup_env_left(sb: &Sandbox) -> bool {
+    crash_file(sb, ".setup-env").exists()
 }
 
 /// Each teardown saw the TOKEN its setup exported (a fresh one per setup:

@@ -150,3 +150,78 @@ fn a_reader_leaves_a_live_runs_log_to_it() {
     store.flush_runs().unwrap();
     assert_eq!(reader.load(exp).unwrap().runs.len(), 1);
 }
+
+#[test]
+fn a_log_that_cannot_be_folded_is_moved_aside_and_the_store_still_opens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let log = runlog::path_for(&path);
+    // Rows of an experiment this store does not have (the user removed the
+    // store after a crash, not its log) ...
+    {
+        let other = dir.path().join("other.db");
+        let store = Store::open(&other, true).unwrap();
+        let exp = experiment(&store);
+        store.log_runs().unwrap();
+        record(&store, exp, 0);
+        std::fs::copy(runlog::path_for(&other), &log).unwrap();
+    }
+    let store = Store::open(&path, true).unwrap();
+    let aside = |d: &std::path::Path| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .contains(".runlog.unfolded-")
+            })
+            .count()
+    };
+    assert!(!log.exists());
+    assert_eq!(aside(dir.path()), 1);
+    let exp = experiment(&store);
+    record(&store, exp, 0);
+    assert_eq!(walls(&store, exp), vec![0.5], "the store works");
+    drop(store);
+    // ... and a damaged one.
+    std::fs::write(&log, "{not json\n{\"x\":1}\n").unwrap();
+    let store = Store::open(&path, false).unwrap();
+    assert!(!log.exists());
+    assert_eq!(aside(dir.path()), 2);
+    assert_eq!(walls(&store, 1), vec![0.5]);
+}
+
+#[test]
+fn what_the_tables_would_refuse_is_refused_when_recorded_and_infinities_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db"), true).unwrap();
+    let exp = experiment(&store);
+    store.log_runs().unwrap();
+    let run = |block: u32, samples: &[MetricSamples]| {
+        store.record_run(&RunRecord {
+            experiment_id: exp,
+            block,
+            seq: 0,
+            config: "a",
+            workload: "w",
+            warmup: false,
+            started_at: 0.0,
+            result: RunResult::Ok(samples),
+            series: &[],
+            profile: &[],
+        })
+    };
+    let m = |name: &str, v: f64| MetricSamples {
+        metric: name.into(),
+        values: vec![v],
+    };
+    let e = run(0, &[m("wall", f64::NAN)]).unwrap_err().to_string();
+    assert!(e.contains("NaN") && e.contains("block 0"), "{e}");
+    let e = run(1, &[m("wall", 1.0), m("wall", 2.0)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("reported twice"), "{e}");
+    run(2, &[m("wall", f64::INFINITY)]).unwrap();
+    assert_eq!(walls(&store, exp), vec![f64::INFINITY]);
+}

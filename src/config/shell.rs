@@ -19,7 +19,14 @@ use crate::process::{run_shell, ShellSpec};
 pub const SHELL_STEP_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Variables the shell sets itself, which are not the setup's doing.
-const SHELL_OWN_VARS: &[&str] = &["PWD", "OLDPWD", "SHLVL", "_", "SYSDELTA_ENV_OUT"];
+const SHELL_OWN_VARS: &[&str] = &[
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+    "SYSDELTA_ENV_OUT",
+    "SYSDELTA_STEP",
+];
 
 pub struct ShellKind {
     pub setup: Option<String>,
@@ -32,6 +39,8 @@ pub struct ShellKind {
     /// Where the setup's environment is dumped: kept while the config is
     /// entered (None: in the scratch directory, removed at once).
     env_dump: Option<PathBuf>,
+    /// The step file (see [`ShellKind::with_crash_files`]).
+    step_file: Option<PathBuf>,
 }
 
 /// Never set: setup and teardown are not cut short by Ctrl-C (teardown must
@@ -54,17 +63,24 @@ impl ShellKind {
             scratch: scratch.to_path_buf(),
             captured: Vec::new(),
             env_dump: None,
+            step_file: None,
         }
     }
 
-    /// Dump the setup's environment to `path` and keep it there until the
-    /// config is left. The setup shell outlives a SIGKILLed sysdelta and
-    /// finishes; with the dump at a path that outlives the run (next to the
-    /// store), a teardown on `--resume` still sees what the setup exported
-    /// ([`exported_by_setup`]), even when the kill came before sysdelta
-    /// stored it.
-    pub fn with_env_dump(mut self, path: PathBuf) -> ShellKind {
-        self.env_dump = Some(path);
+    /// Files that outlive a SIGKILLed sysdelta (next to the store), for
+    /// `--resume`. Setup and teardown shells run in their own process group,
+    /// so a SIGKILL of sysdelta does not stop them: they go on to their end.
+    /// `env_dump` receives the setup's environment and is kept until the
+    /// config is left, so a teardown on resume sees what the setup exported
+    /// ([`exported_by_setup`]) even when the kill came before sysdelta
+    /// stored it. `step` says which step runs (written by sysdelta before
+    /// it starts the shell), the shell's pid (written by the shell) and
+    /// `done` once the shell ran to its end (its exit trap, after the
+    /// environment dump), so that resume can wait for a step still running
+    /// and does not repeat a teardown that ended ([`StepState`]).
+    pub fn with_crash_files(mut self, env_dump: PathBuf, step: PathBuf) -> ShellKind {
+        self.env_dump = Some(env_dump);
+        self.step_file = Some(step);
         self
     }
 
@@ -84,13 +100,30 @@ impl ShellKind {
         capture_to: Option<&Path>,
     ) -> Result<()> {
         let mut full_env = env.to_vec();
-        let body = match capture_to {
-            Some(p) => {
-                full_env.push(("SYSDELTA_ENV_OUT".into(), p.display().to_string()));
-                format!("trap 'env -0 > \"$SYSDELTA_ENV_OUT\"' EXIT\nset -e\n{script}\n")
-            }
-            None => format!("set -e\n{script}\n"),
+        let mut prologue = String::new();
+        let mut on_exit = Vec::new();
+        if let Some(p) = capture_to {
+            full_env.push(("SYSDELTA_ENV_OUT".into(), p.display().to_string()));
+            // Readable by its owner only: it holds the whole environment.
+            on_exit.push("umask 077; env -0 > \"$SYSDELTA_ENV_OUT\"");
+        }
+        // Best effort: without a step file, resume falls back to running
+        // the teardown (see `with_crash_files`).
+        let step = self
+            .step_file
+            .as_ref()
+            .filter(|p| std::fs::write(p, format!("{what}\n")).is_ok());
+        if let Some(p) = step {
+            full_env.push(("SYSDELTA_STEP".into(), p.display().to_string()));
+            prologue.push_str("echo \"pid $$\" >> \"$SYSDELTA_STEP\"\n");
+            on_exit.push("echo done >> \"$SYSDELTA_STEP\"");
+        }
+        let trap = if on_exit.is_empty() {
+            String::new()
+        } else {
+            format!("trap '{}' EXIT\n", on_exit.join("; "))
         };
+        let body = format!("{prologue}{trap}set -e\n{script}\n");
         let spec = ShellSpec {
             command: &body,
             env: &full_env,
@@ -98,8 +131,11 @@ impl ShellKind {
             timeout: Some(SHELL_STEP_TIMEOUT),
             ..Default::default()
         };
-        let r = run_shell(&spec, &NOT_CANCELLED)
-            .map_err(|e| anyhow!("{what}: cannot start /bin/sh: {e}"))?;
+        let r = run_shell(&spec, &NOT_CANCELLED);
+        if let Some(p) = step {
+            let _ = std::fs::remove_file(p);
+        }
+        let r = r.map_err(|e| anyhow!("{what}: cannot start /bin/sh: {e}"))?;
         if let Some(reason) = r.failure_reason() {
             let tail = r.stderr_tail.trim();
             let last = tail.lines().last().unwrap_or("");
@@ -113,6 +149,50 @@ impl ShellKind {
             ));
         }
         Ok(())
+    }
+}
+
+/// What a step file says of the setup or teardown that was running when
+/// sysdelta stopped (see [`ShellKind::with_crash_files`]).
+#[derive(Debug, PartialEq)]
+pub struct StepState {
+    /// `setup` or `teardown`.
+    pub step: String,
+    /// The shell's pid, once it wrote it.
+    pub pid: Option<i32>,
+    /// The shell ran to its end (whether its commands succeeded or not).
+    pub done: bool,
+}
+
+impl StepState {
+    /// None when there is no step file: no step was running.
+    pub fn read(path: &Path) -> Option<StepState> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let mut lines = text.lines();
+        Some(StepState {
+            step: lines.next().unwrap_or("").to_string(),
+            pid: text
+                .lines()
+                .find_map(|l| l.strip_prefix("pid ").and_then(|p| p.trim().parse().ok())),
+            done: text.lines().any(|l| l == "done"),
+        })
+    }
+
+    /// Wait (at most `limit`) while the shell that was running when
+    /// sysdelta stopped goes on by itself; then read the file again.
+    pub fn wait_for_shell(path: &Path, limit: Duration) -> Option<StepState> {
+        let until = std::time::Instant::now() + limit;
+        loop {
+            let st = StepState::read(path)?;
+            let alive = st.pid.is_some_and(|pid| {
+                // SAFETY: signal 0 only checks that the process exists.
+                unsafe { libc::kill(pid, 0) == 0 }
+            });
+            if st.done || !alive || std::time::Instant::now() >= until {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -152,6 +232,10 @@ impl ConfigKind for ShellKind {
 
     fn enter(&mut self) -> Result<LaunchMods> {
         self.captured = self.env.clone();
+        // A step file left from an earlier experiment says nothing of this one.
+        if let Some(p) = &self.step_file {
+            let _ = std::fs::remove_file(p);
+        }
         if let Some(setup) = &self.setup {
             let out = self
                 .env_dump

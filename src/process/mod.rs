@@ -194,19 +194,23 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     let pid = child.id() as libc::pid_t;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);
     let deadline = spec.timeout.map(|t| start + t);
-    let watch = match watchdog::watch(pid, deadline, cancel, err.fd(), STDERR_TAIL_BYTES as u64) {
-        Ok(w) => w,
-        Err(e) => {
-            // SAFETY: plain syscalls on our own child and its group.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
-                libc::waitpid(pid, std::ptr::null_mut(), 0);
+    // SAFETY: `watch` is ended below (or dropped on unwinding), never
+    // leaked, while `cancel` and `err` live on.
+    let watch =
+        match unsafe { watchdog::watch(pid, deadline, cancel, err.fd(), STDERR_TAIL_BYTES as u64) }
+        {
+            Ok(w) => w,
+            Err(e) => {
+                // SAFETY: plain syscalls on our own child and its group.
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                    libc::waitpid(pid, std::ptr::null_mut(), 0);
+                }
+                std::mem::forget(child);
+                CURRENT_GROUP.store(0, Ordering::SeqCst);
+                return Err(e);
             }
-            std::mem::forget(child);
-            CURRENT_GROUP.store(0, Ordering::SeqCst);
-            return Err(e);
-        }
-    };
+        };
     // Sleep until the child has exited (the watchdog kills it on a timeout
     // or a cancel); WNOWAIT leaves it unreaped, so its pid stays ours until
     // the watch has ended.
@@ -349,6 +353,16 @@ mod tests {
         assert!(r.cancelled && !r.timed_out, "{r:?}");
         assert_eq!(r.failure_reason().as_deref(), Some("interrupted"));
         assert!(r.wall < Duration::from_secs(2), "{:?}", r.wall);
+    }
+
+    #[test]
+    fn a_timeout_works_after_the_watchdog_parked() {
+        assert!(run("true", None).success());
+        // Nothing to watch for longer than PARK_AFTER: the watchdog parks
+        // (unless another test keeps it busy), and must wake for this run.
+        std::thread::sleep(Duration::from_millis(1300));
+        let r = run("sleep 5", Some(Duration::from_millis(100)));
+        assert!(r.timed_out && r.wall < Duration::from_secs(2), "{r:?}");
     }
 
     #[test]

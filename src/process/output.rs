@@ -56,7 +56,9 @@ impl OutputFile {
     }
 
     /// The stderr file of a run: the one an earlier run on this thread
-    /// left empty, or a new one.
+    /// left empty, or a new one. (A descendant that escaped its run's group
+    /// kill with `setsid` and writes to stderr later would write into a
+    /// later run's file: an accepted cost of not making one file per run.)
     pub(super) fn for_stderr() -> std::io::Result<OutputFile> {
         match SPARE_STDERR.with(|s| s.borrow_mut().take()) {
             Some(file) => Ok(OutputFile {

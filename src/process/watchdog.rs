@@ -9,11 +9,13 @@
 //! of CPU sysdelta spent on each run). The watchdog looks at the children
 //! in flight every [`TICK`]; killing a child's process group ends the
 //! measuring thread's wait. A timeout or a cancel therefore takes effect up
-//! to one tick late.
+//! to one tick late. With nothing to watch for a second it parks until the
+//! next child, so an idle sysdelta does not wake; back-to-back runs never
+//! find it parked, so they pay no wake-up for it.
 
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::output::punch_head;
@@ -40,6 +42,11 @@ unsafe impl Send for Entry {}
 
 static LIST: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 static STARTED: OnceLock<bool> = OnceLock::new();
+/// Set (under LIST's lock) while the watchdog waits on WAKE.
+static PARKED: AtomicBool = AtomicBool::new(false);
+static WAKE: Condvar = Condvar::new();
+/// Park after this long with nothing to watch.
+const PARK_AFTER: Duration = Duration::from_secs(1);
 
 fn list() -> MutexGuard<'static, Vec<Entry>> {
     LIST.lock().unwrap_or_else(|e| e.into_inner())
@@ -54,7 +61,13 @@ pub struct Watch<'a> {
 /// Watch child `pid` (the leader of its own process group) until the
 /// returned [`Watch`] ends: kill the group at `deadline` or once `cancel`
 /// is set, and keep `stderr` to its last `keep` bytes.
-pub fn watch<'a>(
+///
+/// # Safety
+///
+/// The returned [`Watch`] must be ended or dropped, never leaked (e.g. by
+/// `std::mem::forget`): until then the watchdog thread reads `cancel` and
+/// uses `stderr` through raw pointers the borrow checker cannot follow.
+pub unsafe fn watch<'a>(
     pid: libc::pid_t,
     deadline: Option<Instant>,
     cancel: &'a AtomicBool,
@@ -72,7 +85,8 @@ pub fn watch<'a>(
             "cannot start the thread that enforces run timeouts",
         ));
     }
-    list().push(Entry {
+    let mut l = list();
+    l.push(Entry {
         pid,
         deadline,
         cancel,
@@ -82,6 +96,10 @@ pub fn watch<'a>(
         timed_out: false,
         cancelled: false,
     });
+    if PARKED.load(Ordering::SeqCst) {
+        WAKE.notify_one();
+    }
+    drop(l);
     Ok(Watch {
         pid,
         _borrows: std::marker::PhantomData,
@@ -114,28 +132,47 @@ fn unlist(pid: libc::pid_t) -> (bool, bool) {
 }
 
 /// The watchdog thread: every tick, each child in flight that is past its
-/// deadline or whose caller asked to cancel gets its group killed, once.
+/// deadline or whose caller asked to cancel gets its group killed, once. A
+/// panic in a tick is caught, so the watching goes on.
 fn run() {
+    let mut idle_since: Option<Instant> = None;
     loop {
-        std::thread::sleep(TICK);
-        let now = Instant::now();
-        for e in list().iter_mut() {
-            if !(e.timed_out || e.cancelled) {
-                // SAFETY: see `Entry`: the flag outlives the listed entry.
-                if unsafe { &*e.cancel }.load(Ordering::SeqCst) {
-                    e.cancelled = true;
-                } else if e.deadline.is_some_and(|d| now >= d) {
-                    e.timed_out = true;
-                }
-                if e.timed_out || e.cancelled {
-                    // SAFETY: plain syscall on the child's process group;
-                    // the child is not reaped while it is listed.
-                    unsafe { libc::kill(-e.pid, libc::SIGKILL) };
-                }
+        {
+            let mut l = list();
+            if !l.is_empty() {
+                idle_since = None;
+            } else if idle_since.get_or_insert_with(Instant::now).elapsed() >= PARK_AFTER {
+                PARKED.store(true, Ordering::SeqCst);
+                l = WAKE
+                    .wait_while(l, |l| l.is_empty())
+                    .unwrap_or_else(|e| e.into_inner());
+                PARKED.store(false, Ordering::SeqCst);
+                idle_since = None;
             }
-            // SAFETY: see `Entry`: the file outlives the listed entry.
-            let fd = unsafe { BorrowedFd::borrow_raw(e.stderr) };
-            punch_head(fd, e.keep, &mut e.punched);
         }
+        std::thread::sleep(TICK);
+        let _ = std::panic::catch_unwind(tick);
+    }
+}
+
+fn tick() {
+    let now = Instant::now();
+    for e in list().iter_mut() {
+        if !(e.timed_out || e.cancelled) {
+            // SAFETY: see `Entry`: the flag outlives the listed entry.
+            if unsafe { &*e.cancel }.load(Ordering::SeqCst) {
+                e.cancelled = true;
+            } else if e.deadline.is_some_and(|d| now >= d) {
+                e.timed_out = true;
+            }
+            if e.timed_out || e.cancelled {
+                // SAFETY: plain syscall on the child's process group; the
+                // child is not reaped while it is listed.
+                unsafe { libc::kill(-e.pid, libc::SIGKILL) };
+            }
+        }
+        // SAFETY: see `Entry`: the file outlives the listed entry.
+        let fd = unsafe { BorrowedFd::borrow_raw(e.stderr) };
+        punch_head(fd, e.keep, &mut e.punched);
     }
 }

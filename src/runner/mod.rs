@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use crate::config::journal::{Journal, JournalHandle, UndoAction};
 use crate::config::kind::ConfigKind;
 use crate::config::runtime::ConfigRuntime;
-use crate::config::shell::ShellKind;
+use crate::config::shell::{ShellKind, StepState, SHELL_STEP_TIMEOUT};
 use crate::error::bad;
 use crate::metric::MetricSpec;
 use crate::monitor::{Monitor, MonitorData};
@@ -78,9 +78,23 @@ fn build_workload(
 
 /// Where the entered config's setup dumps its environment:
 /// `<store>.setup-env`, next to the store, so that it outlives a crash.
+/// Absolute: the setup shell writes it, after whatever `cd` it did.
 pub fn setup_env_path(store: &Path) -> PathBuf {
-    let mut p = store.as_os_str().to_owned();
-    p.push(".setup-env");
+    beside_store(store, ".setup-env")
+}
+
+/// `<store>.step`: which setup or teardown shell runs, its pid, and
+/// whether it ran to its end (see `ShellKind::with_crash_files`).
+pub fn step_path(store: &Path) -> PathBuf {
+    beside_store(store, ".step")
+}
+
+/// `<store><suffix>`, as an absolute path.
+fn beside_store(store: &Path, suffix: &str) -> PathBuf {
+    let mut p = std::path::absolute(store)
+        .unwrap_or_else(|_| store.to_path_buf())
+        .into_os_string();
+    p.push(suffix);
     PathBuf::from(p)
 }
 
@@ -150,7 +164,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
                 c.workdir.clone(),
                 scratch.path(),
             )
-            .with_env_dump(setup_env_path(store_path)),
+            .with_crash_files(setup_env_path(store_path), step_path(store_path)),
         )];
         for decl in &c.kinds {
             match crate::config::kinds::build(&decl.kind, &decl.value, journal.clone()) {
@@ -365,14 +379,40 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
     let Some(name) = info.entered_config else {
         return Ok(None);
     };
+    let dump = setup_env_path(store.path());
+    let step_file = step_path(store.path());
+    // A setup or teardown shell that was running when sysdelta stopped goes
+    // on by itself (its own process group): let it end first, so that its
+    // environment dump is complete and two shells never overlap.
+    let step = StepState::read(&step_file).and_then(|st| {
+        if st.done {
+            return Some(st);
+        }
+        if let Some(pid) = st.pid {
+            eprintln!(
+                "sysdelta: waiting for the {} shell (pid {pid}) that was running when sysdelta stopped",
+                st.step
+            );
+        }
+        StepState::wait_for_shell(&step_file, SHELL_STEP_TIMEOUT)
+    });
     let msg = match p.plan.configs.iter().find(|c| c.name == name) {
+        Some(c)
+            if c.teardown.is_some()
+                && step
+                    .as_ref()
+                    .is_some_and(|st| st.step == "teardown" && st.done) =>
+        {
+            let _ = std::fs::remove_file(&step_file);
+            let _ = std::fs::remove_file(&dump);
+            format!("config '{name}' was being left when sysdelta stopped; its teardown ran to its end by itself (its shell outlives sysdelta), so it did not run again")
+        }
         Some(c) if c.teardown.is_some() => {
             let mut env = vec![scratch_var(p.scratch.path())];
             env.extend(c.env.iter().cloned());
             // What the setup exported in the run that died (later entries
             // win): as stored, or, when the kill came before sysdelta
             // stored it, from the dump the setup shell left.
-            let dump = setup_env_path(store.path());
             let mut exported = store.entered_env(exp)?;
             if exported.is_empty() {
                 exported = crate::config::shell::exported_by_setup(&dump, &env);
@@ -385,7 +425,7 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
                 c.workdir.clone(),
                 p.scratch.path(),
             )
-            .with_env_dump(dump);
+            .with_crash_files(dump.clone(), step_file.clone());
             match k.leave() {
                 Ok(()) => format!("config '{name}' was entered when sysdelta stopped; its teardown ran on resume"),
                 Err(e) => format!("config '{name}' was entered when sysdelta stopped; its teardown on resume failed: {e:#}"),
@@ -393,6 +433,8 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
         }
         _ => format!("config '{name}' was entered when sysdelta stopped; it has no teardown"),
     };
+    let _ = std::fs::remove_file(&step_file);
+    let _ = std::fs::remove_file(&dump);
     store.add_event(exp, "teardown", &msg)?;
     store.set_entered_config(exp, None)?;
     Ok(Some(msg))

@@ -186,7 +186,11 @@ impl Store {
 
     /// Fold the run log a dead `sysdelta run` left, unless a live one holds
     /// the store (it folds its own log; a reader then sees the runs up to
-    /// its last fold, at most about a second old).
+    /// its last fold, at most about a second old). Best effort: a log that
+    /// cannot be folded (damaged, or its experiment gone from the store) is
+    /// moved aside with one warning, so that it never stands in the way of
+    /// the store; one that cannot be moved (a read-only directory) stays,
+    /// with the warning.
     fn fold_orphaned_log(&self) -> Result<()> {
         let log = runlog::path_for(&self.path);
         if !log.exists() {
@@ -199,9 +203,32 @@ impl Store {
         else {
             return Ok(());
         };
-        self.fold_rows(&runlog::read_rows(&log)?)?;
-        std::fs::remove_file(&log)
-            .with_context(|| format!("{}: cannot remove the folded run log", log.display()))
+        let folded = runlog::read_rows(&log).and_then(|rows| self.fold_rows(&rows));
+        match folded {
+            Ok(()) => std::fs::remove_file(&log)
+                .with_context(|| format!("{}: cannot remove the folded run log", log.display())),
+            Err(e) => {
+                let mut aside = log.clone().into_os_string();
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                aside.push(format!(
+                    ".unfolded-{}.{:09}",
+                    now.as_secs(),
+                    now.subsec_nanos()
+                ));
+                let moved = std::fs::rename(&log, &aside).map(|()| PathBuf::from(aside));
+                eprintln!(
+                    "sysdelta: warning: {}: the runs a stopped sysdelta left could not be added to the store ({e:#}); {}",
+                    log.display(),
+                    match moved {
+                        Ok(p) => format!("moved to {}", p.display()),
+                        Err(m) => format!("left in place ({m})"),
+                    }
+                );
+                Ok(())
+            }
+        }
     }
 
     /// From now on [`Store::record_run`] appends to the run log (opened or
@@ -231,9 +258,14 @@ impl Store {
     pub fn close_run_log(&self) -> Result<()> {
         self.flush_runs()?;
         if let Some(log) = self.log.borrow_mut().take() {
-            std::fs::remove_file(log.path()).with_context(|| {
-                format!("{}: cannot remove the folded run log", log.path().display())
-            })?;
+            match std::fs::remove_file(log.path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| {
+                        format!("{}: cannot remove the folded run log", log.path().display())
+                    })
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -459,7 +491,7 @@ impl Store {
             .prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
         for (metric, values) in &r.samples {
             for (i, v) in values.iter().enumerate() {
-                st.execute(params![run_id, metric, i, v])?;
+                st.execute(params![run_id, metric, i, f64::from_bits(*v)])?;
             }
         }
         if !r.series.is_empty() {
@@ -536,14 +568,16 @@ impl Store {
         status: &str,
         self_usage: Option<&serde_json::Value>,
     ) -> Result<()> {
-        // The experiment's runs are all in the tables before it is marked done.
-        self.flush_runs()?;
+        // The experiment's runs go into the tables before it is marked
+        // done; its status is recorded even when that fails (the log stays
+        // for the next open, and the error is returned).
+        let flushed = self.flush_runs();
         self.conn.execute(
             "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
                  finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?1",
             params![exp, status, self_usage.map(|v| v.to_string())],
         )?;
-        Ok(())
+        flushed
     }
 
     pub fn set_status(&self, exp: i64, status: &str) -> Result<()> {

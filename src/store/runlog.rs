@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use super::{RunRecord, RunResult};
 
 /// Fold at least this often while runs go on, so that a report of a
-/// running experiment lags by at most about this much.
+/// running experiment lags by at most about this much (runs this far apart
+/// or more are folded one by one).
 pub const FOLD_EVERY: Duration = Duration::from_secs(1);
 /// ... and at least every this many runs, so that a fold stays short.
 pub const FOLD_AT_ROWS: usize = 2048;
@@ -58,8 +59,9 @@ pub struct RunRow {
     pub reason: Option<String>,
     pub stderr_tail: Option<String>,
     pub exit_code: Option<i32>,
-    /// (metric, values); empty for a failed run.
-    pub samples: Vec<(String, Vec<f64>)>,
+    /// (metric, values as `f64::to_bits`: exact, and infinities survive
+    /// JSON); empty for a failed run.
+    pub samples: Vec<(String, Vec<u64>)>,
     /// (name, unit, t as JSON, v as JSON).
     pub series: Vec<(String, String, String, String)>,
     /// (symbol, kernel?, samples).
@@ -72,17 +74,39 @@ impl RunRow {
     pub fn of(r: &RunRecord) -> Result<RunRow> {
         let (status, reason, stderr_tail, exit_code, samples) = match &r.result {
             RunResult::Ok(s) => {
+                let what = || {
+                    format!(
+                        "run block {} seq {} ({}/{})",
+                        r.block, r.seq, r.config, r.workload
+                    )
+                };
+                let mut names = std::collections::HashSet::new();
                 for ms in s.iter() {
-                    if let Some(v) = ms.values.iter().find(|v| !v.is_finite()) {
+                    // What the tables would refuse, refused now: a fold holds
+                    // many runs, and one bad row must not hold back the rest.
+                    if ms.values.iter().any(|v| v.is_nan()) {
                         return Err(anyhow!(
-                            "run block {} seq {} ({}/{}): metric '{}' has the value {v}, not a finite number",
-                            r.block, r.seq, r.config, r.workload, ms.metric
+                            "{}: metric '{}' has a NaN value",
+                            what(),
+                            ms.metric
+                        ));
+                    }
+                    if !names.insert(ms.metric.as_str()) {
+                        return Err(anyhow!(
+                            "{}: metric '{}' is reported twice (a config kind and the workload may give it the same name)",
+                            what(),
+                            ms.metric
                         ));
                     }
                 }
                 let samples = s
                     .iter()
-                    .map(|m| (m.metric.clone(), m.values.clone()))
+                    .map(|m| {
+                        (
+                            m.metric.clone(),
+                            m.values.iter().map(|v| v.to_bits()).collect(),
+                        )
+                    })
                     .collect();
                 ("ok", None, None, None, samples)
             }
@@ -149,6 +173,8 @@ pub struct RunLog {
     path: PathBuf,
     file: File,
     map: Option<Mapping>,
+    /// The file's length.
+    cap: usize,
     /// Bytes of rows in the file.
     used: usize,
     /// The rows in the file, kept in memory too so that a fold need not
@@ -156,6 +182,11 @@ pub struct RunLog {
     /// crash.
     pub pending: Vec<RunRow>,
     last_fold: Instant,
+    last_append: Instant,
+    /// The last append came at least half of [`FOLD_EVERY`] after the one
+    /// before: runs are slow, so each is folded at once (a report of the
+    /// running experiment then lags by no run).
+    slow: bool,
 }
 
 /// The file's bytes, mapped shared and writable.
@@ -210,33 +241,44 @@ impl RunLog {
         let bytes = std::fs::read(path)
             .with_context(|| format!("{}: cannot read the run log", path.display()))?;
         let (pending, used) = parse(path, &bytes)?;
+        // Everything after the rows (a row a kill cut short, with gaps in
+        // it or not) goes, so the file is zero beyond them again.
+        file.set_len(used as u64)
+            .with_context(|| format!("{}: cannot cut the run log", path.display()))?;
         let mut log = RunLog {
             path: path.to_path_buf(),
             file,
             map: None,
+            cap: used,
             used,
             pending,
             last_fold: Instant::now(),
+            last_append: Instant::now(),
+            slow: false,
         };
-        // What follows the rows (a cut row) becomes zero again.
-        let content = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
-        log.zero(used, content)?;
         log.resize(bytes.len().max(INITIAL_BYTES))?;
         Ok(log)
     }
 
-    /// Make the file (and the mapping) `len` bytes long.
+    /// Make the file `len` bytes long, its blocks allocated, and map it.
+    /// Allocating first matters: a store of the mapping into a sparse page
+    /// on a full disk would kill sysdelta with SIGBUS. Where allocation
+    /// fails (full disk, or a file system without it), rows are written
+    /// with `pwrite`, which reports a full disk as an error.
     fn resize(&mut self, len: usize) -> Result<()> {
+        use nix::fcntl::{fallocate, FallocateFlags};
         self.map = None;
-        self.file
-            .set_len(len as u64)
-            .with_context(|| format!("{}: cannot size the run log", self.path.display()))?;
-        self.map = Mapping::new(&self.file, len);
+        let grown = fallocate(&self.file, FallocateFlags::empty(), 0, len as libc::off_t);
+        if grown.is_err() {
+            self.file
+                .set_len(len as u64)
+                .with_context(|| format!("{}: cannot size the run log", self.path.display()))?;
+        }
+        self.cap = len;
+        if grown.is_ok() {
+            self.map = Mapping::new(&self.file, len);
+        }
         Ok(())
-    }
-
-    fn len(&self) -> Result<usize> {
-        Ok(self.file.metadata()?.len() as usize)
     }
 
     /// Zero bytes `from..to` of the file.
@@ -259,7 +301,7 @@ impl RunLog {
         let mut line = serde_json::to_vec(&row)?;
         line.push(b'\n');
         let end = self.used + line.len();
-        if end > self.len()? {
+        if end > self.cap {
             self.resize((2 * end).max(INITIAL_BYTES))?;
         }
         match self.map.as_mut() {
@@ -273,12 +315,15 @@ impl RunLog {
         }
         self.used = end;
         self.pending.push(row);
+        self.slow = self.last_append.elapsed() >= FOLD_EVERY / 2;
+        self.last_append = Instant::now();
         Ok(())
     }
 
     /// Whether a fold is due after this append.
     pub fn fold_due(&self) -> bool {
-        self.pending.len() >= FOLD_AT_ROWS
+        self.slow
+            || self.pending.len() >= FOLD_AT_ROWS
             || self.used >= FOLD_AT_BYTES
             || self.last_fold.elapsed() >= FOLD_EVERY
     }
@@ -355,7 +400,19 @@ mod tests {
             exit_code: None,
             samples: vec![(
                 "wall".into(),
-                vec![0.1 + 0.2, 1e-300, 123_456_789.123_456_78, f64::MAX],
+                // Values a decimal round trip can get wrong by an ulp, and
+                // one JSON has no number for.
+                [
+                    0.1 + 0.2,
+                    1.0 / 3.0,
+                    123_456_789.123_456_78,
+                    f64::MAX,
+                    f64::INFINITY,
+                ]
+                .iter()
+                .map(|v| v.to_bits())
+                .chain([0x41D6_F345_6789_ABCD])
+                .collect(),
             )],
             series: vec![],
             profile: vec![],
@@ -395,8 +452,14 @@ mod tests {
         // and appends after them.
         let mut log = RunLog::open(&p).unwrap();
         assert_eq!(log.pending, vec![row(0), row(1)]);
-        log.append(row(3)).unwrap();
-        assert_eq!(read_rows(&p).unwrap(), vec![row(0), row(1), row(3)]);
+        // A shorter row than the cut one: what remained of the cut row after
+        // its gap must not show behind it.
+        let short = RunRow {
+            samples: vec![],
+            ..row(3)
+        };
+        log.append(short.clone()).unwrap();
+        assert_eq!(read_rows(&p).unwrap(), vec![row(0), row(1), short]);
         log.emptied().unwrap();
         assert!(read_rows(&p).unwrap().is_empty());
         log.append(row(4)).unwrap();
