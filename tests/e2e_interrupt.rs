@@ -55,29 +55,15 @@ fn steps(sb: &Sandbox) -> (usize, usize) {
 fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
     let sb = Sandbox::new();
     let p = plan(&sb, 15);
-    let mut child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Kill after 10 runs started: before the first fold (a second in), so
     // most of them are in the run log only.
-    let start = Instant::now();
     let started = || {
         std::fs::read_to_string(sb.path("started.log"))
             .unwrap_or_default()
             .lines()
             .count() as i64
     };
-    while started() < 10 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    sigkill_run_when(&sb, &p, "10 runs started", || started() >= 10);
     // Any sysdelta that opens the store folds the runs the killed one had
     // only in its run log: every run that started is stored but the one in
     // flight.
@@ -176,21 +162,7 @@ command = "true"
             log = log.display()
         ),
     );
-    let mut child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while steps(&sb).0 == 0 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no setup ran");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().unwrap(); // SIGKILL, inside b's setup
-    child.wait().unwrap();
+    sigkill_run_when(&sb, &p, "b's setup", || steps(&sb).0 > 0);
     // The orphaned setup goes on (and dumps its environment) by itself;
     // resume waits for it.
     let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
@@ -238,21 +210,7 @@ command = "true"
             log = log.display()
         ),
     );
-    let mut child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while steps(&sb).1 == 0 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no teardown ran");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().unwrap(); // SIGKILL, inside b's teardown
-    child.wait().unwrap();
+    sigkill_run_when(&sb, &p, "b's teardown", || steps(&sb).1 > 0);
     // Resume waits for the orphaned teardown, which ends by itself.
     let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -294,27 +252,21 @@ command = "true"
             slept = slept.display()
         ),
     );
-    let mut child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let pid = loop {
-        let step = std::fs::read_to_string(crash_file(&sb, ".step")).unwrap_or_default();
-        if step.starts_with("teardown") {
-            if let Some(pid) = step.lines().find_map(|l| l.strip_prefix("pid ")) {
-                break pid.trim().parse::<i32>().unwrap();
-            }
+    let mut pid = 0;
+    // Inside the teardown's sleep: its shell wrote its pid, and `slept`
+    // exists, so the repeated teardown does not sleep.
+    sigkill_run_when(&sb, &p, "b's teardown shell asleep", || {
+        if !slept.exists() {
+            return false;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "no teardown ran");
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    child.kill().unwrap();
-    child.wait().unwrap();
+        let step = std::fs::read_to_string(crash_file(&sb, ".step")).unwrap_or_default();
+        pid = step
+            .lines()
+            .filter(|_| step.starts_with("teardown"))
+            .find_map(|l| l.strip_prefix("pid ")?.trim().parse().ok())
+            .unwrap_or(0);
+        pid > 0
+    });
     // What the second signal does to the shell in flight.
     nix::sys::signal::killpg(
         nix::unistd::Pid::from_raw(pid),
@@ -331,6 +283,34 @@ command = "true"
     assert_eq!(steps(&sb), (1, 2), "the cut teardown ran again, to its end");
     teardowns_see_their_setups_exports(&sb);
     assert!(!crash_file(&sb, ".step").exists());
+}
+
+/// Start `sysdelta run PLAN` on the sandbox's store and SIGKILL it as soon
+/// as `ready` holds (checked every 5 ms, for at most a minute).
+fn sigkill_run_when(
+    sb: &Sandbox,
+    plan: &std::path::Path,
+    what: &str,
+    mut ready: impl FnMut() -> bool,
+) {
+    let mut child = Command::new(bin())
+        .arg("--store")
+        .arg(sb.store())
+        .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "never reached: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
 }
 
 fn crash_file(sb: &Sandbox, suffix: &str) -> std::path::PathBuf {

@@ -34,6 +34,14 @@ fn experiment(store: &Store) -> i64 {
     id
 }
 
+/// A new store at `path` with one experiment, its runs going to the run log.
+fn logging_store(path: &std::path::Path) -> (Store, i64) {
+    let store = Store::open(path, true).unwrap();
+    let exp = experiment(&store);
+    store.log_runs().unwrap();
+    (store, exp)
+}
+
 fn record(store: &Store, exp: i64, block: u32) {
     let samples = [MetricSamples {
         metric: "wall".into(),
@@ -71,9 +79,7 @@ fn logged_runs_are_read_back_and_a_repeated_fold_adds_nothing() {
     let path = dir.path().join("s.db");
     let log = runlog::path_for(&path);
     {
-        let store = Store::open(&path, true).unwrap();
-        let exp = experiment(&store);
-        store.log_runs().unwrap();
+        let (store, exp) = logging_store(&path);
         record(&store, exp, 0);
         record(&store, exp, 1);
         // Reading the runs folds what is pending first.
@@ -105,9 +111,7 @@ fn a_dead_runs_log_is_folded_by_the_next_open() {
     let path = dir.path().join("s.db");
     let log = runlog::path_for(&path);
     {
-        let store = Store::open(&path, true).unwrap();
-        let exp = experiment(&store);
-        store.log_runs().unwrap();
+        let (store, exp) = logging_store(&path);
         record(&store, exp, 0);
         record(&store, exp, 1);
         // What a SIGKILL leaves: the log file as it is, nothing folded.
@@ -130,9 +134,7 @@ fn a_dead_runs_log_is_folded_by_the_next_open() {
 fn a_reader_leaves_a_live_runs_log_to_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
-    let store = Store::open(&path, true).unwrap();
-    let exp = experiment(&store);
-    store.log_runs().unwrap();
+    let (store, exp) = logging_store(&path);
     record(&store, exp, 0);
     // The running sysdelta holds the store's flock (main.rs lock_store).
     let lock = nix::fcntl::Flock::lock(
@@ -160,9 +162,7 @@ fn a_log_that_cannot_be_folded_is_moved_aside_and_the_store_still_opens() {
     // store after a crash, not its log) ...
     {
         let other = dir.path().join("other.db");
-        let store = Store::open(&other, true).unwrap();
-        let exp = experiment(&store);
-        store.log_runs().unwrap();
+        let (store, exp) = logging_store(&other);
         record(&store, exp, 0);
         std::fs::copy(runlog::path_for(&other), &log).unwrap();
     }
@@ -195,9 +195,7 @@ fn a_log_that_cannot_be_folded_is_moved_aside_and_the_store_still_opens() {
 #[test]
 fn what_the_tables_would_refuse_is_refused_when_recorded_and_infinities_are_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db"), true).unwrap();
-    let exp = experiment(&store);
-    store.log_runs().unwrap();
+    let (store, exp) = logging_store(&dir.path().join("s.db"));
     let run = |block: u32, samples: &[MetricSamples]| {
         store.record_run(&RunRecord {
             experiment_id: exp,

@@ -133,8 +133,9 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
-/// Run `sh -c COMMAND` and measure it. `cancel` is polled while it runs; when
-/// set, or when the timeout passes, the whole process group is killed.
+/// Run `sh -c COMMAND` and measure it. Once `cancel` is set, or the timeout
+/// has passed, the whole process group is killed (by the watchdog, within
+/// one of its ticks).
 pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<ProcessResult> {
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(spec.command);
