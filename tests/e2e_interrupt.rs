@@ -286,7 +286,9 @@ command = "true"
 }
 
 /// Start `sysdelta run PLAN` on the sandbox's store and SIGKILL it as soon
-/// as `ready` holds (checked every 5 ms, for at most a minute).
+/// as `ready` holds (checked every 5 ms, for at most a minute). Its scratch
+/// directory is made inside the sandbox, so that it goes with the sandbox
+/// even when the test fails before a resume could remove it.
 fn sigkill_run_when(
     sb: &Sandbox,
     plan: &std::path::Path,
@@ -297,6 +299,7 @@ fn sigkill_run_when(
         .arg("--store")
         .arg(sb.store())
         .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
+        .env("TMPDIR", sb.dir.path())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
