@@ -324,11 +324,9 @@ fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     emit(&text, f.output.as_deref())
 }
 
-/// Take the store's exclusive lock (flock on the store file itself; SQLite's
-/// own locks are fcntl locks and independent of it), or say who has it.
+/// Take the store's exclusive lock ([`Store::try_lock`]), or say who has it.
 fn lock_store(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
-    let f = std::fs::File::open(path)?;
-    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|_| {
+    Store::try_lock(path)?.ok_or_else(|| {
         bad(format!(
             "{}: in use by another running sysdelta; wait for it or stop it first",
             path.display()

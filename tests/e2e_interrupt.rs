@@ -142,36 +142,11 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
 #[test]
 fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports() {
     let sb = Sandbox::new();
-    let log = sb.path("steps.log");
-    let p = sb.write(
-        "plan.toml",
-        &format!(
-            r#"
-runs = 2
-order = "sequential"
-[[config]]
-name = "a"
-[[config]]
-name = "b"
-setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}; sleep 1'
-teardown = 'echo "teardown b $TOKEN" >> {log}'
-[[workload]]
-name = "w"
-command = "true"
-"#,
-            log = log.display()
-        ),
-    );
+    let p = b_plan(&sb, 2, false, "; sleep 1", "");
     sigkill_run_when(&sb, &p, "b's setup", || steps(&sb).0 > 0);
     // The orphaned setup goes on (and dumps its environment) by itself;
     // resume waits for it.
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("its teardown ran on resume"),
-        "{}",
-        stderr(&out)
-    );
+    resume_saying(&sb, "its teardown ran on resume");
     teardowns_see_their_setups_exports(&sb);
     let (s, t) = steps(&sb);
     assert_eq!(
@@ -190,35 +165,10 @@ command = "true"
 #[test]
 fn sigkill_during_a_teardown_then_resume_does_not_repeat_it() {
     let sb = Sandbox::new();
-    let log = sb.path("steps.log");
-    let p = sb.write(
-        "plan.toml",
-        &format!(
-            r#"
-runs = 2
-order = "sequential"
-[[config]]
-name = "b"
-setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
-teardown = 'echo "teardown b $TOKEN" >> {log}; sleep 1'
-[[config]]
-name = "a"
-[[workload]]
-name = "w"
-command = "true"
-"#,
-            log = log.display()
-        ),
-    );
+    let p = b_plan(&sb, 2, true, "", "; sleep 1");
     sigkill_run_when(&sb, &p, "b's teardown", || steps(&sb).1 > 0);
     // Resume waits for the orphaned teardown, which ends by itself.
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("ran to its end by itself"),
-        "{}",
-        stderr(&out)
-    );
+    resume_saying(&sb, "ran to its end by itself");
     assert_eq!(steps(&sb), (1, 1), "one setup, one teardown");
     teardowns_see_their_setups_exports(&sb);
     assert!(!crash_file(&sb, ".step").exists());
@@ -230,26 +180,15 @@ command = "true"
 #[test]
 fn a_teardown_killed_before_its_end_runs_again_on_resume() {
     let sb = Sandbox::new();
-    let log = sb.path("steps.log");
     let slept = sb.path("slept");
-    let p = sb.write(
-        "plan.toml",
+    let p = b_plan(
+        &sb,
+        1,
+        true,
+        "",
         &format!(
-            r#"
-runs = 1
-order = "sequential"
-[[config]]
-name = "b"
-setup = 'export TOKEN=b$$; echo "setup b $TOKEN" >> {log}'
-teardown = 'echo "teardown b $TOKEN" >> {log}; if [ ! -e {slept} ]; then touch {slept}; sleep 30; fi'
-[[config]]
-name = "a"
-[[workload]]
-name = "w"
-command = "true"
-"#,
-            log = log.display(),
-            slept = slept.display()
+            "; if [ ! -e {s} ]; then touch {s}; sleep 30; fi",
+            s = slept.display()
         ),
     );
     let mut pid = 0;
@@ -273,16 +212,45 @@ command = "true"
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("its teardown ran on resume"),
-        "{}",
-        stderr(&out)
-    );
+    resume_saying(&sb, "its teardown ran on resume");
     assert_eq!(steps(&sb), (1, 2), "the cut teardown ran again, to its end");
     teardowns_see_their_setups_exports(&sb);
     assert!(!crash_file(&sb, ".step").exists());
+}
+
+/// A sequential plan running `true` under a bare config `a` and a config
+/// `b` (first when `b_first`) whose setup exports a fresh TOKEN and logs
+/// it, and whose teardown logs the TOKEN it sees; `setup_tail` and
+/// `teardown_tail` follow the logging.
+fn b_plan(
+    sb: &Sandbox,
+    runs: u32,
+    b_first: bool,
+    setup_tail: &str,
+    teardown_tail: &str,
+) -> std::path::PathBuf {
+    let log = sb.path("steps.log").display().to_string();
+    let a = "[[config]]\nname = \"a\"\n".to_string();
+    let b = format!(
+        "[[config]]\nname = \"b\"\n\
+         setup = 'export TOKEN=b$$; echo \"setup b $TOKEN\" >> {log}{setup_tail}'\n\
+         teardown = 'echo \"teardown b $TOKEN\" >> {log}{teardown_tail}'\n"
+    );
+    let (first, second) = if b_first { (b, a) } else { (a, b) };
+    sb.write(
+        "plan.toml",
+        &format!(
+            "runs = {runs}\norder = \"sequential\"\n{first}{second}\
+             [[workload]]\nname = \"w\"\ncommand = \"true\"\n"
+        ),
+    )
+}
+
+/// `run --resume 1`: it succeeds, and its stderr says `said`.
+fn resume_saying(sb: &Sandbox, said: &str) {
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains(said), "{}", stderr(&out));
 }
 
 /// Start `sysdelta run PLAN` on the sandbox's store and SIGKILL it as soon

@@ -58,9 +58,7 @@ impl Drop for Prepared {
 
 /// The state journal of a store: `<store>.journal`, next to it.
 pub fn journal_path(store: &Path) -> PathBuf {
-    let mut p = store.as_os_str().to_owned();
-    p.push(".journal");
-    PathBuf::from(p)
+    Store::beside(store, ".journal")
 }
 
 fn build_workload(
@@ -80,22 +78,13 @@ fn build_workload(
 /// `<store>.setup-env`, next to the store, so that it outlives a crash.
 /// Absolute: the setup shell writes it, after whatever `cd` it did.
 pub fn setup_env_path(store: &Path) -> PathBuf {
-    beside_store(store, ".setup-env")
+    Store::beside(store, ".setup-env")
 }
 
 /// `<store>.step`: which setup or teardown shell runs, its pid, and
 /// whether it ran to its end (see `ShellKind::with_crash_files`).
 pub fn step_path(store: &Path) -> PathBuf {
-    beside_store(store, ".step")
-}
-
-/// `<store><suffix>`, as an absolute path.
-fn beside_store(store: &Path, suffix: &str) -> PathBuf {
-    let mut p = std::path::absolute(store)
-        .unwrap_or_else(|_| store.to_path_buf())
-        .into_os_string();
-    p.push(suffix);
-    PathBuf::from(p)
+    Store::beside(store, ".step")
 }
 
 /// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
@@ -403,8 +392,6 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
                     .as_ref()
                     .is_some_and(|st| st.step == "teardown" && st.done) =>
         {
-            let _ = std::fs::remove_file(&step_file);
-            let _ = std::fs::remove_file(&dump);
             format!("config '{name}' was being left when sysdelta stopped; its teardown ran to its end by itself (its shell outlives sysdelta), so it did not run again")
         }
         Some(c) if c.teardown.is_some() => {
@@ -453,7 +440,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         plan.order,
         plan.seed,
     );
-    // Runs go to the store's run log, one write each, folded into the
+    // Runs go to the store's run log, one line each, folded into the
     // tables in batches (see store::runlog).
     store.log_runs()?;
     let done: HashSet<(u32, u32)> = store.done_slots(exp)?;

@@ -196,11 +196,7 @@ impl Store {
         if !log.exists() {
             return Ok(());
         }
-        let Ok(f) = std::fs::File::open(&self.path) else {
-            return Ok(());
-        };
-        let Ok(_lock) = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
-        else {
+        let Ok(Some(_lock)) = Store::try_lock(&self.path) else {
             return Ok(());
         };
         let folded = runlog::read_rows(&log).and_then(|rows| self.fold_rows(&rows));
@@ -301,6 +297,26 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `<store><suffix>` as an absolute path: the files kept next to a
+    /// store (its run log, state journal, setup environment, step file).
+    /// Absolute, because shells that may have changed directory write some.
+    pub fn beside(store: &Path, suffix: &str) -> PathBuf {
+        let mut p = std::path::absolute(store)
+            .unwrap_or_else(|_| store.to_path_buf())
+            .into_os_string();
+        p.push(suffix);
+        PathBuf::from(p)
+    }
+
+    /// The store's exclusive lock (flock on the store file itself; SQLite's
+    /// own locks are fcntl locks and independent of it), if no other
+    /// process holds it. `run` and `restore` hold it throughout; a command
+    /// that folds a dead run's log holds it while it does.
+    pub fn try_lock(store: &Path) -> std::io::Result<Option<nix::fcntl::Flock<std::fs::File>>> {
+        let f = std::fs::File::open(store)?;
+        Ok(nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).ok())
     }
 
     fn check_and_migrate(&self) -> Result<()> {
@@ -449,7 +465,7 @@ impl Store {
                 log.append(row)?;
                 log.fold_due()
             }
-            None => return self.in_transaction(|| self.insert_row(&row).map(drop)),
+            None => return self.in_transaction(|| self.insert_row(&row)),
         };
         if due {
             self.flush_runs()?;
@@ -457,10 +473,9 @@ impl Store {
         Ok(())
     }
 
-    /// The inserts of one run, inside the caller's transaction. Returns the
-    /// new run's id, or None when that (experiment, block, seq) is already
-    /// stored and the row was skipped.
-    fn insert_row(&self, r: &runlog::RunRow) -> Result<Option<i64>> {
+    /// The inserts of one run, inside the caller's transaction; nothing
+    /// when that (experiment, block, seq) is already stored.
+    fn insert_row(&self, r: &runlog::RunRow) -> Result<()> {
         let inserted = self
             .conn
             .prepare_cached(
@@ -483,7 +498,7 @@ impl Store {
                 r.started_at
             ])?;
         if inserted == 0 {
-            return Ok(None);
+            return Ok(());
         }
         let run_id = self.conn.last_insert_rowid();
         let mut st = self
@@ -510,7 +525,7 @@ impl Store {
                 st.execute(params![run_id, sym, kernel, *n as i64])?;
             }
         }
-        Ok(Some(run_id))
+        Ok(())
     }
 
     /// Record which config is entered (None: none). Its environment is

@@ -38,9 +38,7 @@ pub const FOLD_AT_ROWS: usize = 2048;
 
 /// `<store>.runlog`, next to the store.
 pub fn path_for(store: &Path) -> PathBuf {
-    let mut p = store.as_os_str().to_owned();
-    p.push(".runlog");
-    PathBuf::from(p)
+    super::Store::beside(store, ".runlog")
 }
 
 /// One run as the store keeps it: a [`RunRecord`] with owned fields and
@@ -231,14 +229,15 @@ impl RunLog {
     /// Open (create) the log. Rows a dead run left in it stay and are
     /// folded with the new ones; a row it cut short is cleared.
     pub fn open(path: &Path) -> Result<RunLog> {
-        let file = std::fs::OpenOptions::new()
+        let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create(true)
             .truncate(false)
             .open(path)
             .with_context(|| format!("{}: cannot open the run log", path.display()))?;
-        let bytes = std::fs::read(path)
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes)
             .with_context(|| format!("{}: cannot read the run log", path.display()))?;
         let (pending, used) = parse(path, &bytes)?;
         // Everything after the rows (a row a kill cut short, with gaps in
