@@ -140,6 +140,17 @@ struct ExecArgs {
     /// Label the experiment (e.g. the kernel under test), for comparisons across reboots.
     #[arg(long)]
     label: Option<String>,
+    /// Keep a command's non-zero exit status as a result (its times are
+    /// stored) instead of failing the run, as hyperfine's -i.
+    #[arg(long = "ignore-failure", short = 'i')]
+    ignore_failure: bool,
+    /// Stop once a cell has failed this many runs in a row (0: never).
+    #[arg(long, value_name = "N")]
+    max_failures: Option<u32>,
+    /// Run even though an experiment was stopped inside a config whose
+    /// teardown has not run (its state may still be there).
+    #[arg(long)]
+    force: bool,
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
@@ -256,18 +267,26 @@ fn overrides(e: &ExecArgs) -> Overrides {
         until_ci: e.until,
         max_runs: e.max_runs,
         until_metrics: e.until_metrics.clone(),
+        ignore_failure: e.ignore_failure,
+        max_failures: e.max_failures,
     }
 }
 
 /// Write `text` to `path` atomically (temporary file in the same directory,
-/// then rename), or to stdout.
+/// then rename; mode 0666 less the umask, as any file a command writes),
+/// or to stdout.
 fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
     match path {
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
+            if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    die_of_broken_pipe();
+                }
+                return Err(e.into());
+            }
         }
         Some(p) => {
             let dir = match p.parent() {
@@ -281,7 +300,9 @@ fn emit(text: &str, path: Option<&Path>) -> Result<()> {
                     dir.display()
                 )));
             }
-            let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            let mut tmp = tempfile::Builder::new()
+                .permissions(std::fs::Permissions::from_mode(0o666))
+                .tempfile_in(dir)
                 .map_err(|e| bad(format!("{}: cannot write there: {e}", p.display())))?;
             tmp.write_all(text.as_bytes())?;
             tmp.persist(p)
@@ -324,6 +345,16 @@ fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     emit(&text, f.output.as_deref())
 }
 
+/// True unless the stored plan of `info` says that config `name` has no
+/// shell teardown (a plan that no longer parses counts as having one: its
+/// teardown then runs on `--resume`, as before).
+fn has_teardown(info: &sysdelta::store::ExperimentInfo, name: &str) -> bool {
+    plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
+        .ok()
+        .and_then(|p| p.configs.into_iter().find(|c| c.name == name))
+        .is_none_or(|c| c.teardown.is_some())
+}
+
 /// Take the store's exclusive lock ([`Store::try_lock`]), or say who has it.
 fn lock_store(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
     Store::try_lock(path)?.ok_or_else(|| {
@@ -335,6 +366,11 @@ fn lock_store(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
 }
 
 /// Run a validated plan (new experiment, or the rest of `resume`).
+///
+/// Order matters: everything that can refuse the run as bad input (options,
+/// the plan's preflight, what a dead run left here or on another store, a
+/// second system-changing run) does so before anything is written, so a
+/// refused run leaves no store, no experiment and no journal.
 fn execute(
     store_path: &Path,
     plan: plan::Plan,
@@ -349,16 +385,32 @@ fn execute(
             )));
         }
     }
-    // Declared first so that it is released last: dropping the store
-    // folds and removes the run log, which belongs to the lock's holder.
-    let _lock;
+    // From here on a signal asks for a clean stop (exit 130).
+    let cancel = runner::signals::install()?;
+    let mut prepared = runner::prepare(plan, store_path)?;
+    runner::machine::refuse_leftovers(store_path, resume, e.force)?;
+    // Declared first so that they are released last: dropping the store
+    // folds and removes the run log, which belongs to the locks' holder.
+    let (_machine, _lock);
+    // One system-changing run per machine, whatever its store.
+    _machine = if prepared.changes_system() {
+        Some(runner::machine::MachineLock::acquire(
+            Some(store_path),
+            &match resume {
+                Some(id) => format!("experiment {id}"),
+                None => "a new experiment".into(),
+            },
+        )?)
+    } else {
+        None
+    };
     let store = Store::open(store_path, true)?;
     // One sysdelta per store at a time: the journal next to it, the run log
     // and the run slots of an experiment belong to the process holding this
     // lock.
     _lock = lock_store(store_path)?;
-    let mut prepared = runner::prepare(plan, store_path)?;
-    let cancel = runner::signals::install()?;
+    runner::machine::register(store_path);
+    prepared.arm()?;
     let id = match resume {
         Some(id) => {
             if let Some(msg) = runner::teardown_after_crash(&store, id, &mut prepared)? {
@@ -369,6 +421,9 @@ fn execute(
         }
         None => runner::create(&store, &prepared, e.label.as_deref())?,
     };
+    if let Some(m) = &_machine {
+        m.describe(&format!("experiment {id}"));
+    }
     let outcome = runner::execute(
         &store,
         id,
@@ -391,13 +446,27 @@ fn execute(
             "sysdelta: resume with: sysdelta run --resume {id} --store {}",
             store_path.display()
         );
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     if !e.no_report {
         let data = store.load(id)?;
         emit(&report::render(&data, &opts)?, e.report.output.as_deref())?;
     }
-    Ok(ExitCode::SUCCESS)
+    // A result is only a result where each cell has one: say which have
+    // none, and fail.
+    let mut failed = outcome.stopped.is_some();
+    if let Some(why) = &outcome.stopped {
+        eprintln!("sysdelta: {why}");
+    }
+    for cell in runner::cells_without_success(&store, id)? {
+        eprintln!("sysdelta: no successful run of {cell}");
+        failed = true;
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -415,6 +484,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     (e.max_runs.is_some(), "--max-runs"),
                     (!e.until_metrics.is_empty(), "--until-metric"),
                     (e.label.is_some(), "--label"),
+                    (e.ignore_failure, "--ignore-failure"),
+                    (e.max_failures.is_some(), "--max-failures"),
                 ];
                 if let Some((_, opt)) = changes.iter().find(|c| c.0) {
                     return Err(bad(format!(
@@ -546,6 +617,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             sysdelta::commands::calibrate::run(&a, &cli.store).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Transport(args) => {
+            // The sweep writes tracefs (ftrace buffers, events): one
+            // system-changing sysdelta at a time (only root can write it).
+            let _machine = if nix::unistd::geteuid().is_root() {
+                Some(runner::machine::MachineLock::acquire(
+                    None,
+                    "transport sweep",
+                )?)
+            } else {
+                None
+            };
             sysdelta::transport::cli::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -558,6 +639,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let jpath = runner::journal_path(&cli.store);
             let mut j = sysdelta::config::journal::Journal::open(&jpath)?;
             let pending = j.pending();
+            // Putting back is changing: not while another run changes the
+            // machine.
+            let _machine = if pending.is_empty() {
+                None
+            } else {
+                Some(runner::machine::MachineLock::acquire(
+                    Some(&cli.store),
+                    "restore",
+                )?)
+            };
             if pending.is_empty() {
                 println!("nothing to restore ({} holds no changes)", jpath.display());
             } else {
@@ -568,7 +659,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if cli.store.exists() {
                 let store = Store::open(&cli.store, false)?;
                 for id in store.experiment_ids()? {
-                    let i = store.info(id)?;
+                    let mut i = store.info(id)?;
+                    if let Some(c) = &i.entered_config {
+                        if !has_teardown(&i, c) {
+                            // What its built-in kinds changed is put back
+                            // above; with no teardown to run, it is left.
+                            store.set_entered_config(id, None)?;
+                            println!("experiment {id}: config '{c}' was left by this restore (it has no teardown)");
+                            i.entered_config = None;
+                        }
+                    }
                     if i.status == "running" {
                         println!(
                             "experiment {id} was interrupted{}; finish it with: sysdelta run --resume {id}",
@@ -590,7 +690,39 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// The reader of stdout went away (`sysdelta list | head -1`): end as
+/// coreutils do, killed by SIGPIPE, with nothing on stderr. Rust ignores
+/// SIGPIPE (so that sockets and pipes inside the benchmarks report EPIPE);
+/// it is put back to its default only here.
+fn die_of_broken_pipe() -> ! {
+    // SAFETY: plain calls; nothing runs after the signal.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(141)
+}
+
+/// `println!` panics when stdout is a closed pipe; the subcommands that
+/// print as they go (micro, transport) end like `emit` then.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            die_of_broken_pipe();
+        }
+        default(info)
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -68,6 +68,7 @@ fn kill_after_runs(sb: &Sandbox, plan: &std::path::Path, n: i64) {
     let mut child = Command::new(bin())
         .arg("--store")
         .arg(sb.store())
+        .env("SYSDELTA_RUN_DIR", sb.run_dir())
         .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -147,6 +148,7 @@ command = "sleep 0.05"
     let resumed = Command::new(bin())
         .arg("--store")
         .arg(sb.store())
+        .env("SYSDELTA_RUN_DIR", sb.run_dir())
         .args(["run", "--resume", "1", "--quiet", "--no-report"])
         .output()
         .unwrap();

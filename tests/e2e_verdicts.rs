@@ -83,7 +83,14 @@ fn a_config_whose_setup_fails_never_yields_samples() {
         "--",
         "true",
     ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    // No run of `broken` succeeds: the report is printed, and the exit
+    // status says the experiment has no result for it.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no successful run of broken/cmd"),
+        "{}",
+        stderr(&out)
+    );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let broken: Vec<&serde_json::Value> = r["runs"]
         .as_array()
@@ -201,8 +208,16 @@ name = "hang"
 command = 'if [ -n "$BREAK" ]; then sleep 30; fi; true'
 "#,
     );
-    let out = sb.run(&["run", plan.to_str().unwrap(), "--quiet"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    // Every run of `broken` fails: all are made (no fail-fast), reported,
+    // and the exit status is 1.
+    let out = sb.run(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--quiet",
+        "--max-failures",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Failed runs (8)"), "{text}");
     assert!(

@@ -198,6 +198,11 @@ impl Journal {
         )
     }
 
+    /// True when an entry not made by `owner` is pending.
+    pub fn pending_owned_by_others(&self, owner: &str) -> bool {
+        self.state.entries.iter().any(|e| e.owner != owner)
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -305,6 +310,19 @@ impl Journal {
     pub fn restore_all(&mut self) -> Result<Vec<String>> {
         let all = self.state.entries.clone();
         self.undo_list(all)
+    }
+
+    /// [`Journal::restore_all`], but for the entries of every owner other
+    /// than `owner`.
+    pub fn restore_all_but(&mut self, owner: &str) -> Result<Vec<String>> {
+        let others = self
+            .state
+            .entries
+            .iter()
+            .filter(|e| e.owner != owner)
+            .cloned()
+            .collect();
+        self.undo_list(others)
     }
 
     /// Undo the given entries concurrently, one thread each: for

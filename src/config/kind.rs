@@ -44,4 +44,11 @@ pub trait ConfigKind: Send {
     /// Put the system back as it was before `enter`. Must be safe to call
     /// after a partial `enter`.
     fn leave(&mut self) -> anyhow::Result<()>;
+
+    /// False when the last `leave` was cut short (its teardown killed
+    /// before its end): the config must still count as entered, so that
+    /// `--resume` finishes leaving it.
+    fn left_cleanly(&self) -> bool {
+        true
+    }
 }

@@ -66,6 +66,12 @@ impl ConfigRuntime {
 
     /// Leave every entered kind in reverse order; every kind is tried even
     /// when one fails, and all failures are reported.
+    /// False when the last [`ConfigRuntime::leave`] was cut short (a
+    /// teardown killed before its end): the config still counts as entered.
+    pub fn left_cleanly(&self) -> bool {
+        self.kinds.iter().all(|k| k.left_cleanly())
+    }
+
     pub fn leave(&mut self) -> Result<()> {
         let mut errors = Vec::new();
         for k in self.kinds[..self.entered].iter_mut().rev() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use super::kind::{ConfigKind, LaunchMods};
-use crate::process::{run_shell, ShellSpec};
+use crate::process::{run_shell, Exit, ShellSpec};
 
 /// Setup and teardown each get this long before they are killed.
 pub const SHELL_STEP_TIMEOUT: Duration = Duration::from_secs(600);
@@ -41,6 +41,9 @@ pub struct ShellKind {
     env_dump: Option<PathBuf>,
     /// The step file (see [`ShellKind::with_crash_files`]).
     step_file: Option<PathBuf>,
+    /// The last teardown was killed (a second Ctrl-C, its timeout) before
+    /// its end: the config is not left, and resume runs it again.
+    cut_short: bool,
 }
 
 /// Never set: setup and teardown are not cut short by Ctrl-C (teardown must
@@ -64,6 +67,7 @@ impl ShellKind {
             captured: Vec::new(),
             env_dump: None,
             step_file: None,
+            cut_short: false,
         }
     }
 
@@ -82,6 +86,12 @@ impl ShellKind {
         self.env_dump = Some(env_dump);
         self.step_file = Some(step);
         self
+    }
+
+    /// True when the step file of the last step is still there: its shell
+    /// was killed before its end (see `run_step`).
+    fn step_was_cut_short(&self) -> bool {
+        self.step_file.as_ref().is_some_and(|p| p.exists())
     }
 
     /// The config is left: its setup's environment is no longer needed.
@@ -132,7 +142,12 @@ impl ShellKind {
             ..Default::default()
         };
         let r = run_shell(&spec, &NOT_CANCELLED);
-        if let Some(p) = step {
+        // A shell killed before its end keeps its step file (no `done` in
+        // it): resume runs that step again.
+        let cut_short = r
+            .as_ref()
+            .is_ok_and(|r| r.timed_out || matches!(r.exit, Exit::Signal(_)));
+        if let Some(p) = step.filter(|_| !cut_short) {
             let _ = std::fs::remove_file(p);
         }
         let r = r.map_err(|e| anyhow!("{what}: cannot start /bin/sh: {e}"))?;
@@ -270,9 +285,18 @@ impl ConfigKind for ShellKind {
             }
             None => Ok(()),
         };
-        // Left, even when the teardown failed (the runner reports that).
-        self.forget_env_dump();
+        self.cut_short = self.teardown.is_some() && self.step_was_cut_short();
+        // Left, even when the teardown failed (the runner reports that),
+        // unless it was killed before its end: then what its setup exported
+        // stays for the teardown that resume runs.
+        if !self.cut_short {
+            self.forget_env_dump();
+        }
         done
+    }
+
+    fn left_cleanly(&self) -> bool {
+        !self.cut_short
     }
 }
 

@@ -104,7 +104,17 @@ pub struct Overrides {
     /// With `until_ci`: only these metrics (`METRIC` or `WORKLOAD/METRIC`)
     /// must reach the target; empty means every compared metric.
     pub until_metrics: Vec<String>,
+    /// `-i`: a command's non-zero exit status does not fail its run (its
+    /// times are kept), as hyperfine's `--ignore-failure`.
+    pub ignore_failure: bool,
+    /// Stop the experiment once one cell has failed this many runs in a
+    /// row (None: [`MAX_CONSECUTIVE_FAILURES`]; 0: never stop).
+    pub max_failures: Option<u32>,
 }
+
+/// Default of `--max-failures`: a cell that fails this many runs in a row
+/// stops the experiment (a broken command is not measured for an hour).
+pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
 
 /// Measured blocks an adaptive experiment runs before its first check.
 pub const ADAPTIVE_MIN_RUNS: u32 = 10;

@@ -1,6 +1,7 @@
 //! Running an experiment: build everything the plan names, check it can
 //! run, then execute the schedule, committing every run before the next.
 
+pub mod machine;
 pub mod progress;
 pub mod schedule;
 pub mod signals;
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use crate::config::journal::{Journal, JournalHandle, UndoAction};
@@ -39,20 +41,80 @@ pub struct Prepared {
     /// Monitors of one config only, by config index.
     config_monitors: Vec<Vec<Box<dyn Monitor>>>,
     journal: JournalHandle,
-    /// The journal entry that removes `scratch` after a crash.
-    scratch_entry: u64,
-    scratch: tempfile::TempDir,
+    journal_path: PathBuf,
+    /// The journal entry that removes `scratch` after a crash, once
+    /// [`Prepared::arm`] has recorded it (and made the directory).
+    scratch_entry: Option<u64>,
+    scratch: PathBuf,
 }
 
 impl Drop for Prepared {
-    /// The scratch directory goes with `self.scratch` right after this; its
-    /// journal entry is no longer needed.
+    /// The scratch directory is removed first and its journal entry cleared
+    /// after: a process that dies in between leaves the entry, and the
+    /// next run or `sysdelta restore` removes the directory.
     fn drop(&mut self) {
-        let _ = self
-            .journal
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .done(self.scratch_entry);
+        if let Some(id) = self.scratch_entry {
+            let _ = std::fs::remove_dir_all(&self.scratch);
+            let _ = self
+                .journal
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .done(id);
+        }
+    }
+}
+
+impl Prepared {
+    /// Make the prepared plan ready to change the system; the caller holds
+    /// the store's lock. The journal is read again (another run may have
+    /// used it since `prepare` read it), a dead run's scratch directory is
+    /// removed, anything else a dead run left refuses the run, and this
+    /// run's scratch directory is journaled, then made, so that a SIGKILL
+    /// does not leave it (or what workloads generated in it) behind.
+    /// Called once the locks are held, before anything else is done.
+    pub fn arm(&mut self) -> Result<()> {
+        if self.scratch_entry.is_some() {
+            return Ok(());
+        }
+        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        *j = Journal::open(&self.journal_path)?;
+        j.undo_owned_by("scratch")?;
+        drop(j);
+        Journal::refuse_if_pending(&self.journal_path).map_err(|e| bad(format!("{e:#}")))?;
+        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        *j = Journal::open(&self.journal_path)?;
+        self.scratch_entry = Some(
+            j.record_all(
+                "scratch",
+                vec![UndoAction::RemovePath {
+                    path: self.scratch.clone(),
+                    recursive: true,
+                }],
+            )?[0],
+        );
+        drop(j);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&self.scratch)
+            .map_err(|e| {
+                bad(format!(
+                    "cannot create the scratch directory {}: {e}",
+                    self.scratch.display()
+                ))
+            })?;
+        Ok(())
+    }
+
+    /// The experiment's scratch directory (made by [`Prepared::arm`]).
+    pub fn scratch(&self) -> &Path {
+        &self.scratch
+    }
+
+    /// True when a config uses a built-in kind (sysctl, ftrace, cgroups,
+    /// swap, ...): such a run changes state every other run on this machine
+    /// sees, and holds the machine-wide lock ([`machine::MachineLock`]).
+    pub fn changes_system(&self) -> bool {
+        self.plan.configs.iter().any(|c| !c.kinds.is_empty())
     }
 }
 
@@ -64,11 +126,13 @@ pub fn journal_path(store: &Path) -> PathBuf {
 fn build_workload(
     def: &WorkloadDef,
     ctx: &registry::BuildContext,
+    ignore_exit_status: bool,
 ) -> Result<Box<dyn Workload>, String> {
     match &def.kind {
         WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
             command: command.clone(),
             extract: metrics.clone(),
+            ignore_exit_status,
         })),
         WorkloadKind::Builtin { name, params } => registry::build(name, params, ctx),
     }
@@ -94,46 +158,27 @@ pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
 }
 
 /// Build workloads, configs and monitors and run every preflight; nothing on
-/// the system is changed. All problems are reported together as bad input.
-/// Refuses while the store's journal holds changes a crashed run left.
+/// the system, in the temporary directory or next to the store is changed
+/// (the scratch directory is only named here; [`Prepared::arm`] makes it,
+/// journaled). All problems are reported together as bad input. Refuses while the store's journal holds
+/// changes a crashed run left (other than its scratch directory, which
+/// [`Prepared::arm`] removes).
 pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
     let jpath = journal_path(store_path);
-    // A killed run's scratch directory is not a system change: remove it
-    // here (the caller holds the store's lock, so no live run owns it).
-    // Anything else in the journal must be put back by `sysdelta restore`.
-    Journal::open(&jpath)?.undo_owned_by("scratch")?;
-    Journal::refuse_if_pending(&jpath).map_err(|e| bad(format!("{e:#}")))?;
+    refuse_pending_changes(&jpath)?;
     let journal = Journal::open_shared(&jpath)?;
-    let scratch = tempfile::Builder::new()
-        .prefix("sysdelta-")
-        .tempdir()
-        .map_err(|e| {
-            bad(format!(
-                "cannot create a scratch directory in {}: {e}",
-                std::env::temp_dir().display()
-            ))
-        })?;
-    // A SIGKILL must not leave the scratch directory (and what workloads
-    // generated in it) behind: `sysdelta restore` removes it.
-    let scratch_entry = journal
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .record_all(
-            "scratch",
-            vec![UndoAction::RemovePath {
-                path: scratch.path().to_path_buf(),
-                recursive: true,
-            }],
-        )?[0];
+    let tmp = std::env::temp_dir();
+    let scratch = scratch_name(&tmp);
     let mut problems = Vec::new();
     let mut workloads = Vec::new();
     let ctx = registry::BuildContext {
         journal: Some(journal.clone()),
     };
     for def in &plan.workloads {
-        match build_workload(def, &ctx) {
+        match build_workload(def, &ctx, plan.overrides.ignore_failure) {
             Ok(w) => {
-                for p in w.preflight(scratch.path()) {
+                // The scratch directory's file system is its parent's.
+                for p in w.preflight(&tmp) {
                     problems.push(format!("workload '{}': {p}", def.name));
                 }
                 workloads.push((def.clone(), w))
@@ -143,7 +188,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
     }
     let mut configs = Vec::new();
     for c in &plan.configs {
-        let mut env = vec![scratch_var(scratch.path())];
+        let mut env = vec![scratch_var(&scratch)];
         env.extend(c.env.iter().cloned());
         let mut kinds: Vec<Box<dyn ConfigKind>> = vec![Box::new(
             ShellKind::new(
@@ -151,7 +196,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
                 c.teardown.clone(),
                 env,
                 c.workdir.clone(),
-                scratch.path(),
+                &scratch,
             )
             .with_crash_files(setup_env_path(store_path), step_path(store_path)),
         )];
@@ -197,10 +242,6 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         config_monitors.push(ms);
     }
     if !problems.is_empty() {
-        let _ = journal
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .done(scratch_entry);
         return Err(bad(problems.join("\n")));
     }
     Ok(Prepared {
@@ -210,9 +251,30 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         monitors,
         config_monitors,
         journal,
-        scratch_entry,
+        journal_path: jpath,
+        scratch_entry: None,
         scratch,
     })
+}
+
+/// A fresh name for a scratch directory in `tmp`: `sysdelta-` and 12
+/// random characters, as `mkdtemp` makes them (made later, by `arm`).
+fn scratch_name(tmp: &Path) -> PathBuf {
+    use rand::distr::{Alphanumeric, SampleString};
+    tmp.join(format!(
+        "sysdelta-{}",
+        Alphanumeric.sample_string(&mut rand::rng(), 12)
+    ))
+}
+
+/// Refuse (bad input) while the journal at `jpath` holds a change other
+/// than a dead run's scratch directory; reads only.
+fn refuse_pending_changes(jpath: &Path) -> Result<()> {
+    let j = Journal::open(jpath)?;
+    if j.pending_owned_by_others("scratch") {
+        Journal::refuse_if_pending(jpath).map_err(|e| bad(format!("{e:#}")))?;
+    }
+    Ok(())
 }
 
 /// Record a new experiment for a prepared plan; returns its id.
@@ -243,6 +305,37 @@ pub struct Outcome {
     pub status: &'static str,
     pub runs_done: usize,
     pub runs_failed: usize,
+    /// Why the experiment stopped before its end (a cell failing
+    /// `max_failures` runs in a row); status "failed".
+    pub stopped: Option<String>,
+}
+
+/// The cells (config/workload) of an experiment without one successful
+/// measured run, each with its last failure: such an experiment has no
+/// result for them, and `run` exits non-zero.
+pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
+    let d = store.load(exp)?;
+    let mut out = Vec::new();
+    for c in &d.info.configs {
+        for w in &d.info.workloads {
+            let runs: Vec<_> = d
+                .runs
+                .iter()
+                .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
+                .collect();
+            if runs.iter().any(|r| r.status == "ok") {
+                continue;
+            }
+            let last = runs
+                .iter()
+                .rev()
+                .find_map(|r| r.reason.as_deref())
+                .map(|r| format!(" (last failure: {r})"))
+                .unwrap_or_else(|| " (no measured run)".into());
+            out.push(format!("{c}/{w}{last}"));
+        }
+    }
+    Ok(out)
 }
 
 pub struct ExecOptions<'a> {
@@ -361,6 +454,19 @@ fn settle_after_enter(env: &[(String, String)]) {
     let _ = crate::process::run_shell(&spec, &AtomicBool::new(false));
 }
 
+/// A config whose teardown was killed before its end is still entered: the
+/// experiment stops there (the store keeps naming the config, for
+/// `restore` to report and `--resume` to finish leaving it).
+fn refuse_cut_short(c: &ConfigRuntime) -> Result<()> {
+    if c.left_cleanly() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "config '{}': its teardown was killed before its end; `sysdelta run --resume` runs it again",
+        c.name
+    )
+}
+
 /// Crash recovery for `--resume`: if the store says a config was entered
 /// when the previous sysdelta died, run that config's shell teardown now.
 pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result<Option<String>> {
@@ -395,7 +501,7 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
             format!("config '{name}' was being left when sysdelta stopped; its teardown ran to its end by itself (its shell outlives sysdelta), so it did not run again")
         }
         Some(c) if c.teardown.is_some() => {
-            let mut env = vec![scratch_var(p.scratch.path())];
+            let mut env = vec![scratch_var(p.scratch())];
             env.extend(c.env.iter().cloned());
             // What the setup exported in the run that died (later entries
             // win): as stored, or, when the kill came before sysdelta
@@ -410,7 +516,7 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
                 c.teardown.clone(),
                 env,
                 c.workdir.clone(),
-                p.scratch.path(),
+                p.scratch(),
             )
             .with_crash_files(dump.clone(), step_file.clone());
             match k.leave() {
@@ -429,6 +535,7 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
 
 /// Execute the runs of `exp` that are not yet in the store.
 pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) -> Result<Outcome> {
+    p.arm()?;
     let cpu0 = self_cpu();
     let t0 = Instant::now();
     let plan = &p.plan;
@@ -505,17 +612,25 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let mut current: Option<usize> = None;
     let mut runs_done = 0usize;
     let mut runs_failed = 0usize;
+    // Fail fast: runs each cell failed in a row, and why the experiment
+    // stopped when one reached the limit.
+    let max_failures = plan
+        .overrides
+        .max_failures
+        .unwrap_or(crate::plan::MAX_CONSECUTIVE_FAILURES);
+    let mut failing: std::collections::HashMap<(usize, usize), u32> = Default::default();
+    let mut stopped: Option<String> = None;
 
     // Everything that changes the system happens inside; whatever happens
     // (error or panic), the entered config is left and workloads cleaned up.
     let result = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
         for (def, w) in p.workloads.iter_mut() {
-            w.prepare(p.scratch.path())
+            w.prepare(&p.scratch)
                 .with_context(|| format!("preparing workload '{}'", def.name))?;
         }
         if let Some(setup) = &plan.setup {
-            let env = vec![scratch_var(p.scratch.path())];
-            let mut k = ShellKind::new(Some(setup.clone()), None, env, None, p.scratch.path());
+            let env = vec![scratch_var(&p.scratch)];
+            let mut k = ShellKind::new(Some(setup.clone()), None, env, None, &p.scratch);
             k.enter().context("plan setup")?;
         }
         let mut queue: std::collections::VecDeque<Slot> = todo.into();
@@ -573,6 +688,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                         store.add_event(exp, "teardown", &format!("{e:#}"))?;
                         progress.note(&format!("{e:#}"));
                     }
+                    refuse_cut_short(&p.configs[c])?;
                     store.set_entered_config(exp, None)?;
                 }
                 store.set_entered_config(exp, Some(&cfg_name))?;
@@ -582,11 +698,12 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     // Leave at once (undoing what the failed enter did) so
                     // that the next run of this config enters it afresh
                     // instead of running in a half-entered state.
+                    current = None;
                     if let Err(e) = p.configs[slot.config].leave() {
                         store.add_event(exp, "teardown", &format!("{e:#}"))?;
                     }
+                    refuse_cut_short(&p.configs[slot.config])?;
                     store.set_entered_config(exp, None)?;
-                    current = None;
                 } else {
                     store.set_entered_env(exp, &p.configs[slot.config].mods.env)?;
                     settle_after_enter(&p.configs[slot.config].mods.env);
@@ -612,7 +729,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                         cancel: opts.cancel,
                         cpus: mods.cpus.as_deref(),
                         cgroup_procs: mods.cgroup_procs.as_deref(),
-                        scratch: p.scratch.path(),
+                        scratch: &p.scratch,
                     };
                     match cfg.before_run() {
                         Err(e) => RunOutcome::Failed {
@@ -772,6 +889,23 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             runs_done += 1;
             runs_failed += failed as usize;
             progress.run_done(what, failed);
+            let streak = failing.entry((slot.config, slot.workload)).or_default();
+            *streak = if failed { *streak + 1 } else { 0 };
+            if max_failures > 0 && *streak >= max_failures {
+                let RunOutcome::Failed { reason, .. } = &outcome else {
+                    unreachable!("a streak grows only on failures")
+                };
+                let msg = format!(
+                    "stopped: {cfg_name}/{} failed {streak} runs in a row (last: {reason}); \
+                     fix it and `sysdelta run --resume {exp}`, or pass -i to keep a non-zero \
+                     exit as a result, or --max-failures 0 to go on",
+                    wdef.name
+                );
+                store.add_event(exp, "stop", &msg)?;
+                progress.note(&msg);
+                stopped = Some(msg);
+                break;
+            }
         }
         Ok(())
     }));
@@ -783,11 +917,15 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             Ok(()) => {}
             Err(e) => cleanup_errors.push(format!("{e:#}")),
         }
-        let _ = store.set_entered_config(exp, None);
+        // A teardown killed before its end leaves the config entered, for
+        // `restore` to report and `--resume` to finish.
+        if p.configs[c].left_cleanly() {
+            let _ = store.set_entered_config(exp, None);
+        }
     }
     if let Some(t) = &plan.teardown {
-        let env = vec![scratch_var(p.scratch.path())];
-        let mut k = ShellKind::new(None, Some(t.clone()), env, None, p.scratch.path());
+        let env = vec![scratch_var(&p.scratch)];
+        let mut k = ShellKind::new(None, Some(t.clone()), env, None, &p.scratch);
         if let Err(e) = k.leave() {
             cleanup_errors.push(format!("plan teardown: {e:#}"));
         }
@@ -797,13 +935,12 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
     // Every kind undid its own changes on leave; anything still journaled
     // (a failed undo) gets one more try, and is reported if it stays. The
-    // scratch directory's entry is not such a leftover: it is cleared here
-    // and the directory goes when `p` is dropped.
+    // scratch directory's entry is not such a leftover: it stays until the
+    // directory is gone, when `p` is dropped.
     {
         let mut j = p.journal.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = j.done(p.scratch_entry);
-        if !j.pending().is_empty() {
-            match j.restore_all() {
+        if j.pending_owned_by_others("scratch") {
+            match j.restore_all_but("scratch") {
                 Ok(lines) => lines
                     .into_iter()
                     .for_each(|l| cleanup_errors.push(format!("restored: {l}"))),
@@ -842,13 +979,20 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         }
         Ok(Ok(())) => {
             closed?;
-            let status = if cancelled { "interrupted" } else { "complete" };
+            let status = if cancelled {
+                "interrupted"
+            } else if stopped.is_some() {
+                "failed"
+            } else {
+                "complete"
+            };
             store.finish(exp, status, Some(&usage))?;
             Ok(Outcome {
                 experiment_id: exp,
                 status,
                 runs_done,
                 runs_failed,
+                stopped,
             })
         }
     }

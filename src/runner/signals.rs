@@ -9,6 +9,9 @@ use std::sync::Arc;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+/// The exit code of a run stopped by a signal (the first or the second).
+pub const INTERRUPTED: i32 = 130;
+
 /// Install the handlers; returns the flag the first signal sets.
 pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
     let cancel = Arc::new(AtomicBool::new(false));
@@ -21,7 +24,9 @@ pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
                 if flag.swap(true, Ordering::SeqCst) {
                     eprintln!("sysdelta: second signal: aborting now; run `sysdelta restore` if a config was entered");
                     crate::process::kill_current_group();
-                    std::process::exit(128 + sig);
+                    // 130 whatever the signal: the README's one code for
+                    // "interrupted".
+                    std::process::exit(INTERRUPTED);
                 }
                 eprintln!("sysdelta: signal {sig}: stopping after the current config is torn down (again to abort)");
             }

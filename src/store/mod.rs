@@ -9,6 +9,7 @@
 //! transaction. Opening a file that is not a sysdelta store, or one with a
 //! newer schema, is refused before anything is written to it.
 
+pub mod peek;
 pub mod runlog;
 pub mod schema;
 

@@ -17,6 +17,9 @@ pub const TIMING_METRICS: &[&str] = &["wall", "user", "sys", "maxrss"];
 pub struct CommandWorkload {
     pub command: String,
     pub extract: Vec<RegexMetric>,
+    /// A non-zero exit status is a result, not a failure (`-i`); a run
+    /// killed by a signal or its timeout still fails.
+    pub ignore_exit_status: bool,
 }
 
 impl CommandWorkload {
@@ -87,7 +90,11 @@ impl Workload for CommandWorkload {
             crate::process::Exit::Code(c) => Some(c),
             crate::process::Exit::Signal(_) => None,
         };
-        if let Some(reason) = r.failure_reason() {
+        let ignored = self.ignore_exit_status
+            && matches!(r.exit, crate::process::Exit::Code(_))
+            && !r.timed_out
+            && !r.cancelled;
+        if let Some(reason) = r.failure_reason().filter(|_| !ignored) {
             return RunOutcome::Failed {
                 reason,
                 stderr_tail: r.stderr_tail,

@@ -33,15 +33,28 @@ impl Sandbox {
         p
     }
 
+    /// The sandbox's own run directory (`SYSDELTA_RUN_DIR`: the machine
+    /// lock and the register of stores, `/run/sysdelta` by default), so
+    /// that tests running side by side do not see each other's stores;
+    /// the tests of the machine-wide checks share one on purpose.
+    pub fn run_dir(&self) -> PathBuf {
+        self.path("run")
+    }
+
+    /// sysdelta with `--store` pointing into the sandbox, run there, with
+    /// the sandbox's run directory.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(bin());
+        c.arg("--store")
+            .arg(self.store())
+            .env("SYSDELTA_RUN_DIR", self.run_dir())
+            .current_dir(self.dir.path());
+        c
+    }
+
     /// Run sysdelta with `--store` pointing into the sandbox.
     pub fn run(&self, args: &[&str]) -> Output {
-        Command::new(bin())
-            .arg("--store")
-            .arg(self.store())
-            .args(args)
-            .current_dir(self.dir.path())
-            .output()
-            .unwrap()
+        self.command().args(args).output().unwrap()
     }
 
     pub fn json_report(&self, id: &str) -> serde_json::Value {
