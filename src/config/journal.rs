@@ -487,6 +487,20 @@ pub fn apply(undo: &UndoAction) -> Result<String> {
                 ));
             }
             detach_loop(device)?;
+            // With another opener (a killed run's orphaned child still
+            // writing to the volume) the kernel only marks the device for
+            // autoclear: wait for it to go, so that "restored" is true.
+            let deadline = Instant::now() + LOOP_RELEASE_WAIT;
+            while loop_bound_to(device, backing_file) {
+                if Instant::now() >= deadline {
+                    anyhow::bail!(
+                        "{} is still in use after {}s; it detaches when its last user closes it",
+                        device.display(),
+                        LOOP_RELEASE_WAIT.as_secs()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
             Ok(describe(undo))
         }
         UndoAction::RemoveLoop { number } => {
@@ -706,6 +720,10 @@ fn loop_bound_to(device: &Path, backing: &Path) -> bool {
 
 /// LOOP_CLR_FD from <linux/loop.h>.
 const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+
+/// How long a restore waits for a loop device that another process still
+/// holds open to be released after the detach.
+const LOOP_RELEASE_WAIT: Duration = Duration::from_secs(10);
 
 pub fn detach_loop(device: &Path) -> Result<()> {
     use std::os::fd::AsRawFd;
