@@ -223,3 +223,74 @@ fn what_the_tables_would_refuse_is_refused_when_recorded_and_infinities_are_kept
     run(2, &[m("wall", f64::INFINITY)]).unwrap();
     assert_eq!(walls(&store, exp), vec![f64::INFINITY]);
 }
+
+/// The complete lines of a run log file, without their newlines.
+fn log_lines(log: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap();
+    let text = text.split('\0').next().unwrap();
+    text.lines().map(String::from).collect()
+}
+
+#[test]
+fn the_runs_before_a_damaged_line_are_folded_and_the_rest_set_aside_with_one_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("kept");
+    {
+        let (store, exp) = logging_store(&dir.path().join("dead.db"));
+        for block in 0..3 {
+            record(&store, exp, block);
+        }
+        // What a SIGKILL leaves: the log file as it is, nothing folded.
+        std::fs::copy(runlog::path_for(store.path()), &kept).unwrap();
+    }
+    let lines = log_lines(&kept);
+    assert_eq!(lines.len(), 3);
+    // The dead run's store, without the runs (dropping the store above
+    // folded them into dead.db), and its log with a garbage line after
+    // two runs.
+    let path = dir.path().join("s.db");
+    experiment(&Store::open(&path, true).unwrap());
+    let log = runlog::path_for(&path);
+    let rest = format!("garbage\n{}\n", lines[2]);
+    std::fs::write(&log, format!("{}\n{}\n{rest}", lines[0], lines[1])).unwrap();
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sysdelta"))
+        .arg("--store")
+        .arg(&path)
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "one warning: {err}");
+    let aside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".runlog.unfolded-"))
+        .collect();
+    assert_eq!(aside.len(), 1);
+    let expected = format!(
+        "sysdelta: warning: {}:3:1: not a run record (expected value); ",
+        log.display()
+    );
+    assert!(err.starts_with(&expected), "{err}");
+    assert!(
+        err.trim_end().ends_with(&format!(
+            "; 2 runs before it are in the store; lines 3-4 set aside in {}",
+            aside[0].display()
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&aside[0]).unwrap(),
+        rest,
+        "what was not folded"
+    );
+    assert!(!log.exists());
+    let store = Store::open(&path, false).unwrap();
+    assert_eq!(
+        walls(&store, 1),
+        vec![0.5, 1.5],
+        "the runs before the damage"
+    );
+}

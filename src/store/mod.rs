@@ -7,7 +7,10 @@
 //! any read of runs, and at the end; the next sysdelta to open the store
 //! folds what a dead run left. Outside a run (imports), each run is its own
 //! transaction. Opening a file that is not a sysdelta store, or one with a
-//! newer schema, is refused before anything is written to it.
+//! newer schema, is refused before anything is written to it; so is
+//! opening an empty file to read it. A store this process cannot write
+//! (another user's, a read-only mount) is opened read-only, and then
+//! nothing is written in or next to it.
 
 pub mod peek;
 pub mod runlog;
@@ -33,6 +36,9 @@ pub struct Store {
     path: PathBuf,
     /// Open while an experiment runs: where [`Store::record_run`] appends.
     log: RefCell<Option<runlog::RunLog>>,
+    /// Why this process cannot write the store, if it cannot: it is then
+    /// open read-only (see [`Store::open`]).
+    read_only: Option<String>,
 }
 
 pub struct NewExperiment<'a> {
@@ -152,46 +158,124 @@ pub struct ExperimentData {
 }
 
 impl Store {
-    /// Open a store. With `create`, a missing file becomes a new store;
-    /// without, a missing file is bad input.
+    /// Open a store. With `create` (commands that write: run, import), a
+    /// missing file becomes a new store, and a store this process cannot
+    /// write is refused. Without (commands that read), a missing or empty
+    /// file is bad input, and a store this process cannot write is opened
+    /// read-only: nothing is migrated or folded, and not a byte is written
+    /// in or next to it.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
+        let p = path.display();
         let exists = path.exists();
         if !exists && !create {
             return Err(bad(format!(
-                "{}: no such store (run an experiment first, or pass --store)",
-                path.display()
+                "{p}: no such store (run an experiment first, or pass --store)"
             )));
         }
         if exists && path.is_dir() {
-            return Err(bad(format!(
-                "{}: is a directory, not a sysdelta store",
-                path.display()
-            )));
+            return Err(bad(format!("{p}: is a directory, not a sysdelta store")));
         }
-        let flags = if exists {
-            OpenFlags::SQLITE_OPEN_READ_WRITE
-        } else {
-            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-        } | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = Connection::open_with_flags(path, flags)
-            .map_err(|e| bad(format!("{}: cannot open store: {e}", path.display())))?;
+        // SQLite reads an empty file as an empty database, and the
+        // migrations would then write a schema into it.
+        if exists && !create && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            return Err(bad(format!("{p}: not a sysdelta store (empty file)")));
+        }
+        let read_only = Store::why_not_writable(path, exists);
+        if let (Some(why), true) = (&read_only, create) {
+            return Err(bad(format!("{p}: cannot write the store ({why})")));
+        }
+        let conn = match read_only {
+            None => Connection::open_with_flags(
+                path,
+                if exists {
+                    OpenFlags::SQLITE_OPEN_READ_WRITE
+                } else {
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+                } | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            Some(_) => Store::connect_read_only(path),
+        }
+        .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
         let store = Store {
             conn,
             path: path.to_path_buf(),
             log: RefCell::new(None),
+            read_only,
         };
-        store.check_and_migrate()?;
+        store.check_and_migrate(create)?;
         store.fold_orphaned_log()?;
         Ok(store)
     }
 
+    /// Why this process cannot write the store at `path`: the file, or
+    /// the directory where SQLite keeps its `-wal` and `-shm` files and
+    /// sysdelta the run log. None when it can.
+    fn why_not_writable(path: &Path, exists: bool) -> Option<String> {
+        use nix::unistd::{access, AccessFlags};
+        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if exists {
+            if let Err(e) = access(&file, AccessFlags::W_OK) {
+                return Some(format!(
+                    "no write access to {}: {}",
+                    file.display(),
+                    e.desc()
+                ));
+            }
+        }
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
+            .err()
+            .map(|e| {
+                format!(
+                    "no write access to its directory {}: {}",
+                    dir.display(),
+                    e.desc()
+                )
+            })
+    }
+
+    /// A read-only connection that writes nothing in or next to the store.
+    ///
+    /// The store is in WAL mode, and SQLite reads such a database through
+    /// its `-wal` file and `-shm` index. A read-only connection uses them
+    /// when both exist (a writer has the store open, or died with it
+    /// open), but would otherwise create them: owned by this user, or not
+    /// at all in a directory it cannot write (SQLite then fails with
+    /// "attempt to write a readonly database"). When they are not both
+    /// there the store is opened `immutable` instead
+    /// (<https://www.sqlite.org/uri.html#uriimmutable>): no locks, no
+    /// `-wal`, no `-shm`, and it reads exactly what the file holds. Its
+    /// one risk is a writer that starts while this one reads: a checkpoint
+    /// may then change pages under the reader, whose read may fail or miss
+    /// the newest runs. The store itself is never at risk.
+    fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
+        use nix::unistd::{access, AccessFlags};
+        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let wal = Store::beside(path, "-wal");
+        let readable = |p: &Path| access(p, AccessFlags::R_OK).is_ok();
+        let shared = readable(&wal) && readable(&Store::beside(path, "-shm"));
+        if !shared && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            eprintln!(
+                "sysdelta: warning: {}: the store's last changes are in its write-ahead log, which cannot be read without write access; they are not shown until someone with write access opens the store",
+                wal.display()
+            );
+        }
+        Connection::open_with_flags(
+            read_only_uri(&file, !shared),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+    }
+
     /// Fold the run log a dead `sysdelta run` left, unless a live one holds
     /// the store (it folds its own log; a reader then sees the runs up to
-    /// its last fold, at most about a second old). Best effort: a log that
-    /// cannot be folded (damaged, or its experiment gone from the store) is
-    /// moved aside with one warning, so that it never stands in the way of
-    /// the store; one that cannot be moved (a read-only directory) stays,
-    /// with the warning.
+    /// its last fold, at most about a second old). Best effort, so that a
+    /// log never stands in the way of the store: its records are folded up
+    /// to the first that is damaged or does not belong to this store, and
+    /// the lines from there on are set aside (see [`Store::set_aside`]).
+    /// A store opened read-only folds nothing and says that the log's runs
+    /// are not shown.
     fn fold_orphaned_log(&self) -> Result<()> {
         let log = runlog::path_for(&self.path);
         if !log.exists() {
@@ -200,32 +284,198 @@ impl Store {
         let Ok(Some(_lock)) = Store::try_lock(&self.path) else {
             return Ok(());
         };
-        let folded = runlog::read_rows(&log).and_then(|rows| self.fold_rows(&rows));
-        match folded {
-            Ok(()) => std::fs::remove_file(&log)
-                .with_context(|| format!("{}: cannot remove the folded run log", log.display())),
+        let (contents, bytes) = match runlog::Contents::read(&log) {
+            Ok(read) => read,
             Err(e) => {
-                let mut aside = log.clone().into_os_string();
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
-                aside.push(format!(
-                    ".unfolded-{}.{:09}",
-                    now.as_secs(),
-                    now.subsec_nanos()
-                ));
-                let moved = std::fs::rename(&log, &aside).map(|()| PathBuf::from(aside));
+                eprintln!("sysdelta: warning: {e:#}; the runs in it are not in the store");
+                return Ok(());
+            }
+        };
+        if let Some(why) = &self.read_only {
+            return self.warn_not_folded(&log, &contents, why);
+        }
+        let refused = match self.fold_records(&contents.records) {
+            Ok(refused) => refused,
+            Err(e) => {
                 eprintln!(
-                    "sysdelta: warning: {}: the runs a stopped sysdelta left could not be added to the store ({e:#}); {}",
-                    log.display(),
-                    match moved {
-                        Ok(p) => format!("moved to {}", p.display()),
-                        Err(m) => format!("left in place ({m})"),
-                    }
+                    "sysdelta: warning: {}: the runs a stopped sysdelta left could not be added to the store ({e:#}); the log stays for the next open",
+                    log.display()
                 );
+                return Ok(());
+            }
+        };
+        // The first line not folded: a record the store refused (records
+        // all come before a damaged line), else the damaged line.
+        let (folded, first_unfolded) = match (refused, &contents.damage) {
+            (Some((i, e)), _) => {
+                let r = &contents.records[i];
+                let what = format!("{}:{}: {e:#}", log.display(), r.line);
+                (i, Some((r.line, r.offset, what)))
+            }
+            (None, Some(d)) => {
+                let what = format!(
+                    "{}:{}:{}: not a run record ({})",
+                    log.display(),
+                    d.line,
+                    d.column,
+                    d.error
+                );
+                (contents.records.len(), Some((d.line, d.offset, what)))
+            }
+            (None, None) => (contents.records.len(), None),
+        };
+        match first_unfolded {
+            None => std::fs::remove_file(&log)
+                .with_context(|| format!("{}: cannot remove the folded run log", log.display())),
+            Some((line, offset, what)) => {
+                let lines = line..=contents.lines;
+                let rest = &bytes[offset..contents.end];
+                Store::set_aside(&log, rest, lines, folded, &what);
                 Ok(())
             }
         }
+    }
+
+    /// Keep `rest`, lines `lines` of a dead run's log that were not folded,
+    /// as `<log>.unfolded-<time>`, remove the log, and say in one warning
+    /// what was wrong at the first of them (`what`), how many runs before
+    /// it are in the store, and what was set aside where. If that fails
+    /// the log stays, and the next open folds it again (adding nothing
+    /// twice).
+    ///
+    /// The records after the first unfolded line are set aside too, not
+    /// folded: the log is written in order by one process, and a crash
+    /// tears at most its last line (which is no record, and dropped). A
+    /// complete line that is not a record, or that the store refuses, is
+    /// damage from outside (a bad block, an editor, a second writer), and
+    /// nothing tells how far it goes: a changed digit in a sample still
+    /// parses. A wrong sample in the store is worse than a missing one,
+    /// which `--resume` measures again.
+    fn set_aside(
+        log: &Path,
+        rest: &[u8],
+        lines: std::ops::RangeInclusive<usize>,
+        folded: usize,
+        what: &str,
+    ) {
+        let aside = aside_path(log);
+        let moved = std::fs::write(&aside, rest).and_then(|()| std::fs::remove_file(log));
+        let lines = if lines.start() == lines.end() {
+            format!("line {}", lines.start())
+        } else {
+            format!("lines {}-{}", lines.start(), lines.end())
+        };
+        eprintln!(
+            "sysdelta: warning: {what}; {} before it {} in the store; {}",
+            plural(folded, "run"),
+            if folded == 1 { "is" } else { "are" },
+            match moved {
+                Ok(()) => format!("{lines} set aside in {}", aside.display()),
+                Err(e) => format!(
+                    "{lines} could not be set aside in {} ({e}) and stay in the log",
+                    aside.display()
+                ),
+            }
+        );
+    }
+
+    /// What a read-only store says about a dead run's log it cannot fold:
+    /// one warning, if the log holds runs the store does not.
+    fn warn_not_folded(&self, log: &Path, contents: &runlog::Contents, why: &str) -> Result<()> {
+        let mut stored = self.conn.prepare_cached(
+            "SELECT 1 FROM runs WHERE experiment_id = ?1 AND block = ?2 AND seq = ?3",
+        )?;
+        let mut missing = 0;
+        for r in &contents.records {
+            if !stored.exists(params![r.row.experiment_id, r.row.block, r.row.seq])? {
+                missing += 1;
+            }
+        }
+        if missing > 0 {
+            eprintln!(
+                "sysdelta: warning: {}: {} a stopped sysdelta left {} not in the store and not shown until someone with write access opens it ({why})",
+                log.display(),
+                plural(missing, "run"),
+                if missing == 1 { "is" } else { "are" },
+            );
+        }
+        Ok(())
+    }
+
+    /// Insert a dead run's records in file order, in one transaction, up
+    /// to the first the store refuses (see [`Store::check_fits`]): its
+    /// index and why, if there is one. Each record has its own savepoint,
+    /// so a refused one leaves nothing behind.
+    fn fold_records(&self, records: &[runlog::Record]) -> Result<Option<(usize, anyhow::Error)>> {
+        if records.is_empty() {
+            return Ok(None);
+        }
+        self.in_transaction(|| {
+            for (i, record) in records.iter().enumerate() {
+                self.conn.execute_batch("SAVEPOINT fold_record")?;
+                let inserted = self
+                    .check_fits(&record.row)
+                    .and_then(|()| self.insert_row(&record.row));
+                if let Err(e) = inserted {
+                    self.conn
+                        .execute_batch("ROLLBACK TO fold_record; RELEASE fold_record")?;
+                    return Ok(Some((i, e)));
+                }
+                self.conn.execute_batch("RELEASE fold_record")?;
+            }
+            Ok(None)
+        })
+    }
+
+    /// A record of a dead run's log belongs in the store: its experiment,
+    /// config and workload are there, its status is one the store knows,
+    /// and no sample is NaN. A log found after a crash may be damaged in
+    /// ways JSON still parses; the running sysdelta's own rows need no
+    /// such check.
+    fn check_fits(&self, r: &runlog::RunRow) -> Result<()> {
+        let exp = r.experiment_id;
+        let has = |sql: &str, name: &str| -> Result<bool> {
+            Ok(self.conn.prepare_cached(sql)?.exists(params![exp, name])?)
+        };
+        if !self
+            .conn
+            .prepare_cached("SELECT 1 FROM experiments WHERE id = ?1")?
+            .exists([exp])?
+        {
+            return Err(anyhow::anyhow!("experiment {exp} is not in this store"));
+        }
+        if !has(
+            "SELECT 1 FROM configs WHERE experiment_id = ?1 AND name = ?2",
+            &r.config,
+        )? {
+            return Err(anyhow::anyhow!(
+                "config '{}' is not one of experiment {exp}'s",
+                r.config
+            ));
+        }
+        if !has(
+            "SELECT 1 FROM workloads WHERE experiment_id = ?1 AND name = ?2",
+            &r.workload,
+        )? {
+            return Err(anyhow::anyhow!(
+                "workload '{}' is not one of experiment {exp}'s",
+                r.workload
+            ));
+        }
+        if r.status != "ok" && r.status != "failed" {
+            return Err(anyhow::anyhow!(
+                "run status '{}' is neither ok nor failed",
+                r.status
+            ));
+        }
+        if let Some((metric, _)) = r
+            .samples
+            .iter()
+            .find(|(_, bits)| bits.iter().any(|b| f64::from_bits(*b).is_nan()))
+        {
+            return Err(anyhow::anyhow!("metric '{metric}' has a NaN sample"));
+        }
+        Ok(())
     }
 
     /// From now on [`Store::record_run`] appends to the run log (opened or
@@ -320,8 +570,13 @@ impl Store {
         Ok(nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).ok())
     }
 
-    fn check_and_migrate(&self) -> Result<()> {
+    /// Refuse what is not a sysdelta store this sysdelta can read, and
+    /// bring an older schema up to date. Only `create` (a writer) makes a
+    /// store of an SQLite database without tables; a read-only store is
+    /// never changed: one that needs a migration is refused.
+    fn check_and_migrate(&self, create: bool) -> Result<()> {
         let p = self.path.display();
+        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
         // Reading the schema is the first access: a file that is not SQLite fails here, untouched.
         let tables: Vec<String> = self
             .conn
@@ -353,8 +608,12 @@ impl Store {
                 })?;
             v.parse()
                 .map_err(|_| bad(format!("{p}: damaged sysdelta store, schema version '{v}'")))?
-        } else if tables.is_empty() {
+        } else if tables.is_empty() && create {
             0
+        } else if tables.is_empty() {
+            return Err(bad(format!(
+                "{p}: not a sysdelta store (an SQLite database without tables)"
+            )));
         } else {
             return Err(bad(format!(
                 "{p}: not a sysdelta store (an SQLite database with other tables: {})",
@@ -367,12 +626,19 @@ impl Store {
                 "{p}: store schema v{version} is newer than this sysdelta understands (v{known}); upgrade sysdelta"
             )));
         }
+        if let Some(why) = &self.read_only {
+            if version < known {
+                return Err(bad(format!(
+                    "{p}: store schema v{version} must be upgraded to v{known} before this sysdelta can read it, which needs write access ({why})"
+                )));
+            }
+            return Ok(());
+        }
         self.conn
             .pragma_update(None, "journal_mode", "WAL")
             .context("setting WAL mode")?;
         self.conn.pragma_update(None, "synchronous", "NORMAL")?;
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
-        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
         if version < known {
             let tx = self.conn.unchecked_transaction()?;
             for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
@@ -890,4 +1156,49 @@ impl Drop for Store {
             let _ = self.close_run_log();
         }
     }
+}
+
+/// `n thing` or `n things`.
+fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// Where the lines of a run log that were not folded are kept:
+/// `<log>.unfolded-<unix time with nanoseconds>`.
+fn aside_path(log: &Path) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut aside = log.as_os_str().to_owned();
+    aside.push(format!(
+        ".unfolded-{}.{:09}",
+        now.as_secs(),
+        now.subsec_nanos()
+    ));
+    PathBuf::from(aside)
+}
+
+/// `path` (absolute) as an SQLite URI filename
+/// (<https://www.sqlite.org/uri.html>) opened read-only, and `immutable`
+/// if asked. Every byte but unreserved ones and `/` is percent-encoded, so
+/// any file name (`?`, `#`, `%`, not UTF-8) names the same file.
+fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut uri = b"file:".to_vec();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b);
+        } else {
+            uri.extend(format!("%{b:02X}").bytes());
+        }
+    }
+    uri.extend(b"?mode=ro");
+    if immutable {
+        uri.extend(b"&immutable=1");
+    }
+    std::ffi::OsString::from_vec(uri)
 }

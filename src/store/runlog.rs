@@ -165,8 +165,8 @@ const FOLD_AT_BYTES: usize = 8 << 20;
 /// sysdelta's caches are cold, and one `write` through ext4 took about
 /// 7 µs there against 1 µs in a tight loop. The file is zero beyond the
 /// rows, and JSON never holds a NUL byte, so a row the kill cut short is
-/// recognised and dropped by [`read_rows`]. Where a file cannot be mapped,
-/// rows are written with `pwrite` at the same offsets.
+/// recognised and dropped by [`Contents::parse`]. Where a file cannot be
+/// mapped, rows are written with `pwrite` at the same offsets.
 pub struct RunLog {
     path: PathBuf,
     file: File,
@@ -239,7 +239,9 @@ impl RunLog {
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes)
             .with_context(|| format!("{}: cannot read the run log", path.display()))?;
-        let (pending, used) = parse(path, &bytes)?;
+        let contents = Contents::parse(&bytes);
+        let used = contents.used;
+        let pending = contents.rows(path)?;
         // Everything after the rows (a row a kill cut short, with gaps in
         // it or not) goes, so the file is zero beyond them again.
         file.set_len(used as u64)
@@ -343,46 +345,127 @@ impl RunLog {
     }
 }
 
-/// The rows of a log file. The rows end at the first NUL byte (the file is
-/// zero beyond them) or at the end of the file; a last line without its
-/// newline was cut short by a crash while it was written (the run in
-/// flight) and is dropped. Any other line that does not parse is an error
-/// naming file and line.
-pub fn read_rows(path: &Path) -> Result<Vec<RunRow>> {
-    match std::fs::read(path) {
-        Ok(b) => parse(path, &b).map(|(rows, _)| rows),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(anyhow!("{}: cannot read the run log: {e}", path.display())),
-    }
+/// One run record of a log file and where its line is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// 1-based line number.
+    pub line: usize,
+    /// Byte offset of the line's start.
+    pub offset: usize,
+    pub row: RunRow,
 }
 
-/// The complete rows in `bytes` and the number of bytes they take.
-fn parse(path: &Path, bytes: &[u8]) -> Result<(Vec<RunRow>, usize)> {
-    let content = &bytes[..bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len())];
-    let used = content
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i + 1);
-    let rows = content[..used]
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .filter(|(_, l)| !l.is_empty())
-        .map(|(i, l)| {
-            serde_json::from_slice(l).map_err(|e| {
-                anyhow!(
-                    "{}:{}: unreadable run record ({e}); the log is left as it is",
-                    path.display(),
-                    i + 1
-                )
-            })
-        })
-        .collect::<Result<_>>()?;
-    Ok((rows, used))
+/// The first complete line of a log file that is not a run record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Damage {
+    pub line: usize,
+    /// 1-based column where parsing it failed.
+    pub column: usize,
+    pub offset: usize,
+    /// What is wrong there (the JSON parser's message, without position).
+    pub error: String,
+}
+
+/// What a log file holds. The rows end at the first NUL byte (the file is
+/// zero beyond them) or at the end of the file; a last line without its
+/// newline was cut short by a crash while it was written (the run in
+/// flight) and is not a record. A complete line that is not a record is
+/// damage: the records before it are kept, nothing from it on is read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Contents {
+    /// The records before the first damaged line, in file order.
+    pub records: Vec<Record>,
+    pub damage: Option<Damage>,
+    /// Bytes of the complete lines (a torn last line starts here).
+    pub used: usize,
+    /// Bytes before the first NUL: the complete lines and a torn one.
+    pub end: usize,
+    /// Lines in `..end`, a torn last line included.
+    pub lines: usize,
+}
+
+impl Contents {
+    /// The contents of the log at `path`; a missing log holds nothing.
+    pub fn read(path: &Path) -> Result<(Contents, Vec<u8>)> {
+        match std::fs::read(path) {
+            Ok(b) => Ok((Contents::parse(&b), b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Ok((Contents::default(), Vec::new()))
+            }
+            Err(e) => Err(anyhow!("{}: cannot read the run log: {e}", path.display())),
+        }
+    }
+
+    /// The contents of a log file's bytes; never fails, whatever they are.
+    pub fn parse(bytes: &[u8]) -> Contents {
+        let end = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+        let content = &bytes[..end];
+        let used = content
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |i| i + 1);
+        let newlines = content[..used].iter().filter(|b| **b == b'\n').count();
+        let mut contents = Contents {
+            records: Vec::new(),
+            damage: None,
+            used,
+            end,
+            lines: newlines + usize::from(used < end),
+        };
+        let mut offset = 0;
+        for (i, line) in content[..used].split(|b| *b == b'\n').enumerate() {
+            let start = offset;
+            offset += line.len() + 1;
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice(line) {
+                Ok(row) => contents.records.push(Record {
+                    line: i + 1,
+                    offset: start,
+                    row,
+                }),
+                Err(e) => {
+                    let message = e.to_string();
+                    let position = format!(" at line {} column {}", e.line(), e.column());
+                    contents.damage = Some(Damage {
+                        line: i + 1,
+                        column: e.column(),
+                        offset: start,
+                        error: message
+                            .strip_suffix(&position)
+                            .unwrap_or(&message)
+                            .to_string(),
+                    });
+                    break;
+                }
+            }
+        }
+        contents
+    }
+
+    /// The rows, or an error naming the damaged line if there is one.
+    pub fn rows(self, path: &Path) -> Result<Vec<RunRow>> {
+        if let Some(d) = &self.damage {
+            return Err(anyhow!(
+                "{}:{}:{}: not a run record ({}); the log is left as it is",
+                path.display(),
+                d.line,
+                d.column,
+                d.error
+            ));
+        }
+        Ok(self.records.into_iter().map(|r| r.row).collect())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read_rows(p: &Path) -> Result<Vec<RunRow>> {
+        Contents::read(p)?.0.rows(p)
+    }
 
     fn row(block: u32) -> RunRow {
         RunRow {
@@ -483,12 +566,20 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_line_before_the_end_is_an_error_naming_it() {
+    fn a_damaged_line_ends_the_records_and_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.db.runlog");
         let good = serde_json::to_string(&row(0)).unwrap();
-        std::fs::write(&p, format!("{good}\nnot json\n{good}\n")).unwrap();
-        let e = read_rows(&p).unwrap_err().to_string();
+        let text = format!("{good}\nnot json\n{good}\n{{\"torn");
+        std::fs::write(&p, &text).unwrap();
+        let (c, _) = Contents::read(&p).unwrap();
+        assert_eq!(c.records.len(), 1, "the record before the damage");
+        assert_eq!(c.records[0].row, row(0));
+        let d = c.damage.clone().unwrap();
+        assert_eq!((d.line, d.column, d.offset), (2, 2, good.len() + 1));
+        assert_eq!(d.error, "expected ident", "without the position");
+        assert_eq!((c.lines, c.end), (4, text.len()));
+        let e = c.rows(&p).unwrap_err().to_string();
         assert!(e.contains("s.db.runlog:2:"), "{e}");
     }
 }
