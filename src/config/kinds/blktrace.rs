@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
 use super::capture::{Capture, RunTotals};
 use super::trace_reader::{journal_outputs, leave_outputs};
@@ -23,6 +23,9 @@ use crate::metric::MetricSpec;
 use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-blktrace";
+
+/// The trace files are `dir/blk.cpuN`.
+const PREFIX: &str = "blk";
 
 #[derive(Clone, Debug, PartialEq)]
 enum Devices {
@@ -45,9 +48,22 @@ pub struct Blktrace {
     capture: Option<Capture>,
 }
 
-/// "/dev/sda" or "sda" -> "sda".
-fn dev_name(d: &str) -> String {
-    d.strip_prefix("/dev/").unwrap_or(d).to_string()
+/// "/dev/sda" or "sda" -> "sda", the disk's name under /sys/block. Refused
+/// unless it is one path component: sysdelta writes "1" to
+/// `/sys/block/<name>/trace/enable` as root, and a name with `/` or `..`
+/// would point that write anywhere. (Every entry of /sys/block is a block
+/// device, so a name that stays inside it names one.)
+fn dev_name(d: &str) -> Result<String, String> {
+    let name = d.strip_prefix("/dev/").unwrap_or(d);
+    if check::one_component(name) {
+        Ok(name.to_string())
+    } else {
+        Err(format!(
+            "blktrace.devices: `{}` is not a whole disk's name (\"sda\" or \"/dev/sda\"; \
+             a disk under a /dev subdirectory by its /sys/block name, e.g. \"dm-0\")",
+            d.escape_debug()
+        ))
+    }
 }
 
 fn trace_dir(name: &str) -> PathBuf {
@@ -100,7 +116,7 @@ impl Blktrace {
         let devices = match t.get("devices") {
             // A string is a workload's name, unless it is a /dev path.
             Some(toml::Value::String(s)) if s.starts_with("/dev/") => {
-                Devices::Named(vec![dev_name(s)])
+                Devices::Named(vec![dev_name(s)?])
             }
             Some(toml::Value::String(s)) => Devices::FromWorkload(s.clone()),
             Some(_) => Devices::Named(
@@ -108,7 +124,7 @@ impl Blktrace {
                     .unwrap_or_default()
                     .iter()
                     .map(|d| dev_name(d))
-                    .collect(),
+                    .collect::<Result<_, _>>()?,
             ),
             None => {
                 return Err("blktrace needs devices = [\"sda\", ...] or devices = \"fsops\"".into())
@@ -141,10 +157,10 @@ impl Blktrace {
         match &self.devices {
             Devices::Named(v) => Ok(v.clone()),
             Devices::FromWorkload(w) => match registry::lookup(w) {
-                Some(devs) if !devs.is_empty() => Ok(devs
+                Some(devs) if !devs.is_empty() => devs
                     .iter()
-                    .map(|d| dev_name(&d.to_string_lossy()))
-                    .collect()),
+                    .map(|d| dev_name(&d.to_string_lossy()).map_err(|e| anyhow!("{e}")))
+                    .collect(),
                 _ => bail!(
                     "blktrace: devices = \"{w}\" but no `{w}` workload has created devices (is it in the plan?)"
                 ),
@@ -184,6 +200,8 @@ impl ConfigKind for Blktrace {
             }
         }
         out.extend(check::writable_dir("blktrace", &self.dir));
+        out.extend(check::private_dir("blktrace", "dir", &self.dir));
+        out.extend(Capture::unsafe_outputs("blktrace", &self.dir, PREFIX));
         if let Devices::Named(devs) = &self.devices {
             if let Some(d) = devs.iter().find(|d| dir_is_on(&self.dir, d)) {
                 out.push(format!(
@@ -244,7 +262,7 @@ impl ConfigKind for Blktrace {
             journal::write_value(&tracefs::path("current_tracer"), "blk")
                 .context("blktrace: cannot select the blk tracer")?;
             journal::write_value(&tracefs::path("tracing_on"), "1")?;
-            let capture = Capture::new(&self.dir, "blk", true);
+            let capture = Capture::new(&self.dir, PREFIX, true);
             self.outputs = journal_outputs(
                 &self.journal,
                 "blktrace",
@@ -287,5 +305,57 @@ impl ConfigKind for Blktrace {
             j.undo_entries(&self.mount.take().into_iter().collect::<Vec<_>>())?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(src: &str) -> Result<Blktrace, String> {
+        let d = tempfile::tempdir().unwrap();
+        let j = crate::config::journal::Journal::open_shared(&d.path().join("j")).unwrap();
+        Blktrace::from_value(&toml::from_str(src).unwrap(), j)
+    }
+
+    #[test]
+    fn device_names_stay_inside_sys_block() {
+        assert_eq!(dev_name("sda"), Ok("sda".into()));
+        assert_eq!(dev_name("/dev/nvme0n1"), Ok("nvme0n1".into()));
+        for bad in [
+            "../../tmp/x",
+            "/dev/../etc",
+            "/dev/mapper/vg-root",
+            "..",
+            "",
+            "/dev/",
+            "sd a",
+        ] {
+            let e = dev_name(bad).unwrap_err();
+            assert!(e.starts_with("blktrace.devices: `"), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn plan_values_with_a_bad_device_are_refused() {
+        assert!(build("devices = [\"loop0\", \"/dev/sdb\"]").is_ok());
+        assert!(build("devices = \"fsops\"").is_ok());
+        let e = build("devices = [\"loop0\", \"../../../tmp\"]")
+            .err()
+            .unwrap();
+        assert!(e.contains("`../../../tmp` is not a whole disk"), "{e}");
+        let e = build("devices = \"/dev/../tmp\"").err().unwrap();
+        assert!(e.contains("`/dev/../tmp`"), "{e}");
+    }
+
+    #[test]
+    fn devices_a_workload_published_are_checked_too() {
+        let mut b = build("devices = \"t-blk-bad\"").unwrap();
+        registry::publish("t-blk-bad", vec!["/dev/loop0".into(), "/tmp/../x/y".into()]);
+        let e = b.resolve().unwrap_err().to_string();
+        registry::withdraw("t-blk-bad");
+        assert!(e.contains("`/tmp/../x/y`"), "{e}");
+        b.devices = Devices::Named(vec!["loop0".into()]);
+        assert_eq!(b.resolve().unwrap(), vec!["loop0"]);
     }
 }

@@ -150,6 +150,35 @@ impl Capture {
             .collect())
     }
 
+    /// One preflight line when `dir` holds something other than a regular
+    /// file under a name a capture writes (`<prefix>.cpuN`): a capture
+    /// replaces those files (earlier runs' traces), but never follows a
+    /// symlink or writes into a device or directory of that name.
+    pub fn unsafe_outputs(kind: &str, dir: &Path, prefix: &str) -> Option<String> {
+        let is_output = |name: &str| {
+            name.strip_prefix(prefix)
+                .and_then(|r| r.strip_prefix(".cpu"))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        };
+        let bad: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(is_output))
+            .filter(|e| !e.file_type().is_ok_and(|t| t.is_file()))
+            .map(|e| e.path().display().to_string())
+            .collect();
+        (!bad.is_empty()).then(|| {
+            format!(
+                "{kind}: {} not a regular file (a trace file goes there; remove it or use another dir)",
+                match bad.as_slice() {
+                    [one] => format!("{one} is"),
+                    many => format!("{} are", many.join(", ")),
+                }
+            )
+        })
+    }
+
     fn file(&self, cpu: usize) -> PathBuf {
         self.dir.join(format!("{}.cpu{cpu}", self.prefix))
     }
@@ -183,7 +212,14 @@ impl Capture {
                 .custom_flags(libc::O_NONBLOCK)
                 .open(tracefs::path(&format!("per_cpu/cpu{c}/trace_pipe_raw")))
                 .with_context(|| format!("cannot open trace_pipe_raw of cpu{c}"))?;
-            let out = File::create(self.file(c))
+            // Not through a symlink: one put where a trace file goes would
+            // have root overwrite whatever it points to.
+            let out = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(self.file(c))
                 .with_context(|| format!("cannot create {}", self.file(c).display()))?;
             let stop = stop.clone();
             let wake_rx = wake_rx.clone();
@@ -404,4 +440,25 @@ fn pump(
         }
     }
     Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_may_sit_where_trace_files_go() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(Capture::unsafe_outputs("k", d.path(), "trace"), None);
+        std::fs::write(d.path().join("trace.cpu0"), "old run").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("other.cpu1")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("trace.cpux")).unwrap();
+        assert_eq!(Capture::unsafe_outputs("k", d.path(), "trace"), None);
+        std::os::unix::fs::symlink("/etc/hostname", d.path().join("trace.cpu1")).unwrap();
+        std::fs::create_dir(d.path().join("trace.cpu12")).unwrap();
+        let e = Capture::unsafe_outputs("k", d.path(), "trace").unwrap();
+        assert!(e.starts_with("k: ") && e.contains("trace.cpu1") && e.contains("trace.cpu12"));
+        assert!(e.contains(" are not a regular file"), "{e}");
+        assert!(!e.contains("trace.cpu0"), "{e}");
+    }
 }

@@ -10,6 +10,10 @@ pub struct Cpus {
     cpus: Vec<usize>,
 }
 
+/// CPU numbers go up to this (the largest NR_CPUS any architecture
+/// allows is 8192), so a range cannot ask for billions of entries.
+pub const MAX_CPU: usize = 8191;
+
 /// Parse "0-2,5" into [0, 1, 2, 5].
 pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
@@ -22,14 +26,24 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
                 if a > b {
                     return Err(bad());
                 }
+                if b > MAX_CPU {
+                    return Err(too_high(b));
+                }
                 out.extend(a..=b);
             }
-            None => out.push(part.parse().map_err(|_| bad())?),
+            None => match part.parse().map_err(|_| bad())? {
+                c if c > MAX_CPU => return Err(too_high(c)),
+                c => out.push(c),
+            },
         }
     }
     out.sort_unstable();
     out.dedup();
     Ok(out)
+}
+
+fn too_high(cpu: usize) -> String {
+    format!("cpus: CPU {cpu} is above {MAX_CPU}, the most any kernel has")
 }
 
 /// The CPUs this machine has online.
@@ -44,12 +58,13 @@ impl Cpus {
     pub fn from_value(v: &toml::Value) -> Result<Cpus, String> {
         let cpus = match v {
             toml::Value::String(s) => parse_list(s)?,
-            toml::Value::Integer(i) if *i >= 0 => vec![*i as usize],
+            toml::Value::Integer(i) if *i >= 0 => parse_list(&i.to_string())?,
             toml::Value::Array(a) => {
                 let mut c = a
                     .iter()
                     .map(|x| match x.as_integer() {
-                        Some(i) if i >= 0 => Ok(i as usize),
+                        Some(i) if (0..=MAX_CPU as i64).contains(&i) => Ok(i as usize),
+                        Some(i) if i > MAX_CPU as i64 => Err(too_high(i as usize)),
                         _ => Err(format!("cpus: `{x}` is not a CPU number")),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
@@ -119,8 +134,28 @@ mod tests {
         assert_eq!(parse_list("1").unwrap(), vec![1]);
         assert!(parse_list("3-1").is_err());
         assert!(parse_list("x").unwrap_err().contains("`x`"));
+        assert_eq!(parse_list("8190-8191").unwrap(), vec![8190, 8191]);
         let c = Cpus::from_value(&toml::Value::Array(vec![toml::Value::Integer(0)])).unwrap();
         assert_eq!(c.cpus, vec![0]);
+    }
+
+    #[test]
+    fn numbers_above_any_kernels_cpus_are_refused_before_allocating() {
+        for s in ["0-1000000000000", "8192", "0-18446744073709551615"] {
+            let e = parse_list(s).unwrap_err();
+            assert!(e.contains("above 8191"), "{s}: {e}");
+        }
+        let e = Cpus::from_value(&toml::Value::Integer(1 << 40))
+            .err()
+            .unwrap();
+        assert!(e.contains("above 8191"), "{e}");
+        let big = toml::Value::Array(vec![toml::Value::Integer(0), toml::Value::Integer(9000)]);
+        assert!(Cpus::from_value(&big).err().unwrap().contains("above 8191"));
+        let neg = toml::Value::Array(vec![toml::Value::Integer(-1)]);
+        assert!(Cpus::from_value(&neg)
+            .err()
+            .unwrap()
+            .contains("not a CPU number"));
     }
 
     #[test]

@@ -22,6 +22,48 @@ pub struct Ftrace {
 
 const KEYS: &[&str] = &["tracer", "events", "buffer_size_kb", "tracing_on"];
 
+/// Letters, digits and `_`, as the kernel's tracer names are.
+fn is_tracer_name(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// An event group or event name: letters, digits, `_` and `.` (which
+/// dynamic events may use). Nothing that set_event reads as syntax (`!`,
+/// `:`, `*` in a name, whitespace that would start another line).
+fn is_event_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+}
+
+fn check_tracer(t: &str) -> Result<(), String> {
+    if is_tracer_name(t) {
+        Ok(())
+    } else {
+        Err(format!(
+            "ftrace.tracer: `{}` is not a tracer name (letters, digits and _, e.g. \"nop\")",
+            t.escape_debug()
+        ))
+    }
+}
+
+/// `group`, `group:event` or `group:*`; these are written as lines of
+/// tracefs `set_event`, never joined to a path.
+fn check_event(spec: &str) -> Result<(), String> {
+    let ok = match spec.split_once(':') {
+        None => is_event_name(spec),
+        Some((g, e)) => is_event_name(g) && (e == "*" || is_event_name(e)),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "ftrace.events: `{}` is not an event (write \"group\", \"group:event\" or \"group:*\", e.g. \"sched:sched_switch\")",
+            spec.escape_debug()
+        ))
+    }
+}
+
 impl Ftrace {
     pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Ftrace, String> {
         let t = value::table("ftrace", v, KEYS)?;
@@ -34,6 +76,12 @@ impl Ftrace {
             mount: None,
             entries: Vec::new(),
         };
+        if let Some(t) = &f.tracer {
+            check_tracer(t)?;
+        }
+        for e in f.events.iter().flatten() {
+            check_event(e)?;
+        }
         if f.tracer.is_none()
             && f.events.is_none()
             && f.buffer_size_kb.is_none()
@@ -164,5 +212,60 @@ impl ConfigKind for Ftrace {
             self.journal.lock().unwrap().undo_entries(&ids)?;
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_and_tracer_names() {
+        for ok in [
+            "sched",
+            "sched:sched_switch",
+            "sched:*",
+            "syscalls",
+            "probe.x:f.isra.0",
+        ] {
+            assert_eq!(check_event(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "sched:",
+            ":x",
+            "*",
+            "*:*",
+            "sched:a:b",
+            "!sched",
+            "sched\n!irq",
+            "../x",
+            "a/b",
+            "sched sched",
+        ] {
+            let e = check_event(bad).unwrap_err();
+            assert!(e.starts_with("ftrace.events: `"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "one line: {e}");
+        }
+        for ok in ["nop", "function_graph", "blk"] {
+            assert_eq!(check_tracer(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "nop\nfunction", "../nop", "a b"] {
+            assert!(check_tracer(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn plan_values_with_bad_names_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let j = crate::config::journal::Journal::open_shared(&d.path().join("j")).unwrap();
+        let build = |src: &str| Ftrace::from_value(&toml::from_str(src).unwrap(), j.clone());
+        assert!(build("events = [\"sched\", \"irq:*\"]\ntracer = \"nop\"").is_ok());
+        let e = build("events = [\"sched\", \"sched\\n!irq\"]")
+            .err()
+            .unwrap();
+        assert!(e.contains("`sched\\n!irq` is not an event"), "{e}");
+        let e = build("tracer = \"../x\"").err().unwrap();
+        assert!(e.contains("`../x` is not a tracer name"), "{e}");
     }
 }

@@ -178,6 +178,86 @@ pub mod check {
             None
         }
     }
+
+    /// One plan string that becomes one path component (a block device
+    /// name under /sys/block): not empty, `.` or `..`, without `/`,
+    /// whitespace or control characters, so joining it to its directory
+    /// can only name an entry of that directory.
+    pub fn one_component(s: &str) -> bool {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && !s
+                .chars()
+                .any(|c| c == '/' || c.is_whitespace() || c.is_control())
+    }
+
+    /// Users besides root whose directories sysdelta writes into: the one
+    /// running it and, under sudo, the one who ran sudo (their own
+    /// directory is theirs to trust; whoever sets SUDO_UID is root already).
+    fn trusted_owner(uid: u32) -> bool {
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let sudo = std::env::var("SUDO_UID").ok().and_then(|u| u.parse().ok());
+        uid == 0 || uid == me || Some(uid) == sudo
+    }
+
+    /// Why another user could change directory `d` (None: they cannot).
+    fn open_to_others(d: &std::path::Path) -> Option<String> {
+        use std::os::unix::fs::MetadataExt;
+        let m = match std::fs::metadata(d) {
+            Ok(m) => m,
+            Err(e) => return Some(format!("cannot stat {}: {e}", d.display())),
+        };
+        let sticky = m.mode() & 0o1000 != 0;
+        if !trusted_owner(m.uid()) {
+            Some(format!("{} belongs to uid {}", d.display(), m.uid()))
+        } else if !sticky && (m.mode() & 0o002 != 0 || (m.mode() & 0o020 != 0 && m.gid() != 0)) {
+            Some(format!(
+                "{} can be written by other users (mode {:o})",
+                d.display(),
+                m.mode() & 0o7777
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// One preflight line when the directory a kind creates files in (as
+    /// far as it exists) is not a directory or could be changed under
+    /// sysdelta by another user. sysdelta runs as root: a user who can
+    /// write to a directory on the way can put a symlink where it is about
+    /// to write, and so have any file overwritten. So every directory from
+    /// `/` down must belong to root or a trusted owner and be writable by no
+    /// one else, unless it is sticky (/tmp, /var/tmp), where others cannot
+    /// rename or remove what sysdelta made and where it creates its files
+    /// with O_EXCL or O_NOFOLLOW.
+    pub fn private_dir(kind: &str, field: &str, dir: &std::path::Path) -> Option<String> {
+        let mut d = dir.to_path_buf();
+        while std::fs::symlink_metadata(&d).is_err() && d.pop() {}
+        let real = match std::fs::canonicalize(&d) {
+            Ok(r) if r.is_dir() => r,
+            Ok(_) => {
+                return Some(format!(
+                    "{kind}: {field} {}: {} is not a directory",
+                    dir.display(),
+                    d.display()
+                ))
+            }
+            Err(e) => {
+                return Some(format!(
+                    "{kind}: {field} {}: cannot resolve {}: {e}",
+                    dir.display(),
+                    d.display()
+                ))
+            }
+        };
+        let why = real.ancestors().find_map(open_to_others)?;
+        Some(format!(
+            "{kind}: {field} {}: {why}; use a directory only root (or you) can change",
+            dir.display()
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -221,5 +301,69 @@ mod tests {
         }
         let c = build("cpus", &toml::Value::String("0".into()), j).unwrap();
         assert_eq!(c.kind(), "cpus");
+    }
+
+    #[test]
+    fn one_component_names() {
+        for ok in ["sda", "loop0", "nvme0n1", "dm-0", "cciss!c0d0"] {
+            assert!(check::one_component(ok), "{ok}");
+        }
+        for bad in ["", ".", "..", "a/b", "../sda", "sd a", "sda\n", "sd\0a"] {
+            assert!(!check::one_component(bad), "{bad:?}");
+        }
+    }
+
+    fn chmod(p: &std::path::Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn private_dir_refuses_directories_others_can_change() {
+        let d = tempfile::tempdir().unwrap();
+        let own = d.path().join("own");
+        std::fs::create_dir(&own).unwrap();
+        assert_eq!(check::private_dir("k", "dir", &own), None);
+        // Not there yet: what exists on the way is what counts.
+        assert_eq!(check::private_dir("k", "dir", &own.join("a/b")), None);
+
+        let open = d.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        chmod(&open, 0o777);
+        let e = check::private_dir("k", "dir", &open.join("sub")).unwrap();
+        assert!(
+            e.starts_with("k: dir ") && e.contains("can be written by other users (mode 777)"),
+            "{e}"
+        );
+        // Sticky, like /tmp: others cannot touch what sysdelta makes there.
+        chmod(&open, 0o1777);
+        assert_eq!(check::private_dir("k", "dir", &open), None);
+        // Through a symlink: the directory it resolves to counts.
+        chmod(&open, 0o777);
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&open, &link).unwrap();
+        assert!(check::private_dir("k", "dir", &link).is_some());
+
+        let file = d.path().join("file");
+        std::fs::write(&file, "x").unwrap();
+        let e = check::private_dir("k", "dir", &file).unwrap();
+        assert!(e.contains("is not a directory"), "{e}");
+        let e = check::private_dir("k", "dir", &file.join("below")).unwrap();
+        assert!(e.contains("is not a directory"), "{e}");
+    }
+
+    #[test]
+    fn private_dir_refuses_another_users_directory() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: chown to another user needs root");
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(54321), None).unwrap();
+        let e = check::private_dir("k", "dir", &theirs.join("out")).unwrap();
+        assert!(e.contains("belongs to uid 54321"), "{e}");
     }
 }

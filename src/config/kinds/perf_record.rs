@@ -2,6 +2,7 @@
 //! `cpu-clock` by default, which works where there is no PMU). Samples
 //! written and samples lost become metrics of the run.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,6 +30,32 @@ fn space_budget(dir: &std::path::Path) -> Option<u64> {
     let st = nix::sys::statvfs::statvfs(dir).ok()?;
     let (avail, floor) = super::capture::avail_and_floor(&st, 100, 64 << 20);
     Some(avail.saturating_sub(floor))
+}
+
+/// Why sysdelta may not replace what is at `output` (None: nothing is
+/// there, or an earlier profile is). It removes the output before each run
+/// and, unless `keep`, after the last, so whatever the plan names there is
+/// lost: only a perf.data file (perf's magic `PERFILE2`, either byte
+/// order) or an empty file (a perf that died before its header) may be.
+pub fn not_a_profile(output: &std::path::Path) -> Option<String> {
+    use std::io::Read;
+    let m = match std::fs::symlink_metadata(output) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(format!("cannot stat it: {e}")),
+        Ok(m) => m,
+    };
+    if !m.file_type().is_file() {
+        return Some("it exists and is not a regular file".into());
+    }
+    if m.len() == 0 {
+        return None;
+    }
+    let mut magic = [0u8; 8];
+    let read = std::fs::File::open(output).and_then(|mut f| f.read_exact(&mut magic));
+    match read {
+        Ok(()) if &magic == b"PERFILE2" || &magic == b"2ELIFREP" => None,
+        _ => Some("it exists and is not a perf.data file".into()),
+    }
 }
 
 /// Hardware event names that need a CPU PMU.
@@ -75,6 +102,17 @@ impl PerfRecord {
             running: None,
             budget: None,
         })
+    }
+
+    /// Fail (changing nothing) when the output is not [`not_a_profile`].
+    fn refuse_to_replace_a_non_profile(&self) -> Result<()> {
+        match not_a_profile(&self.output) {
+            Some(why) => bail!(
+                "perf_record: output {}: {why}; not replacing it",
+                self.output.display()
+            ),
+            None => Ok(()),
+        }
     }
 
     fn has_pmu() -> bool {
@@ -156,11 +194,20 @@ impl ConfigKind for PerfRecord {
         }
         if let Some(dir) = self.output.parent() {
             out.extend(check::writable_dir("perf_record", dir));
+            out.extend(check::private_dir("perf_record", "output's directory", dir));
+        }
+        if let Some(why) = not_a_profile(&self.output) {
+            out.push(format!(
+                "perf_record: output {}: {why}; sysdelta replaces the output each run, so name a new file",
+                self.output.display()
+            ));
         }
         out
     }
 
     fn enter(&mut self) -> Result<LaunchMods> {
+        // Before journaling its removal: leave would delete it otherwise.
+        self.refuse_to_replace_a_non_profile()?;
         if !self.keep {
             self.entries = self.journal.lock().unwrap().record_all(
                 "perf_record",
@@ -179,6 +226,7 @@ impl ConfigKind for PerfRecord {
     /// long profile cannot fill the disk the store lives on.
     fn before_run(&mut self) -> Result<()> {
         self.finish().ok();
+        self.refuse_to_replace_a_non_profile()?;
         let _ = std::fs::remove_file(&self.output);
         let dir = self.output.parent().unwrap_or(std::path::Path::new("/"));
         self.budget = space_budget(dir);
@@ -189,6 +237,16 @@ impl ConfigKind for PerfRecord {
                 dir.display()
             );
         }
+        // Made here, new (O_EXCL: not through a symlink someone put there
+        // meanwhile) and empty: perf then opens this file rather than
+        // renaming anything to .old, and in a sticky directory such as
+        // /var/tmp no one else can swap it for a symlink before perf opens it.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&self.output)
+            .with_context(|| format!("perf_record: cannot create {}", self.output.display()))?;
         let mut cmd = Command::new("perf");
         cmd.args(["record", "-a", "-q", "-e", &self.event, "-F"])
             .arg(self.freq.to_string());
@@ -271,9 +329,39 @@ impl ConfigKind for PerfRecord {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_earlier_profile_may_be_replaced() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("perf.data");
+        assert_eq!(not_a_profile(&out), None, "nothing there");
+        std::fs::write(&out, "").unwrap();
+        assert_eq!(not_a_profile(&out), None, "empty");
+        std::fs::write(&out, b"PERFILE2\x68\0\0\0").unwrap();
+        assert_eq!(not_a_profile(&out), None, "a profile");
+        std::fs::write(&out, b"2ELIFREP").unwrap();
+        assert_eq!(not_a_profile(&out), None, "a big-endian profile");
+        std::fs::write(&out, "root:x:0:0::/root:/bin/sh\n").unwrap();
+        assert!(not_a_profile(&out)
+            .unwrap()
+            .contains("not a perf.data file"));
+        std::fs::write(&out, "PERF").unwrap();
+        assert!(not_a_profile(&out)
+            .unwrap()
+            .contains("not a perf.data file"));
+        let link = d.path().join("link.data");
+        std::fs::write(&out, b"PERFILE2").unwrap();
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+        assert!(not_a_profile(&link).unwrap().contains("not a regular file"));
+        assert!(not_a_profile(d.path())
+            .unwrap()
+            .contains("not a regular file"));
+    }
+
     #[test]
     fn parses_report_stats() {
         let text = "Aggregated stats:\n  TOTAL events: 10\n  SAMPLE events: 4058 (91.0%)\n  LOST events: 2 (0.1%)\ncpu-clock stats:\n  SAMPLE events: 4058\n";
-        assert_eq!(super::parse_stats(text), (4058.0, 2.0));
+        assert_eq!(parse_stats(text), (4058.0, 2.0));
     }
 }

@@ -416,6 +416,10 @@ impl ConfigKind for Swap {
                     return out;
                 }
                 out.extend(check::writable_dir("swap", dir));
+                // The file is made with O_EXCL, but mkswap and swapon take
+                // its path: in a directory others can change, they could
+                // put a symlink to a disk there in between.
+                out.extend(check::private_dir("swap", "dir", dir));
                 if let Ok(fs) = nix::sys::statfs::statfs(dir) {
                     let t = fs.filesystem_type().0;
                     // tmpfs, overlayfs, NFS and btrfs (needs nodatacow files)
@@ -523,6 +527,23 @@ mod tests {
         assert!(err("size = \"1G\"\npriority = -1").contains("0 to 32767"));
         assert!(err("size = \"1G\"\nalgorithm = \"lz4\"").contains("for device = \"zram\""));
         assert!(err("size = \"1K\"").contains("at least 1M"));
+    }
+
+    #[test]
+    fn a_dir_others_can_write_is_a_preflight_line() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let open = d.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+        let s = build(&format!("size = \"64M\"\ndir = \"{}\"", open.display())).unwrap();
+        let lines = s.preflight();
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("swap: dir ") && l.contains("can be written by other users")),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use super::capture::{Capture, RunTotals};
 use super::{check, tracefs, value};
@@ -16,6 +16,9 @@ use crate::metric::MetricSpec;
 use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-trace";
+
+/// The trace files are `dir/trace.cpuN`.
+const PREFIX: &str = "trace";
 
 pub struct TraceReader {
     dir: PathBuf,
@@ -52,7 +55,10 @@ impl TraceReader {
 }
 
 /// Journal how to remove what a capture creates: its files unless kept,
-/// and the directory if it did not exist.
+/// and the directory if it did not exist; then create the directory. Fails
+/// (undoing its entries) when the directory is not private to root
+/// ([`check::private_dir`]), before or after it is created: someone may
+/// have made it in between.
 pub(crate) fn journal_outputs(
     journal: &JournalHandle,
     owner: &str,
@@ -75,8 +81,20 @@ pub(crate) fn journal_outputs(
             });
         }
     }
+    if let Some(why) = check::private_dir(owner, "dir", dir) {
+        bail!("{why}");
+    }
     let ids = journal.lock().unwrap().record_all(owner, undos)?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let made = std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+        .and_then(|()| match check::private_dir(owner, "dir", dir) {
+            Some(why) => bail!("{why}"),
+            None => Ok(()),
+        });
+    if let Err(e) = made {
+        journal.lock().unwrap().undo_entries(&ids)?;
+        return Err(e);
+    }
     Ok(ids)
 }
 
@@ -104,12 +122,14 @@ impl ConfigKind for TraceReader {
             out.push("trace_reader: this kernel has no tracefs".into());
         }
         out.extend(check::writable_dir("trace_reader", &self.dir));
+        out.extend(check::private_dir("trace_reader", "dir", &self.dir));
+        out.extend(Capture::unsafe_outputs("trace_reader", &self.dir, PREFIX));
         out
     }
 
     fn enter(&mut self) -> Result<LaunchMods> {
         self.mount = tracefs::ensure_mounted(&self.journal, "trace_reader")?;
-        let mut capture = Capture::new(&self.dir, "trace", self.clear);
+        let mut capture = Capture::new(&self.dir, PREFIX, self.clear);
         self.notrace = capture.exclude_own_threads(&self.journal, "trace_reader")?;
         self.entries = journal_outputs(
             &self.journal,
