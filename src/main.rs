@@ -592,7 +592,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // Reaped here, the launcher's CPU time counts as sysdelta's children's.
+    sysdelta::process::stop_launcher();
+    match result {
         Ok(code) => code,
         Err(e) => {
             if is_user_error(&e)
