@@ -724,7 +724,10 @@ fn quiet_on_broken_pipe() {
 fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
-    match run(cli) {
+    let result = run(cli);
+    // Reaped here, the launcher's CPU time counts as sysdelta's children's.
+    sysdelta::process::stop_launcher();
+    match result {
         Ok(code) => code,
         Err(e) => {
             if is_user_error(&e)

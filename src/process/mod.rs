@@ -1,11 +1,19 @@
 //! Running one shell command as a measured child process.
 //!
 //! One measured operation is one execution of `/bin/sh -c COMMAND`: the wall
-//! time runs from just before `fork` to the return of `wait4` on the shell
-//! (monotonic clock); user and system CPU time and max RSS are the rusage
-//! `wait4` reports for the shell and every descendant it waited for. Nothing
-//! is subtracted: the shell's own start-up (about a millisecond) is part of
-//! every sample alike and cancels in a comparison.
+//! time runs from just before sysdelta asks for the child to the return of
+//! `wait4` on the shell (monotonic clock); user and system CPU time and max
+//! RSS are the rusage `wait4` reports for the shell and every descendant it
+//! waited for. Nothing is subtracted: the shell's own start-up (about a
+//! millisecond) is part of every sample alike and cancels in a comparison.
+//!
+//! The child is made by a small helper process, the [`launcher`], and not
+//! by sysdelta itself: the kernel counts into a process's max RSS the
+//! memory it ran on before its exec, so a child sysdelta made itself could
+//! never read below sysdelta's own size. The launcher's children are still
+//! sysdelta's own (`CLONE_PARENT`): sysdelta waits for them and signals
+//! them directly, and their max RSS is what `/usr/bin/time` would report
+//! for the same command.
 //!
 //! The child runs in its own process group so that a timeout or Ctrl-C can
 //! kill the whole tree, and so that the terminal's SIGINT reaches sysdelta
@@ -16,16 +24,15 @@
 //! ([`watchdog`]): a short run wakes sysdelta once, when the child exits,
 //! and no thread, pipe or descriptor is made per run for the watching.
 
+mod launcher;
 mod output;
 mod watchdog;
 
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use output::{null_stdio, OutputFile};
+use output::{dev_null, OutputFile};
 
 /// Process group of the measured child in flight (0: none), so that an
 /// abort on the second signal can kill it before sysdelta exits.
@@ -38,6 +45,12 @@ pub fn kill_current_group() {
         // SAFETY: plain syscall on a process group we created.
         unsafe { libc::kill(-g, libc::SIGKILL) };
     }
+}
+
+/// Stop the helper process that starts measured commands, and reap it
+/// (see launcher.rs); the binary calls this before it exits.
+pub fn stop_launcher() {
+    launcher::stop();
 }
 
 /// How many bytes of stderr are kept for the report of a failed run.
@@ -66,7 +79,8 @@ pub struct ProcessResult {
     pub wall: Duration,
     pub user: Duration,
     pub sys: Duration,
-    /// Largest resident set of the child or any waited-for descendant, KiB.
+    /// Largest resident set of the child or any waited-for descendant, KiB
+    /// (their own: see the module doc).
     pub maxrss_kib: u64,
     pub stdout: Vec<u8>,
     pub stderr_tail: String,
@@ -95,40 +109,6 @@ impl ProcessResult {
     }
 }
 
-/// Restricts the calling thread to a CPU list until dropped.
-struct AffinityGuard {
-    saved: libc::cpu_set_t,
-}
-
-impl AffinityGuard {
-    fn restrict(cpus: &[usize]) -> std::io::Result<AffinityGuard> {
-        // SAFETY: cpu_set_t is plain data; the calls get valid pointers and sizes.
-        unsafe {
-            let mut saved: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            for &c in cpus {
-                libc::CPU_SET(c, &mut set);
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(AffinityGuard { saved })
-        }
-    }
-}
-
-impl Drop for AffinityGuard {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask read in `restrict`.
-        unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
-        }
-    }
-}
-
 fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
@@ -137,62 +117,24 @@ fn tv(t: libc::timeval) -> Duration {
 /// has passed, the whole process group is killed (by the watchdog, within
 /// one of its ticks).
 pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<ProcessResult> {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(spec.command);
-    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
-    if let Some(d) = spec.cwd {
-        cmd.current_dir(d);
-    }
-    cmd.stdin(null_stdio());
     let out = if spec.capture_stdout {
-        let f = OutputFile::new("sysdelta-stdout", None)?;
-        cmd.stdout(f.stdio()?);
-        Some(f)
+        Some(OutputFile::new("sysdelta-stdout", None)?)
     } else {
-        cmd.stdout(null_stdio());
         None
     };
     let err = OutputFile::for_stderr()?;
-    cmd.stderr(err.stdio()?);
-    cmd.process_group(0);
-    let cgroup: Option<std::ffi::CString> = spec
-        .cgroup_procs
-        .map(|p| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("no NUL in path"));
-    // A pre_exec closure makes std fork instead of posix_spawn, which costs
-    // time on every run: install one only when a cgroup must be joined
-    // before exec (so that no descendant escapes the limit).
-    if let Some(path) = cgroup {
-        // SAFETY: the closure only calls async-signal-safe functions (open,
-        // write, close) on data prepared before fork.
-        unsafe {
-            cmd.pre_exec(move || {
-                let fd = libc::open(path.as_ptr(), libc::O_WRONLY);
-                if fd < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                // "0" means the writing process itself.
-                let ok = libc::write(fd, b"0\n".as_ptr().cast(), 2) == 2;
-                libc::close(fd);
-                if !ok {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
-    // CPU affinity is inherited: restrict this thread while it spawns the
-    // child, then restore it.
-    let _affinity = match spec.cpus {
-        Some(cpus) => Some(AffinityGuard::restrict(cpus)?),
-        None => None,
+    let null = dev_null()?;
+    let request = launcher::Request {
+        command: spec.command,
+        env: spec.env,
+        cwd: spec.cwd,
+        cpus: spec.cpus,
+        cgroup_procs: spec.cgroup_procs,
+        stdio: [null, out.as_ref().map_or(null, OutputFile::fd), err.fd()],
     };
-
+    let request = request.encode()?;
     let start = Instant::now();
-    let child = cmd.spawn()?;
-    drop(_affinity);
-    // The child's ends of the output files: close ours now.
-    drop(cmd);
-    let pid = child.id() as libc::pid_t;
+    let pid = launcher::spawn(&request)?;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);
     let deadline = spec.timeout.map(|t| start + t);
     // SAFETY: `watch` is ended below (or dropped on unwinding), never
@@ -207,7 +149,6 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
                     libc::kill(-pid, libc::SIGKILL);
                     libc::waitpid(pid, std::ptr::null_mut(), 0);
                 }
-                std::mem::forget(child);
                 CURRENT_GROUP.store(0, Ordering::SeqCst);
                 return Err(e);
             }
@@ -248,8 +189,6 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     // SAFETY: plain syscall on our child's process group.
     unsafe { libc::kill(-pid, libc::SIGKILL) };
     CURRENT_GROUP.store(0, Ordering::SeqCst);
-    // std's Child must not try to reap a pid we already reaped.
-    std::mem::forget(child);
     if rc < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -396,6 +335,98 @@ mod tests {
             "{}",
             &r.stderr_tail[4000..]
         );
+    }
+
+    /// Touch `mib` MiB, so that this process's peak RSS is at least that.
+    fn grow_by(mib: usize) -> Vec<u8> {
+        let mut v = vec![0u8; mib << 20];
+        for page in v.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        std::hint::black_box(v)
+    }
+
+    #[test]
+    fn maxrss_is_the_commands_own_not_ours() {
+        // The child of a 64 MiB process must not read 64 MiB: a shell
+        // running `true` takes about 1.5 MiB (/usr/bin/time).
+        let ballast = grow_by(64);
+        let r = run("true", None);
+        assert!(r.success(), "{r:?}");
+        assert!(r.maxrss_kib < 8192, "maxrss of true: {} KiB", r.maxrss_kib);
+        drop(ballast);
+    }
+
+    #[test]
+    fn a_large_environment_does_not_raise_later_runs_maxrss() {
+        let before = run("true", None).maxrss_kib;
+        // 1.8 MiB of environment (each string within exec's 128 KiB).
+        let big: Vec<(String, String)> = (0..15)
+            .map(|i| (format!("BIG{i}"), "x".repeat(120 << 10)))
+            .collect();
+        let spec = ShellSpec {
+            command: "true",
+            env: &big,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert!(r.success() && r.maxrss_kib > before + 1024, "{r:?}");
+        let after = run("true", None).maxrss_kib;
+        assert!(
+            after < before + 400,
+            "before {before} KiB, after {after} KiB"
+        );
+    }
+
+    #[test]
+    fn environment_and_directory_reach_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = [
+            ("SYSDELTA_T".to_string(), "first".to_string()),
+            ("SYSDELTA_T".to_string(), "second".to_string()),
+        ];
+        let spec = ShellSpec {
+            command: "echo \"$SYSDELTA_T $(pwd) ${PATH:+has-path}\"",
+            env: &env,
+            cwd: Some(dir.path()),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        let canonical = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&r.stdout),
+            format!("second {} has-path\n", canonical.display())
+        );
+    }
+
+    #[test]
+    fn a_failure_before_exec_names_what_failed() {
+        let missing = Path::new("/nonexistent-sysdelta-dir");
+        let spec = ShellSpec {
+            command: "true",
+            cwd: Some(missing),
+            ..Default::default()
+        };
+        let e = run_shell(&spec, &AtomicBool::new(false)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot change to directory /nonexistent-sysdelta-dir: "),
+            "{e}"
+        );
+        let spec = ShellSpec {
+            command: "true",
+            cgroup_procs: Some(Path::new("/nonexistent-sysdelta-cgroup/cgroup.procs")),
+            ..Default::default()
+        };
+        let e = run_shell(&spec, &AtomicBool::new(false)).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("cannot join the cgroup through /nonexistent-sysdelta-cgroup/"),
+            "{e}"
+        );
+        // The failed children were reaped, and runs go on.
+        assert!(run("true", None).success());
     }
 
     #[test]

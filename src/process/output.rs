@@ -9,7 +9,7 @@
 //! a full pipe.
 
 use std::os::fd::{AsFd, BorrowedFd};
-use std::process::Stdio;
+use std::sync::OnceLock;
 
 use super::STDERR_TAIL_BYTES;
 
@@ -17,19 +17,21 @@ thread_local! {
     /// An empty stderr file left by the last run on this thread.
     static SPARE_STDERR: std::cell::RefCell<Option<std::fs::File>> =
         const { std::cell::RefCell::new(None) };
-    /// /dev/null, opened once: a `dup` per run instead of a path lookup.
-    static DEV_NULL: Option<std::fs::File> = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-        .ok();
 }
 
+/// /dev/null, opened once for the whole process.
+static DEV_NULL: OnceLock<std::fs::File> = OnceLock::new();
+
 /// Stdin or a discarded stdout: /dev/null.
-pub(super) fn null_stdio() -> Stdio {
-    DEV_NULL
-        .with(|f| f.as_ref().and_then(|f| f.try_clone().ok()))
-        .map_or_else(Stdio::null, Stdio::from)
+pub(super) fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
+    if let Some(f) = DEV_NULL.get() {
+        return Ok(f.as_fd());
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    Ok(DEV_NULL.get_or_init(|| f).as_fd())
 }
 
 /// Once stderr has grown past this, all but its tail is punched out while
@@ -38,7 +40,8 @@ const TRIM_STDERR_AT: u64 = 1 << 20;
 
 /// A child's stdout or stderr: an anonymous in-memory file (memfd; an
 /// unlinked temporary file where memfd is unavailable) that the child
-/// writes and sysdelta reads once the child has exited.
+/// writes (through a copy of [`OutputFile::fd`] it is given) and sysdelta
+/// reads once the child has exited.
 pub(super) struct OutputFile {
     file: std::fs::File,
     /// Keep only the last this many bytes (stderr); None keeps all (stdout).
@@ -67,11 +70,6 @@ impl OutputFile {
             }),
             None => OutputFile::new("sysdelta-stderr", Some(STDERR_TAIL_BYTES as u64)),
         }
-    }
-
-    /// The child's end: a second descriptor of the same file.
-    pub(super) fn stdio(&self) -> std::io::Result<Stdio> {
-        Ok(Stdio::from(self.file.try_clone()?))
     }
 
     fn len(&self) -> u64 {
