@@ -39,6 +39,17 @@ fn config(cases: u32) -> Config {
     }
 }
 
+/// Run `test` on `cases` values of `strategy`, panicking with the minimal
+/// failing input. A fresh runner each time: a runner counts its successes
+/// across runs, so a reused one would run nothing the second time.
+fn check<S: Strategy>(
+    cases: u32,
+    strategy: &S,
+    test: impl Fn(S::Value) -> Result<(), TestCaseError>,
+) {
+    TestRunner::new(config(cases)).run(strategy, test).unwrap();
+}
+
 // ---------------------------------------------------------------- edits
 
 /// Numbers no field should accept as they are, and some it should.
@@ -331,59 +342,60 @@ fn seeds_are_valid_plans() {
 
 #[test]
 fn plan_parser_takes_arbitrary_bytes() {
-    let mut runner = TestRunner::new(config(2000));
     let bytes = proptest::collection::vec(any::<u8>(), 0..400);
-    runner
-        .run(&bytes, |b| {
-            check_plan(&String::from_utf8_lossy(&b), &Overrides::default()).map(drop)
-        })
-        .unwrap();
-    // TOML-looking noise gets further into the parser than random bytes.
-    let tomlish = "([a-z_]{1,8} = (-?[0-9.e]{1,12}|\"[a-z0-9 ]{0,6}\"|\\[[0-9, ]{0,8}\\]|\\{[a-z =0-9,]{0,12}\\})\n|\\[\\[?(config|workload|quick)\\]?\\]\n|name = \"[a-z]{1,3}\"\n|command = \"true\"\n){0,12}";
-    runner
-        .run(&tomlish, |t| {
-            check_plan(&t, &Overrides::default()).map(drop)
-        })
-        .unwrap();
+    check(2000, &bytes, |b| {
+        check_plan(&String::from_utf8_lossy(&b), &Overrides::default()).map(drop)
+    });
+    // Plans shaped to reach the numeric checks: real field names, numbers
+    // of every size and sign, then a valid config and workload.
+    let number = r#"(-?[0-9]{1,22}(\.[0-9]{1,2})?(e-?[0-9]{1,3})?|[+-]?(inf|nan))"#;
+    let value = format!(r#"({number}|"{number}(ms|s|m|h)?"|"[a-z0-9]{{0,4}}")"#);
+    let key = "(runs|warmup|seed|timeout|monitor_interval|order|[a-z]{1,6})";
+    let shaped = format!(
+        "({key} = {value}\n){{0,4}}(\\[quick\\]\n((runs|warmup) = {value}\n){{0,2}})?\
+         \\[\\[config\\]\\]\nname = \"a\"\n\\[\\[workload\\]\\]\nname = \"w\"\n\
+         command = \"true\"\n(timeout = {value}\n)?"
+    );
+    let accepted = Cell::new(0);
+    check(2000, &shaped.as_str(), |t| {
+        let ok = check_plan(&t, &Overrides::default())?;
+        accepted.set(accepted.get() + usize::from(ok));
+        Ok(())
+    });
+    assert!(accepted.get() > 0, "no shaped plan was valid");
 }
 
 #[test]
 fn plan_file_that_is_not_utf8_is_refused_at_its_position() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fuzz.toml");
-    let mut runner = TestRunner::new(config(200));
     let bytes = proptest::collection::vec(any::<u8>(), 0..200);
-    runner
-        .run(&bytes, |b| {
-            std::fs::write(&path, &b).unwrap();
-            match plan::load_file(&path, &Overrides::default()) {
-                Ok(p) => check_accepted(&p),
-                Err(e) => {
-                    prop_assert!(!e.contains('\n'), "{e:?}");
-                    prop_assert!(e.starts_with(&path.display().to_string()), "{e:?}");
-                    Ok(())
-                }
+    check(200, &bytes, |b| {
+        std::fs::write(&path, &b).unwrap();
+        match plan::load_file(&path, &Overrides::default()) {
+            Ok(p) => check_accepted(&p),
+            Err(e) => {
+                prop_assert!(!e.contains('\n'), "{e:?}");
+                prop_assert!(e.starts_with(&path.display().to_string()), "{e:?}");
+                Ok(())
             }
-        })
-        .unwrap();
+        }
+    });
 }
 
 #[test]
 fn mutated_plans_are_bounded_or_refused_in_one_line() {
     let seeds = plan_seeds();
-    let mut runner = TestRunner::new(config(5000));
     let case = (0..seeds.len(), edits(), overrides());
     let (accepted, refused) = (Cell::new(0), Cell::new(0));
-    runner
-        .run(&case, |(i, e, ov)| {
-            let text = apply(&seeds[i], &e);
-            check_plan(&text, &ov)?;
-            let as_written = check_plan(&text, &Overrides::default())?;
-            let n = if as_written { &accepted } else { &refused };
-            n.set(n.get() + 1);
-            Ok(())
-        })
-        .unwrap();
+    check(5000, &case, |(i, e, ov)| {
+        let text = apply(&seeds[i], &e);
+        check_plan(&text, &ov)?;
+        let as_written = check_plan(&text, &Overrides::default())?;
+        let n = if as_written { &accepted } else { &refused };
+        n.set(n.get() + 1);
+        Ok(())
+    });
     // Not vacuous: the edits keep some plans valid and break others.
     assert!(
         accepted.get() > 0 && refused.get() > 0,
@@ -478,23 +490,45 @@ const FORMATS: [Format; 3] = [Format::Hyperfine, Format::Gobench, Format::Lmbenc
 
 #[test]
 fn importers_take_arbitrary_bytes() {
-    let mut runner = TestRunner::new(config(1000));
     let bytes = proptest::collection::vec(any::<u8>(), 0..400);
     for f in FORMATS {
-        runner
-            .run(&bytes, |b| {
-                check_import(f, &String::from_utf8_lossy(&b)).map(drop)
-            })
-            .unwrap();
+        check(1000, &bytes, |b| {
+            check_import(f, &String::from_utf8_lossy(&b)).map(drop)
+        });
     }
     // Text shaped like each format, so that values reach the checks.
+    let num = r"(-?[0-9]{1,3}(\.[0-9]{1,3})?|[0-9]e[0-9]{1,3}|[+-]?(inf|Inf|NaN|nan))";
+    let digits = r"([0-9]{1,3}(\.[0-9]{1,3})?|[0-9]e[0-9]{1,3}|[0-9]{310,320})";
+    let json_num = r"-?[0-9]{1,2}(\.[0-9]{1,3})?(e[0-9]{1,3})?";
+    let json_obj = format!(
+        r#"\{{"command": "[a-z]{{0,3}}", "times": \[{json_num}(, {json_num}){{0,3}}\](, "exit_codes": \[(0|1|null)(, (0|1|null)){{0,3}}\])?\}}"#
+    );
     let shaped = [
-        (Format::Gobench, "((Benchmark[A-Z][a-z]{0,3}(-[0-9])?|[a-z]{1,4}:) +[-+0-9]{0,4}( +[-+0-9.eEinfa]{0,6} +(ns/op|B/op|MB/s|x/op|[a-z]{1,3}))*\n){1,6}"),
-        (Format::Lmbench, "(\\[[A-Z ]{1,8}: [a-z0-9]{0,4}\\]\n|[A-Z][a-z ]{0,8}: [-0-9.eE+]{1,8} (microseconds|MB/sec|KB/sec)\n|\"size=[0-9]k ovr=[0-9.]{1,4}\n|[0-9]{1,2} [0-9.]{1,6}\n){1,8}"),
-        (Format::Hyperfine, "\\{\"results\": \\[(\\{\"command\": \"[a-z]{0,3}\", \"times\": \\[([-0-9.eE]{1,6}, ){0,3}[-0-9.eE]{1,6}\\](, \"exit_codes\": \\[([-0-9]{1,2}|null)(, ([-0-9]{1,2}|null)){0,3}\\])?\\}, ){0,2}\\]\\}"),
+        (
+            Format::Gobench,
+            format!(
+                "(goos: linux\n|Benchmark[A-Z][a-z]{{0,3}}(-[0-9])? +[0-9]{{1,3}}( +{num} +(ns/op|B/op|allocs/op|MB/s|x/op)){{1,3}}\n){{1,4}}"
+            ),
+        ),
+        (
+            Format::Lmbench,
+            format!(
+                "(\\[[A-Z ]{{1,8}}: [a-z0-9]{{0,4}}\\]\n|(Simple syscall|Pipe latency|Pipe bandwidth): {digits} (microseconds|MB/sec|KB/sec)\n|\"size=[0-9]k ovr=[0-9.]{{1,4}}\n|[0-9]{{1,2}} {digits}\n){{1,6}}"
+            ),
+        ),
+        (
+            Format::Hyperfine,
+            format!(r#"\{{"results": \[{json_obj}(, {json_obj}){{0,2}}\]\}}"#),
+        ),
     ];
-    for (f, re) in shaped {
-        runner.run(&re, |t| check_import(f, &t).map(drop)).unwrap();
+    for (f, re) in &shaped {
+        let accepted = Cell::new(0);
+        check(1000, &re.as_str(), |t| {
+            let ok = check_import(*f, &t)?.is_some();
+            accepted.set(accepted.get() + usize::from(ok));
+            Ok(())
+        });
+        assert!(accepted.get() > 0, "no shaped {f:?} file was valid");
     }
 }
 
@@ -524,30 +558,27 @@ fn mutated_imports_are_possible_values_that_store_whole_or_refusals() {
     // whole (or refuses as bad input), and a refusal adds nothing.
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.db"), true).unwrap();
-    let mut runner = TestRunner::new(config(3000));
     let stored = Cell::new(0usize);
     let case = (0..seeds.len(), edits(), 0..8u32);
-    runner
-        .run(&case, |(i, e, store_one_in)| {
-            let (f, seed) = &seeds[i];
-            let text = apply(seed, &e);
-            let Some(imp) = check_import(*f, &text)? else {
-                return Ok(());
-            };
-            if store_one_in != 0 {
-                return Ok(()); // storing every case would cost most of the time
+    check(3000, &case, |(i, e, store_one_in)| {
+        let (f, seed) = &seeds[i];
+        let text = apply(seed, &e);
+        let Some(imp) = check_import(*f, &text)? else {
+            return Ok(());
+        };
+        if store_one_in != 0 {
+            return Ok(()); // storing every case would cost most of the time
+        }
+        let before = store.experiment_ids().unwrap().len();
+        match import::store(&store, &imp, None, "fuzz") {
+            Ok(_) => stored.set(stored.get() + 1),
+            Err(err) => {
+                prop_assert!(is_user_error(&err), "failed, not refused: {err:#}");
+                prop_assert_eq!(store.experiment_ids().unwrap().len(), before);
             }
-            let before = store.experiment_ids().unwrap().len();
-            match import::store(&store, &imp, None, "fuzz") {
-                Ok(_) => stored.set(stored.get() + 1),
-                Err(err) => {
-                    prop_assert!(is_user_error(&err), "failed, not refused: {err:#}");
-                    prop_assert_eq!(store.experiment_ids().unwrap().len(), before);
-                }
-            }
-            Ok(())
-        })
-        .unwrap();
+        }
+        Ok(())
+    });
     assert!(stored.get() > 0, "some mutated imports were stored");
     for id in store.experiment_ids().unwrap() {
         assert_eq!(store.info(id).unwrap().status, "complete");
