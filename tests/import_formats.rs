@@ -179,11 +179,11 @@ fn wrong_or_truncated_files_are_bad_input_and_store_nothing() {
         ),
         (
             vec!["hyperfine".into(), trunc_hf.display().to_string()],
-            "trunc.json: not a hyperfine JSON export",
+            "trunc.json:37: not a hyperfine JSON export: EOF while parsing",
         ),
         (
             vec!["hyperfine".into(), fixture("gobench-old.txt")],
-            "gobench-old.txt: not a hyperfine JSON export",
+            "gobench-old.txt:1: not a hyperfine JSON export",
         ),
         (
             vec!["gobench".into(), fixture("hyperfine.json")],

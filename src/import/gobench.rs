@@ -19,6 +19,36 @@ fn direction(unit: &str) -> Direction {
     }
 }
 
+/// Whether a value of `unit` can never be negative: the units `go test`
+/// writes (`ns/op`, `B/op`, `allocs/op`, `MB/s`), any rate (`.../s`) and any
+/// time, size or allocation count per something (`ns/elem`, `bytes/op`).
+/// Other units from `b.ReportMetric` may be negative.
+fn never_negative(unit: &str) -> bool {
+    const AMOUNTS: &[&str] = &[
+        "ns", "us", "µs", "ms", "s", "sec", "B", "KB", "MB", "GB", "KiB", "MiB", "GiB", "bytes",
+        "allocs",
+    ];
+    let amount = unit.split('/').next().unwrap_or(unit);
+    unit.ends_with("/s") || AMOUNTS.contains(&amount)
+}
+
+/// A value of `unit` as written in a result line: a finite number, and not
+/// negative where the unit cannot be.
+fn value(text: &str, unit: &str) -> Result<f64, String> {
+    let v: f64 = text
+        .parse()
+        .map_err(|_| format!("'{text}' is not a number (before unit '{unit}')"))?;
+    if !v.is_finite() {
+        return Err(format!("'{text} {unit}' is not a finite number"));
+    }
+    if v < 0.0 && never_negative(unit) {
+        return Err(format!(
+            "'{text} {unit}' is negative, which {unit} cannot be"
+        ));
+    }
+    Ok(v)
+}
+
 /// Parse one file as config `config` into `imp`.
 pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), String> {
     let name_re = Regex::new(r"^Benchmark(\S*?)(?:-\d+)?$").expect("valid regex");
@@ -57,6 +87,12 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
                 rest[0]
             )
         })?;
+        if iters == 0 {
+            return Err(format!(
+                "{}: iteration count 0 after {first}: a result is at least one iteration",
+                at()
+            ));
+        }
         let pairs = &rest[1..];
         if pairs.is_empty() || pairs.len() % 2 != 0 {
             return Err(format!(
@@ -66,25 +102,21 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
         }
         let mut samples = Vec::new();
         for p in pairs.chunks(2) {
-            let v: f64 = p[0].parse().map_err(|_| {
-                format!(
-                    "{}: '{}' is not a number (before unit '{}')",
-                    at(),
-                    p[0],
-                    p[1]
-                )
-            })?;
+            let v = value(p[0], p[1]).map_err(|m| format!("{}: {m}", at()))?;
+            if samples.iter().any(|s: &MetricSamples| s.metric == p[1]) {
+                return Err(format!("{}: unit '{}' appears twice", at(), p[1]));
+            }
             imp.declare(&name, MetricSpec::new(p[1], "", direction(p[1])));
             samples.push(MetricSamples {
                 metric: p[1].to_string(),
                 values: vec![v],
             });
         }
-        let _ = iters;
         imp.runs.push(ImportedRun {
             config: config.into(),
             workload: name,
             samples,
+            failure: None,
         });
         found += 1;
     }

@@ -32,6 +32,15 @@ fn config_of(path: &str) -> String {
     }
 }
 
+/// A number as the file writes it (digits only, so never negative): refused
+/// if it does not fit a finite f64 (`1e999`, hundreds of digits).
+fn finite(text: &str, at: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() => Ok(v),
+        _ => Err(format!("{at}: '{text}' is not a finite number")),
+    }
+}
+
 /// Parse one result file into `imp` as one run of config `config`.
 fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), String> {
     let line_re = Regex::new(r"^([A-Za-z][^:\x22\[]*?):\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s+(microseconds|MB/sec|KB/sec)\s*$")
@@ -52,7 +61,8 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
     };
     let mut saw_header = false;
     let mut ctx_size: Option<String> = None;
-    for line in text.lines() {
+    for (ln, line) in text.lines().enumerate() {
+        let at = format!("{path}:{}", ln + 1);
         let l = line.trim_end();
         if let Some(c) = header_re.captures(l) {
             saw_header = true;
@@ -82,7 +92,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
         }
         if let Some(size) = &ctx_size {
             if let Some(c) = pair_re.captures(l) {
-                let v: f64 = c[2].parse().unwrap_or(f64::NAN);
+                let v = finite(&c[2], &at)?;
                 push(
                     imp,
                     format!("ctxsw size={size} {}p", &c[1]),
@@ -95,9 +105,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
             ctx_size = None;
         }
         if let Some(c) = line_re.captures(l) {
-            let v: f64 = c[2]
-                .parse()
-                .map_err(|_| format!("{path}: bad number in '{l}'"))?;
+            let v = finite(&c[2], &at)?;
             let (unit, dir) = match &c[3] {
                 "microseconds" => ("us", Direction::Lower),
                 "MB/sec" => ("MB/s", Direction::Higher),
@@ -116,6 +124,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
         config: config.into(),
         workload: WORKLOAD.into(),
         samples,
+        failure: None,
     });
     Ok(())
 }

@@ -2,10 +2,13 @@
 //! hyperfine `--export-json`, Go benchmark output (benchstat's input), and
 //! LMbench 3 result files.
 //!
-//! Every parser reads whole files first and fails with one line naming the
-//! file (and line) before anything is stored; the stored experiment is
-//! marked with its source (schema v2 `experiments.source`) and an `import`
-//! event, so every report says the samples were not measured by sysdelta.
+//! Every parser reads whole files first and checks every value (a finite
+//! number, not negative where its unit cannot be) and fails with one line
+//! naming the file and line before anything is stored; then the whole
+//! experiment is stored in one transaction, as `complete`, or not at all.
+//! The stored experiment is marked with its source (schema v2
+//! `experiments.source`) and an `import` event, so every report says the
+//! samples were not measured by sysdelta.
 
 pub mod gobench;
 pub mod hyperfine;
@@ -19,6 +22,7 @@ use anyhow::Result;
 use crate::error::bad;
 use crate::metric::MetricSpec;
 use crate::plan::{Order, Overrides};
+use crate::store::whole::WholeExperiment;
 use crate::store::{NewExperiment, RunRecord, RunResult, Store};
 use crate::workload::MetricSamples;
 
@@ -28,6 +32,15 @@ pub struct ImportedRun {
     pub config: String,
     pub workload: String,
     pub samples: Vec<MetricSamples>,
+    /// Set when the tool says the run failed; its samples are then not kept.
+    pub failure: Option<Failure>,
+}
+
+/// Why an imported run failed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Failure {
+    pub reason: String,
+    pub exit_code: Option<i32>,
 }
 
 /// Parsed results, ready to store as one experiment.
@@ -78,9 +91,10 @@ pub fn read(path: &Path) -> Result<String> {
     })
 }
 
-/// Store parsed results as a new, complete experiment; returns its id.
-/// Runs are stored in file order as blocks 0, 1, 2, ... (order `sequential`),
-/// so the run-sequence plots show the order the tool used.
+/// Store parsed results as a new, complete experiment in one transaction
+/// (nothing is stored if any of it fails); returns its id. Runs are stored
+/// in file order as blocks 0, 1, 2, ... (order `sequential`), so the
+/// run-sequence plots show the order the tool used.
 pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -> Result<i64> {
     if imp.runs.is_empty() {
         return Err(bad(format!("{source}: no results to import")));
@@ -96,46 +110,60 @@ pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -
         .get("host")
         .cloned()
         .unwrap_or_else(|| "unknown (imported)".into());
-    let id = store.create_experiment(&NewExperiment {
-        name: &imp.name,
-        label,
-        plan_source: source,
-        plan_text: &imp.notes,
-        overrides: &Overrides::default(),
-        host: &host,
-        fingerprint: &imp.fingerprint,
-        seed: 0,
-        order: Order::Sequential,
-        runs,
-        warmup: 0,
-        baseline: &imp.configs[0],
-        configs: imp.configs.clone(),
-        workloads,
-    })?;
-    for (w, specs) in &imp.metrics {
-        store.declare_metrics(id, w, specs)?;
-    }
-    for (i, r) in imp.runs.iter().enumerate() {
-        store.record_run(&RunRecord {
-            experiment_id: id,
-            block: i as u32,
-            seq: 0,
-            config: &r.config,
-            workload: &r.workload,
-            warmup: false,
-            started_at: 0.0,
-            result: RunResult::Ok(&r.samples),
-            series: &[],
-            profile: &[],
-        })?;
-    }
+    let overrides = Overrides::default();
     let note = format!("{} imported from {source}", imp.format);
-    store.set_source(id, &note)?;
-    store.add_event(
-        id,
-        "import",
-        &format!("samples {note}: not measured by sysdelta (run order as in the file, no randomized interleaving)"),
-    )?;
-    store.finish(id, "complete", None)?;
-    Ok(id)
+    let whole = WholeExperiment {
+        experiment: NewExperiment {
+            name: &imp.name,
+            label,
+            plan_source: source,
+            plan_text: &imp.notes,
+            overrides: &overrides,
+            host: &host,
+            fingerprint: &imp.fingerprint,
+            seed: 0,
+            order: Order::Sequential,
+            runs,
+            warmup: 0,
+            baseline: &imp.configs[0],
+            configs: imp.configs.clone(),
+            workloads,
+        },
+        metrics: &imp.metrics,
+        runs: imp
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| record(i, r))
+            .collect(),
+        source: &note,
+        events: vec![(
+            "import",
+            format!("samples {note}: not measured by sysdelta (run order as in the file, no randomized interleaving)"),
+        )],
+    };
+    store.insert_whole(&whole)
+}
+
+/// The record of the `i`th imported run (block `i`).
+fn record(i: usize, r: &ImportedRun) -> RunRecord<'_> {
+    RunRecord {
+        experiment_id: 0,
+        block: i as u32,
+        seq: 0,
+        config: &r.config,
+        workload: &r.workload,
+        warmup: false,
+        started_at: 0.0,
+        result: match &r.failure {
+            None => RunResult::Ok(&r.samples),
+            Some(f) => RunResult::Failed {
+                reason: &f.reason,
+                stderr_tail: "",
+                exit_code: f.exit_code,
+            },
+        },
+        series: &[],
+        profile: &[],
+    }
 }

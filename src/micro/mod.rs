@@ -92,9 +92,12 @@ impl std::fmt::Display for BadInput {
 impl std::error::Error for BadInput {}
 
 /// How to run the suite.
+/// The most samples a metric keeps (`samples`).
+pub const MAX_SAMPLES: usize = 1_000_000;
+
 #[derive(Clone, Debug)]
 pub struct MicroOptions {
-    /// Kept samples per metric (at least 11).
+    /// Kept samples per metric (11 to [`MAX_SAMPLES`]).
     pub samples: usize,
     /// Minimum duration of one sample (at least 10 ms).
     pub min_sample: Duration,
@@ -154,6 +157,13 @@ impl MicroOptions {
         if self.samples < 11 {
             return Err(BadInput(format!(
                 "micro: samples must be at least 11, got {}",
+                self.samples
+            )));
+        }
+        // Each metric keeps all its samples in memory.
+        if self.samples > MAX_SAMPLES {
+            return Err(BadInput(format!(
+                "micro: samples is too large (at most {MAX_SAMPLES}), got {}",
                 self.samples
             )));
         }

@@ -42,10 +42,12 @@ impl SemRingParams {
                 self.groups, self.sems, self.laps
             ));
         }
-        if self.groups * self.sems > Self::MAX_PROCS {
+        // Checked: a product that wraps around must not pass as small.
+        let procs = self.groups.checked_mul(self.sems);
+        if procs.is_none_or(|n| n > Self::MAX_PROCS) {
             return Err(format!(
                 "semring would fork {} processes (groups {} x sems {}); at most {} allowed",
-                self.groups * self.sems,
+                procs.map_or("too many".to_string(), |n| n.to_string()),
                 self.groups,
                 self.sems,
                 Self::MAX_PROCS

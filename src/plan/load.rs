@@ -19,10 +19,10 @@ const DEFAULT_SEED: u64 = 1;
 #[serde(deny_unknown_fields)]
 struct RawPlan {
     name: Option<Spanned<String>>,
-    runs: Option<Spanned<i64>>,
-    warmup: Option<Spanned<i64>>,
+    runs: Option<Spanned<WideInt>>,
+    warmup: Option<Spanned<WideInt>>,
     order: Option<Spanned<String>>,
-    seed: Option<Spanned<i64>>,
+    seed: Option<Spanned<WideInt>>,
     timeout: Option<Spanned<toml::Value>>,
     baseline: Option<Spanned<String>>,
     setup: Option<Spanned<String>>,
@@ -39,8 +39,38 @@ struct RawPlan {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawQuick {
-    runs: Option<Spanned<i64>>,
-    warmup: Option<Spanned<i64>>,
+    runs: Option<Spanned<WideInt>>,
+    warmup: Option<Spanned<WideInt>>,
+}
+
+/// A count in the plan, read as any TOML integer however large, so that
+/// one that does not fit its field is refused as "too large (at most N)"
+/// rather than as a type error or a wrapped-around small number.
+struct WideInt(i128);
+
+impl<'de> Deserialize<'de> for WideInt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WideInt;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<WideInt, E> {
+                Ok(WideInt(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<WideInt, E> {
+                Ok(WideInt(v.into()))
+            }
+            fn visit_i128<E>(self, v: i128) -> Result<WideInt, E> {
+                Ok(WideInt(v))
+            }
+            fn visit_u128<E>(self, v: u128) -> Result<WideInt, E> {
+                Ok(WideInt(i128::try_from(v).unwrap_or(i128::MAX)))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 #[derive(Deserialize)]
@@ -115,19 +145,50 @@ pub fn parse(source_name: &str, text: &str, ov: &Overrides) -> Result<Plan, Stri
     build(&origin, raw, ov)
 }
 
-fn positive(origin: &Origin, v: &Spanned<i64>, what: &str, min: i64) -> Result<u32, String> {
-    let n = *v.get_ref();
-    if n < min || n > u32::MAX as i64 {
-        return Err(origin.at(
-            v.span().start,
-            format!("{what} must be at least {min}, got {n}"),
-        ));
+/// A plan's integer `what` in `min..=max`; the error names the field and
+/// the bound it crosses.
+fn bounded<T>(
+    origin: &Origin,
+    v: &Spanned<WideInt>,
+    what: &str,
+    min: T,
+    max: T,
+) -> Result<T, String>
+where
+    T: Copy + Into<i128> + TryFrom<i128> + std::fmt::Display,
+{
+    let n = v.get_ref().0;
+    let at = |msg: String| origin.at(v.span().start, msg);
+    if n < min.into() {
+        return Err(at(format!("{what} must be at least {min}, got {n}")));
     }
-    Ok(n as u32)
+    match T::try_from(n) {
+        Ok(t) if n <= max.into() => Ok(t),
+        _ => Err(at(format!("{what} is too large (at most {max}), got {n}"))),
+    }
 }
 
-/// "90", 90, 1.5, "250ms", "90s", "5m", "1h" -> Duration.
+/// A CLI count override `flag` in `min..=max`.
+fn flag_bounded(flag: &str, n: u32, min: u32, max: u32) -> Result<u32, String> {
+    if n < min {
+        return Err(format!("{flag} must be at least {min}, got {n}"));
+    }
+    if n > max {
+        return Err(format!("{flag} is too large (at most {max}), got {n}"));
+    }
+    Ok(n)
+}
+
+/// "90", 90, 1.5, "250ms", "90s", "5m", "1h" -> Duration. Refuses what is
+/// not positive or does not fit a `Duration`; callers bound it further.
 pub fn parse_duration(v: &toml::Value) -> Result<Duration, String> {
+    let secs = seconds(v)?;
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("duration {} is too large", as_written(v)))
+}
+
+/// A duration's seconds: positive, possibly infinite.
+fn seconds(v: &toml::Value) -> Result<f64, String> {
     let secs = match v {
         toml::Value::Integer(i) => *i as f64,
         toml::Value::Float(f) => *f,
@@ -150,14 +211,72 @@ pub fn parse_duration(v: &toml::Value) -> Result<Duration, String> {
         }
         other => return Err(format!("expected a duration, got {}", other.type_str())),
     };
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(format!("duration must be positive, got {secs}"));
+    if secs.is_nan() || secs <= 0.0 {
+        return Err(format!("duration must be positive, got {}", as_written(v)));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(secs)
 }
 
-fn duration_at(origin: &Origin, v: &Spanned<toml::Value>) -> Result<Duration, String> {
-    parse_duration(v.get_ref()).map_err(|m| origin.at(v.span().start, m))
+/// The duration `what` in `min..=max`, or an error naming its position,
+/// the field and the bound.
+fn duration_at(
+    origin: &Origin,
+    v: &Spanned<toml::Value>,
+    what: &str,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, String> {
+    let at = |msg: String| origin.at(v.span().start, msg);
+    let written = as_written(v.get_ref());
+    let secs = seconds(v.get_ref()).map_err(|m| at(format!("{what}: {m}")))?;
+    if secs > max.as_secs_f64() {
+        return Err(at(format!(
+            "{what} is too large (at most {}s), got {written}",
+            max.as_secs()
+        )));
+    }
+    let d = Duration::from_secs_f64(secs); // at most `max`: fits
+    if d < min {
+        return Err(at(format!(
+            "{what} must be at least {min:?}, got {written}"
+        )));
+    }
+    Ok(d)
+}
+
+/// A value for a message, floats in short form (`1e300`, not 301 digits).
+fn as_written(v: &toml::Value) -> String {
+    match v {
+        toml::Value::Float(f) => format!("{f:?}"),
+        other => other.to_string(),
+    }
+}
+
+fn timeout_at(origin: &Origin, v: &Spanned<toml::Value>) -> Result<Duration, String> {
+    duration_at(origin, v, "timeout", MIN_TIMEOUT, MAX_TIMEOUT)
+}
+
+/// Refuse a schedule that cannot be held: configs x workloads x blocks
+/// runs, counted without overflow. `at` is where the run count was set.
+fn check_schedule_size(
+    origin: &Origin,
+    at: usize,
+    configs: usize,
+    workloads: usize,
+    blocks: u32,
+) -> Result<(), String> {
+    let total = (configs as u128) * (workloads as u128) * u128::from(blocks);
+    if total > MAX_SCHEDULED_RUNS.into() {
+        return Err(origin.at(
+            at,
+            format!(
+                "the schedule is too large (at most {MAX_SCHEDULED_RUNS} runs): \
+                 {configs} configs x {workloads} workloads x {blocks} runs and warm-ups per cell \
+                 = {total}; lower runs or warmup"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> {
@@ -173,44 +292,59 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         ));
     }
 
+    // Where the run count was set, for the schedule-size error.
+    let mut runs_at = raw.runs.as_ref().map_or(0, |r| r.span().start);
     let mut runs = match &raw.runs {
-        Some(r) => positive(origin, r, "runs", 1)?,
+        Some(r) => bounded(origin, r, "runs", 1, MAX_RUNS)?,
         None => DEFAULT_RUNS,
     };
     let mut warmup = match &raw.warmup {
-        Some(w) => positive(origin, w, "warmup", 0)?,
+        Some(w) => bounded(origin, w, "warmup", 0, MAX_WARMUP)?,
         None => 0,
     };
     if let Some(q) = &raw.quick {
+        // Checked also without --quick: a plan is valid or not as a whole.
+        let q = q.get_ref();
+        let quick_runs = match &q.runs {
+            Some(r) => Some(bounded(origin, r, "quick.runs", 1, MAX_RUNS)?),
+            None => None,
+        };
+        let quick_warmup = match &q.warmup {
+            Some(w) => Some(bounded(origin, w, "quick.warmup", 0, MAX_WARMUP)?),
+            None => None,
+        };
         if ov.quick {
-            if let Some(r) = &q.get_ref().runs {
-                runs = positive(origin, r, "quick.runs", 1)?;
+            if let (Some(r), Some(at)) = (quick_runs, &q.runs) {
+                runs = r;
+                runs_at = at.span().start;
             }
-            if let Some(w) = &q.get_ref().warmup {
-                warmup = positive(origin, w, "quick.warmup", 0)?;
-            }
+            warmup = quick_warmup.unwrap_or(warmup);
         }
     }
     if let Some(r) = ov.runs {
-        if r == 0 {
-            return Err("--runs must be at least 1".into());
-        }
-        runs = r;
+        runs = flag_bounded("--runs", r, 1, MAX_RUNS)?;
+        runs_at = 0;
     }
+    // The most measured runs per cell the schedule may reach.
+    let mut most_runs = runs;
     if ov.until_ci.is_some() {
         if ov.runs.is_some() {
             return Err("--until and --runs contradict each other: --until decides the runs (bound them with --max-runs)".into());
         }
-        let max = ov.max_runs.unwrap_or(ADAPTIVE_MAX_RUNS);
-        if max < 2 {
-            return Err(format!("--max-runs must be at least 2, got {max}"));
-        }
+        let max = flag_bounded(
+            "--max-runs",
+            ov.max_runs.unwrap_or(ADAPTIVE_MAX_RUNS),
+            2,
+            MAX_RUNS,
+        )?;
         runs = ADAPTIVE_MIN_RUNS.min(max);
+        most_runs = max;
+        runs_at = 0;
     } else if ov.max_runs.is_some() {
         return Err("--max-runs goes with --until".into());
     }
     if let Some(w) = ov.warmup {
-        warmup = w;
+        warmup = flag_bounded("--warmup", w, 0, MAX_WARMUP)?;
     }
     let order = match (&ov.order, &raw.order) {
         (Some(o), _) => *o,
@@ -230,16 +364,11 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     }
     let seed = match (ov.seed, &raw.seed) {
         (Some(s), _) => s,
-        (None, Some(s)) => {
-            if *s.get_ref() < 0 {
-                return Err(origin.at(s.span().start, "seed must not be negative"));
-            }
-            *s.get_ref() as u64
-        }
+        (None, Some(s)) => bounded(origin, s, "seed", 0, u64::MAX)?,
         (None, None) => DEFAULT_SEED,
     };
     let timeout = match &raw.timeout {
-        Some(t) => duration_at(origin, t)?,
+        Some(t) => timeout_at(origin, t)?,
         None => DEFAULT_TIMEOUT,
     };
 
@@ -253,6 +382,14 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     for w in raw.workload {
         workloads.push(build_workload(origin, w, timeout, ov.quick, &mut seen)?);
     }
+    // Both counts are at most a million here, so the sum fits.
+    check_schedule_size(
+        origin,
+        runs_at,
+        configs.len(),
+        workloads.len(),
+        warmup + most_runs,
+    )?;
 
     let baseline = match &raw.baseline {
         Some(b) => {
@@ -269,13 +406,13 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
 
     let monitor_decls = raw.monitors.unwrap_or_default();
     let monitor_interval = match &raw.monitor_interval {
-        Some(v) => {
-            let d = duration_at(origin, v)?;
-            if d < Duration::from_millis(10) {
-                return Err(origin.at(v.span().start, "monitor_interval must be at least 10ms"));
-            }
-            d
-        }
+        Some(v) => duration_at(
+            origin,
+            v,
+            "monitor_interval",
+            crate::monitor::MIN_INTERVAL,
+            MAX_MONITOR_INTERVAL,
+        )?,
         None => Duration::from_secs(1),
     };
     let mut monitors = Vec::new();
@@ -438,7 +575,7 @@ fn build_workload(
     let rw = w.into_inner();
     let name = check_name(origin, &rw.name, "workload", seen)?;
     let timeout = match &rw.timeout {
-        Some(t) => duration_at(origin, t)?,
+        Some(t) => timeout_at(origin, t)?,
         None => default_timeout,
     };
     let kind = match (&rw.command, &rw.builtin) {
@@ -523,7 +660,7 @@ fn build_regex_metric(
     let regex = regex::bytes::Regex::new(rm.regex.get_ref()).map_err(|e| {
         origin.at(
             rm.regex.span().start,
-            format!("metric '{name}': bad regex: {e}"),
+            format!("metric '{name}': bad regex: {}", regex_error(&e)),
         )
     })?;
     let has_value_group = regex.capture_names().any(|n| n == Some("value"));
@@ -551,6 +688,14 @@ fn build_regex_metric(
         spec: MetricSpec::new(&name, rm.unit.as_deref().unwrap_or(""), direction),
         regex,
     })
+}
+
+/// A regex error in one line: a syntax error's last line says what is
+/// wrong (the lines above draw the pattern with a caret under it).
+fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty());
+    last.unwrap_or("").trim_start_matches("error: ").to_string()
 }
 
 const SHELL_WORDS: &[&str] = &[

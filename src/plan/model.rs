@@ -115,6 +115,23 @@ pub struct Overrides {
 /// Default of `--max-failures`: a cell that fails this many runs in a row
 /// stops the experiment (a broken command is not measured for an hour).
 pub const MAX_CONSECUTIVE_FAILURES: u32 = 3;
+/// The most measured runs per (config, workload) cell: `runs`, `[quick]`
+/// `runs`, `--runs` and `--max-runs`.
+pub const MAX_RUNS: u32 = 1_000_000;
+/// The most warm-up runs per cell: `warmup`, `[quick]` `warmup`, `--warmup`.
+pub const MAX_WARMUP: u32 = 1_000_000;
+/// The most runs one experiment may schedule: configs x workloads x
+/// (warm-up + measured runs, or `--max-runs` with `--until`). The schedule
+/// is built whole before the first run (32 bytes a run), and every run is
+/// a row in the store, so this keeps both to a few hundred MB.
+pub const MAX_SCHEDULED_RUNS: u64 = 10_000_000;
+/// The longest `timeout` of one run: a week.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The shortest `timeout`: below a millisecond no process even starts.
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+/// The longest `monitor_interval` (the shortest is
+/// [`crate::monitor::MIN_INTERVAL`]): an hour.
+pub const MAX_MONITOR_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Measured blocks an adaptive experiment runs before its first check.
 pub const ADAPTIVE_MIN_RUNS: u32 = 10;

@@ -21,6 +21,15 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
+/// `msg` with its lines trimmed and joined by "; ".
+pub fn one_line(msg: &str) -> String {
+    msg.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// Where a plan came from, for messages: a file path or the CLI shorthand.
 #[derive(Clone, Debug)]
 pub struct Origin {
@@ -29,10 +38,11 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// "`name:line:col: msg`" for a byte span start.
+    /// "`name:line:col: msg`" for a byte span start, on one line: a
+    /// message of several lines (from a library) has them joined.
     pub fn at(&self, offset: usize, msg: impl std::fmt::Display) -> String {
         let (l, c) = line_col(&self.text, offset);
-        format!("{}:{}:{}: {}", self.name, l, c, msg)
+        format!("{}:{}:{}: {}", self.name, l, c, one_line(&msg.to_string()))
     }
 }
 
@@ -47,5 +57,14 @@ mod tests {
         assert_eq!(line_col(t, 6), (2, 1));
         assert_eq!(line_col(t, 8), (2, 3));
         assert_eq!(line_col(t, 999), (3, 1));
+    }
+
+    #[test]
+    fn messages_are_one_line() {
+        let o = Origin {
+            name: "p.toml".into(),
+            text: "a = 1\n".into(),
+        };
+        assert_eq!(o.at(0, "first\n   second\n\n"), "p.toml:1:1: first; second");
     }
 }

@@ -5,16 +5,18 @@
 //! in flight, and the log is folded into the tables (WAL mode,
 //! `synchronous=NORMAL`) in one transaction at least once a second, before
 //! any read of runs, and at the end; the next sysdelta to open the store
-//! folds what a dead run left. Outside a run (imports), each run is its own
-//! transaction. Opening a file that is not a sysdelta store, or one with a
-//! newer schema, is refused before anything is written to it; so is
-//! opening an empty file to read it. A store this process cannot write
-//! (another user's, a read-only mount) is opened read-only, and then
-//! nothing is written in or next to it.
+//! folds what a dead run left. Outside a run, each run is its own
+//! transaction; an import is stored whole in one (`whole`). Opening a file
+//! that is not a sysdelta store, or one with a newer schema, is refused
+//! before anything is written to it; so is opening an empty file to read
+//! it. A store this process cannot write (another user's, a read-only
+//! mount) is opened read-only, and then nothing is written in or next to
+//! it.
 
 pub mod peek;
 pub mod runlog;
 pub mod schema;
+pub mod whole;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};

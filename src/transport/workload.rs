@@ -31,6 +31,11 @@ pub struct TransportWorkload {
     runs: usize,
 }
 
+/// The most one run may send: a terabyte (10^6 MB).
+const MAX_VOLUME_MB: u64 = 1_000_000;
+/// The largest buffer: 1 GiB.
+const MAX_BUFFER_KB: u64 = 1 << 20;
+
 fn get_u64(t: &toml::Table, key: &str, default: u64) -> anyhow::Result<u64> {
     match t.get(key) {
         None => Ok(default),
@@ -91,9 +96,21 @@ impl TransportWorkload {
                 ))
             }
         };
-        let record_size = get_u64(t, "record_size", 100)? as usize;
-        let volume = get_u64(t, "volume_mb", 10)? * 1_000_000;
-        let buffer = get_u64(t, "buffer_kb", 1024)? * 1024;
+        let record_size = get_u64(t, "record_size", 100)?.min(usize::MAX as u64) as usize;
+        let volume = get_u64(t, "volume_mb", 10)?;
+        if volume > MAX_VOLUME_MB {
+            return Err(bad_input(format!(
+                "transport workload: volume_mb is too large (at most {MAX_VOLUME_MB}), got {volume}"
+            )));
+        }
+        let volume = volume * 1_000_000;
+        let buffer = get_u64(t, "buffer_kb", 1024)?;
+        if buffer > MAX_BUFFER_KB {
+            return Err(bad_input(format!(
+                "transport workload: buffer_kb is too large (at most {MAX_BUFFER_KB}), got {buffer}"
+            )));
+        }
+        let buffer = buffer * 1024;
         let null_sink = match t.get("sink").and_then(|v| v.as_str()) {
             None | Some("file") => false,
             Some("null") => true,

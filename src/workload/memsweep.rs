@@ -81,8 +81,18 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         "h" => v * 3600.0,
         _ => return None,
     };
-    (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).ok()
 }
+
+/// The largest `working_set`: 1 TiB (sizes beyond RAM are the point of
+/// the workload, with swap; beyond this no machine it runs on holds it).
+const MAX_WORKING_SET: u64 = 1 << 40;
+/// The largest `block`: 1 GiB.
+const MAX_BLOCK: u64 = 1 << 30;
+/// The longest `duration`: a week.
+const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// The most intervals (values) one run reports.
+const MAX_INTERVALS: u128 = 1_000_000;
 
 impl MemsweepWorkload {
     /// Build from the plan's parameter table: `working_set` (required, e.g.
@@ -110,7 +120,8 @@ impl MemsweepWorkload {
             match t.get(k) {
                 None => def.ok_or(format!("memsweep: missing parameter {k:?} (e.g. \"60s\")")),
                 Some(toml::Value::Integer(i)) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
-                Some(toml::Value::Float(f)) if *f > 0.0 => Ok(Duration::from_secs_f64(*f)),
+                Some(toml::Value::Float(f)) if *f > 0.0 => Duration::try_from_secs_f64(*f)
+                    .map_err(|_| format!("memsweep: {k} = {f:?} is too large")),
                 Some(toml::Value::String(s)) => parse_duration(s).ok_or(format!(
                     "memsweep: {k} = {s:?} is not a duration like \"60s\""
                 )),
@@ -125,6 +136,25 @@ impl MemsweepWorkload {
             duration: dur("duration", None)?,
             interval: dur("interval", Some(Duration::from_secs(1)))?,
         };
+        if p.working_set > MAX_WORKING_SET {
+            return Err(format!(
+                "memsweep: working_set is too large (at most {MAX_WORKING_SET} bytes = 1T), got {}",
+                p.working_set
+            ));
+        }
+        if p.block > MAX_BLOCK {
+            return Err(format!(
+                "memsweep: block is too large (at most {MAX_BLOCK} bytes = 1G), got {}",
+                p.block
+            ));
+        }
+        if p.duration > MAX_DURATION {
+            return Err(format!(
+                "memsweep: duration is too large (at most {}s), got {:?}",
+                MAX_DURATION.as_secs(),
+                p.duration
+            ));
+        }
         if p.interval < Duration::from_millis(10) {
             return Err(format!(
                 "memsweep: interval {:?} is below the minimum of 10ms",
@@ -141,6 +171,13 @@ impl MemsweepWorkload {
             return Err(format!(
                 "memsweep: block {} must be a multiple of 4K",
                 p.block
+            ));
+        }
+        // The run keeps one value per interval.
+        let intervals = p.duration.as_nanos() / p.interval.as_nanos();
+        if intervals > MAX_INTERVALS {
+            return Err(format!(
+                "memsweep: duration / interval is too large (at most {MAX_INTERVALS} intervals), got {intervals}"
             ));
         }
         if p.working_set < 2 * p.block {
