@@ -1,7 +1,8 @@
 //! Reading a store needs no write access: `list` and `report` on a store
 //! another user owns, or on a read-only mount, print what they print with
 //! write access, exit 0, and change not a byte in or next to the store.
-//! And reading a file that is not a store (an empty one) changes nothing.
+//! And reading a file that is not a store (an empty one) changes nothing;
+//! nor does a run's look into the other stores that ran on the machine.
 
 mod common;
 use common::*;
@@ -50,8 +51,12 @@ fn unprivileged() -> Result<Vec<String>, String> {
     ))
 }
 
-/// Run sysdelta on `store` behind `prefix`.
-fn run_as(prefix: &[String], dir: &Path, store: &Path, args: &[&str]) -> Output {
+/// Run sysdelta on `store` behind `prefix`, in the sandbox and with its
+/// run directory: a run registers its store there and looks into every
+/// store registered before it (as root), so with the machine's
+/// `/run/sysdelta` the tests here, and any other sysdelta on the machine,
+/// would read each other's stores.
+fn run_as(prefix: &[String], sb: &Sandbox, store: &Path, args: &[&str]) -> Output {
     let mut cmd = match prefix.split_first() {
         Some((program, rest)) => {
             let mut c = Command::new(program);
@@ -63,7 +68,8 @@ fn run_as(prefix: &[String], dir: &Path, store: &Path, args: &[&str]) -> Output 
     cmd.arg("--store")
         .arg(store)
         .args(args)
-        .current_dir(dir)
+        .env("SYSDELTA_RUN_DIR", sb.run_dir())
+        .current_dir(sb.dir.path())
         .output()
         .unwrap()
 }
@@ -99,15 +105,22 @@ fn snapshot(dir: &Path) -> Vec<(OsString, Vec<u8>, SystemTime)> {
         .map(|e| {
             let e = e.unwrap();
             let m = e.metadata().unwrap();
-            (
-                e.file_name(),
-                std::fs::read(e.path()).unwrap(),
-                m.modified().unwrap(),
-            )
+            (e.file_name(), file_bytes(&e.path()), m.modified().unwrap())
         })
         .collect();
     files.sort();
     files
+}
+
+/// The bytes of the file at `path`, read by a child process. Closing a
+/// file this process opened would drop every fcntl lock the process holds
+/// on it (they belong to the process, not to the descriptor), the locks
+/// of an SQLite connection it has open on that file included: a store the
+/// test's "owner" has open would then look closed to every other process.
+fn file_bytes(path: &Path) -> Vec<u8> {
+    let out = Command::new("cat").arg(path).output().unwrap();
+    assert!(out.status.success(), "cat: {}", stderr(&out));
+    out.stdout
 }
 
 /// A store with one finished experiment at `dir/s.db`.
@@ -116,7 +129,7 @@ fn measured_store(sb: &Sandbox, dir: &Path) -> PathBuf {
     let store = dir.join("s.db");
     let made = run_as(
         &[],
-        sb.dir.path(),
+        sb,
         &store,
         &["ab", "--runs", "3", "-c", "a=", "-c", "b=", "--", "true"],
     );
@@ -130,7 +143,7 @@ fn readings(prefix: &[String], sb: &Sandbox, store: &Path) -> Vec<String> {
     [&["list"][..], &["report", "--last"][..]]
         .iter()
         .map(|args| {
-            let out = run_as(prefix, sb.dir.path(), store, args);
+            let out = run_as(prefix, sb, store, args);
             assert_eq!(
                 (out.status.code(), stderr(&out).as_str()),
                 (Some(0), ""),
@@ -256,7 +269,7 @@ fn a_store_on_a_read_only_mount_reads_as_with_write_access_and_is_left_unchanged
     // A command that writes says why it cannot, in one line.
     let out = run_as(
         &[],
-        sb.dir.path(),
+        &sb,
         &on_mount,
         &["ab", "--runs", "3", "-c", "a=", "-c", "b=", "--", "true"],
     );
@@ -327,7 +340,7 @@ fn a_store_that_needs_an_upgrade_is_refused_without_write_access() {
     let before = snapshot(&dir);
     let _file = Mode::set(&store, 0o444);
     let _dir = Mode::set(&dir, 0o555);
-    let out = run_as(&prefix, sb.dir.path(), &store, &["list"]);
+    let out = run_as(&prefix, &sb, &store, &["list"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -376,7 +389,7 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
     {
         let _file = Mode::set(&store, 0o444);
         let _dir = Mode::set(&dir, 0o555);
-        let out = run_as(&prefix, sb.dir.path(), &store, &["list"]);
+        let out = run_as(&prefix, &sb, &store, &["list"]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(0), "{err}");
         assert_eq!(stdout(&out), listed, "the runs in the store");
@@ -388,8 +401,64 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
         assert_eq!(snapshot(&dir), before, "the store and the log as they were");
     }
     // With write access, the next command folds it.
-    let out = run_as(&[], sb.dir.path(), &store, &["list"]);
+    let out = run_as(&[], &sb, &store, &["list"]);
     assert_eq!(stderr(&out), "");
     assert_ne!(stdout(&out), listed, "one more run: {}", stdout(&out));
     assert!(!log.exists());
+}
+
+/// Leave experiment 1 as a run killed inside config `a` leaves it.
+fn enter_config(conn: &rusqlite::Connection) {
+    conn.execute(
+        "UPDATE experiments SET status = 'running', entered_config = 'a' WHERE id = 1",
+        [],
+    )
+    .unwrap();
+}
+
+/// The (experiment, config) pairs a run's look into `store` finds entered.
+fn entered_configs(store: &Path) -> Vec<(i64, String)> {
+    sysdelta::store::peek::entered_configs(store)
+        .into_iter()
+        .map(|(id, _, config)| (id, config))
+        .collect()
+}
+
+#[test]
+fn a_look_into_another_store_finds_its_entered_config_and_writes_nothing_next_to_it() {
+    let sb = Sandbox::new();
+    let dir = sb.path("other");
+    let store = measured_store(&sb, &dir);
+    // Closed: its changes are checkpointed into the file, and no -wal or
+    // -shm is left next to it.
+    enter_config(&rusqlite::Connection::open(&store).unwrap());
+    let before = snapshot(&dir);
+
+    assert_eq!(entered_configs(&store), [(1, "a".to_string())]);
+    assert_eq!(snapshot(&dir), before, "not a byte in or next to the store");
+}
+
+#[test]
+fn a_look_into_a_store_whose_writer_died_reads_its_wal_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let store = measured_store(&sb, &sb.path("live"));
+    let owner = rusqlite::Connection::open(&store).unwrap();
+    enter_config(&owner);
+    // Its files as a writer killed with the store open leaves them: the
+    // entered config only in the -wal, and a -shm no process holds.
+    let dir = sb.path("dead");
+    std::fs::create_dir(&dir).unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        std::fs::copy(
+            format!("{}{suffix}", store.display()),
+            dir.join(format!("s.db{suffix}")),
+        )
+        .unwrap();
+    }
+    drop(owner);
+    let dead = dir.join("s.db");
+    let before = snapshot(&dir);
+
+    assert_eq!(entered_configs(&dead), [(1, "a".to_string())]);
+    assert_eq!(snapshot(&dir), before, "not a byte in or next to the store");
 }

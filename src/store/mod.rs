@@ -236,38 +236,18 @@ impl Store {
             })
     }
 
-    /// A read-only connection that writes nothing in or next to the store.
-    ///
-    /// The store is in WAL mode, and SQLite reads such a database through
-    /// its `-wal` file and `-shm` index. A read-only connection uses them
-    /// when both exist (a writer has the store open, or died with it
-    /// open), but would otherwise create them: owned by this user, or not
-    /// at all in a directory it cannot write (SQLite then fails with
-    /// "attempt to write a readonly database"). When they are not both
-    /// there the store is opened `immutable` instead
-    /// (<https://www.sqlite.org/uri.html#uriimmutable>): no locks, no
-    /// `-wal`, no `-shm`, and it reads exactly what the file holds. Its
-    /// one risk is a writer that starts while this one reads: a checkpoint
-    /// may then change pages under the reader, whose read may fail or miss
-    /// the newest runs. The store itself is never at risk.
+    /// A read-only connection that writes nothing in or next to the store
+    /// (see [`read_only_connection`]), after one warning if the store's
+    /// last changes are in a `-wal` it cannot read.
     fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
-        use nix::unistd::{access, AccessFlags};
-        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let wal = Store::beside(path, "-wal");
-        let readable = |p: &Path| access(p, AccessFlags::R_OK).is_ok();
-        let shared = readable(&wal) && readable(&Store::beside(path, "-shm"));
-        if !shared && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        if !wal_is_shared(path) && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
             eprintln!(
                 "sysdelta: warning: {}: the store's last changes are in its write-ahead log, which cannot be read without write access; they are not shown until someone with write access opens the store",
                 wal.display()
             );
         }
-        Connection::open_with_flags(
-            read_only_uri(&file, !shared),
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
+        read_only_connection(path)
     }
 
     /// Fold the run log a dead `sysdelta run` left, unless a live one holds
@@ -1160,6 +1140,44 @@ impl Drop for Store {
     }
 }
 
+/// A read-only connection to the SQLite database at `path` that writes
+/// nothing in or next to it, whoever this process is (root included, who
+/// may write everything): used to read another user's store, a store on a
+/// read-only mount, and the stores of other runs (`peek`).
+///
+/// The store is in WAL mode, and SQLite reads such a database through its
+/// `-wal` file and `-shm` index. When both exist (a writer has the store
+/// open, or died with it open) they are used, the `-shm` read-only
+/// (`readonly_shm`, <https://www.sqlite.org/uri.html>): with a live
+/// writer SQLite reads through its index, and with none it reads the
+/// `-wal` into memory, where a writable `-shm` would be truncated and
+/// rebuilt. When they are not both there the store is opened `immutable`
+/// (<https://www.sqlite.org/uri.html#uriimmutable>): no locks, no `-wal`,
+/// no `-shm`, and it reads exactly what the file holds. (A plain read-only
+/// connection would create both: as root, next to any user's store; in a
+/// directory it cannot write, it fails with "attempt to write a readonly
+/// database".) Its one risk is a
+/// writer that starts while this one reads: a checkpoint may then change
+/// pages under the reader, whose read may fail or miss the newest runs.
+/// The store itself is never at risk.
+pub(crate) fn read_only_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    Connection::open_with_flags(
+        read_only_uri(&file, !wal_is_shared(&file)),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// Whether the store at `path` has a `-wal` and a `-shm` this process can
+/// read: a writer has it open, or died with it open.
+fn wal_is_shared(path: &Path) -> bool {
+    use nix::unistd::{access, AccessFlags};
+    let readable = |suffix| access(&Store::beside(path, suffix), AccessFlags::R_OK).is_ok();
+    readable("-wal") && readable("-shm")
+}
+
 /// `n thing` or `n things`.
 fn plural(n: usize, thing: &str) -> String {
     if n == 1 {
@@ -1185,9 +1203,10 @@ fn aside_path(log: &Path) -> PathBuf {
 }
 
 /// `path` (absolute) as an SQLite URI filename
-/// (<https://www.sqlite.org/uri.html>) opened read-only, and `immutable`
-/// if asked. Every byte but unreserved ones and `/` is percent-encoded, so
-/// any file name (`?`, `#`, `%`, not UTF-8) names the same file.
+/// (<https://www.sqlite.org/uri.html>) opened read-only: `immutable` if
+/// asked, and otherwise with its `-shm` opened read-only too. Every byte
+/// but unreserved ones and `/` is percent-encoded, so any file name (`?`,
+/// `#`, `%`, not UTF-8) names the same file.
 fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let mut uri = b"file:".to_vec();
@@ -1199,8 +1218,10 @@ fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString {
         }
     }
     uri.extend(b"?mode=ro");
-    if immutable {
-        uri.extend(b"&immutable=1");
-    }
+    uri.extend(if immutable {
+        &b"&immutable=1"[..]
+    } else {
+        &b"&readonly_shm=1"[..]
+    });
     std::ffi::OsString::from_vec(uri)
 }
