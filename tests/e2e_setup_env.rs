@@ -38,6 +38,7 @@ command = 'echo "where=${{WHERE:-none}}" >> seen.log'
             "--no-report",
         ])
         .current_dir(sb.dir.path())
+        .env("SYSDELTA_RUN_DIR", sb.run_dir())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
