@@ -452,28 +452,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::List => {
             let store = Store::open(&cli.store, false)?;
-            println!(
-                "{:>4}  {:<20} {:<16} {:<12} {:<20} {:>5}",
-                "id", "name", "label", "status", "created", "runs"
-            );
-            for id in store.experiment_ids()? {
-                let d = store.load(id)?;
-                let i = &d.info;
-                let ok = d
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == "ok" && !r.warmup)
-                    .count();
-                println!(
-                    "{:>4}  {:<20} {:<16} {:<12} {:<20} {:>5}",
-                    i.id,
-                    i.name,
-                    i.label.as_deref().unwrap_or("-"),
-                    i.status,
-                    i.created_at,
-                    ok
-                );
-            }
+            print!("{}", report::list::render(&store)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Micro(args) => {
