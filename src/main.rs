@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use sysdelta::error::{bad, is_user_error};
+use sysdelta::error::{bad, is_user_error, user_problems};
 use sysdelta::plan::{self, Order, Overrides};
+use sysdelta::report::escape::terminal_safe;
 use sysdelta::report::{self, analysis, Format, ReportOptions};
 use sysdelta::runner::{self, ExecOptions};
 use sysdelta::store::{Store, DEFAULT_PATH};
@@ -523,28 +524,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::List => {
             let store = Store::open(&cli.store, false)?;
-            println!(
-                "{:>4}  {:<20} {:<16} {:<12} {:<20} {:>5}",
-                "id", "name", "label", "status", "created", "runs"
-            );
-            for id in store.experiment_ids()? {
-                let d = store.load(id)?;
-                let i = &d.info;
-                let ok = d
-                    .runs
-                    .iter()
-                    .filter(|r| r.status == "ok" && !r.warmup)
-                    .count();
-                println!(
-                    "{:>4}  {:<20} {:<16} {:<12} {:<20} {:>5}",
-                    i.id,
-                    i.name,
-                    i.label.as_deref().unwrap_or("-"),
-                    i.status,
-                    i.created_at,
-                    ok
-                );
-            }
+            emit(&report::list::render(&store)?, None)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Micro(args) => {
@@ -574,7 +554,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let store = Store::open(&cli.store, false)?;
             let h = report::compare::history(&store, &a.metric, &a.label_prefix, a.alpha)?;
             let text = if a.json {
-                serde_json::to_string_pretty(&h)? + "\n"
+                report::compare::history_json(&h)?
             } else {
                 report::compare::history_text(&h)
             };
@@ -734,10 +714,20 @@ fn main() -> ExitCode {
                 || e.is::<sysdelta::transport::BadInput>()
                 || e.is::<sysdelta::micro::BadInput>()
             {
-                eprintln!("sysdelta: {e}");
+                // One line a problem, whatever a stored name or an input
+                // path holds: no control character reaches the terminal.
+                let whole = [e.to_string()];
+                let problems = match user_problems(&e) {
+                    // The problems themselves, unless context was added.
+                    Some(p) if p.join("\n") == whole[0] => p,
+                    _ => &whole[..],
+                };
+                for p in problems {
+                    eprintln!("sysdelta: {}", terminal_safe(p));
+                }
                 ExitCode::from(2)
             } else {
-                eprintln!("sysdelta: error: {e:#}");
+                eprintln!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
                 ExitCode::from(1)
             }
         }

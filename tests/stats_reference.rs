@@ -87,23 +87,39 @@ fn summary_rejects_empty_and_non_finite() {
     assert!(summarize(&[1.0, f64::INFINITY]).is_none());
 }
 
+/// SciPy's method='auto', except where sysdelta uses the exact method by
+/// design (no ties and at most 50 values a side, where SciPy's 'auto' goes
+/// asymptotic above 8): those cases are checked against SciPy's
+/// method='exact' p-value, listed under "changed" in
+/// mannwhitney_exact.json (tests/reference/make_mwu_exact.py).
 #[test]
 fn mann_whitney_matches_scipy() {
     let cases = load("mannwhitney.json");
     assert!(cases.len() > 80);
+    let exact_json = load_obj("mannwhitney_exact.json");
+    let changed = list(&exact_json, "changed");
+    let mut seen_changed = 0;
     for case in cases {
         let label = case["label"].as_str().unwrap();
         let a = floats(&case["a"]);
         let b = floats(&case["b"]);
         let r = mann_whitney_u(&a, &b).unwrap();
-        let method = match case["method"].as_str().unwrap() {
+        let mut method = match case["method"].as_str().unwrap() {
             "exact" => Method::Exact,
             _ => Method::Asymptotic,
         };
+        let mut want_p = float(&case["p"]);
+        if let Some(c) = changed.iter().find(|c| c["label"] == label) {
+            method = Method::Exact;
+            want_p = float(&c["p"]);
+            check(&format!("{label}: U"), r.u, float(&c["u"]), 1e-12);
+            seen_changed += 1;
+        }
         assert_eq!(r.method, method, "{label}: method");
         check(&format!("{label}: U"), r.u, float(&case["u"]), 1e-12);
-        check(&format!("{label}: p"), r.p, float(&case["p"]), 1e-9);
+        check(&format!("{label}: p"), r.p, want_p, 1e-9);
     }
+    assert_eq!(seen_changed, changed.len());
 }
 
 #[test]
@@ -357,12 +373,20 @@ fn detectors_match_scipy() {
             .collect();
         assert_eq!(mad_outliers(&xs), want, "MAD outliers of {xs:?}");
     }
+    // Sizes where sysdelta uses the exact U distribution by design (9 to 50
+    // a side, no ties) are checked against SciPy's method='exact'.
+    let exact_json = load_obj("mannwhitney_exact.json");
+    let changed = list(&exact_json, "changed_min_p");
     for c in list(&v, "min_p") {
         let (n1, n2) = (
             c["n1"].as_u64().unwrap() as usize,
             c["n2"].as_u64().unwrap() as usize,
         );
+        let exact = changed
+            .iter()
+            .find(|e| e["n1"] == c["n1"] && e["n2"] == c["n2"]);
+        let want = exact.map_or(&c["p"], |e| &e["p"]);
         let p = min_achievable_p(n1, n2).unwrap();
-        check(&format!("min p {n1}x{n2}"), p, float(&c["p"]), 1e-9);
+        check(&format!("min p {n1}x{n2}"), p, float(want), 1e-9);
     }
 }

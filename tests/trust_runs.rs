@@ -454,3 +454,30 @@ fn report_files_follow_the_umask() {
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644);
 }
+
+#[test]
+fn error_lines_carry_no_control_character() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hostile = "v1\x1b]0;owned\x07\nsecond line\r\u{9b}";
+    for args in [
+        vec!["report", hostile],
+        vec!["compare", hostile, "1"],
+        vec!["history", "wall", "--label-prefix", hostile],
+        vec!["run", hostile],
+    ] {
+        let out = sb.run(&args);
+        let err = out.stderr.clone();
+        assert!(!out.status.success(), "{args:?}");
+        let text = String::from_utf8_lossy(&err);
+        assert_eq!(text.lines().count(), 1, "{args:?}: {text}");
+        assert!(
+            err.iter().all(|&b| (b >= 0x20 && b != 0x7f) || b == b'\n'),
+            "{args:?}: {text:?}"
+        );
+        assert!(!text.contains('\u{9b}'), "{args:?}: {text:?}");
+    }
+}

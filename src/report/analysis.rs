@@ -93,13 +93,23 @@ pub struct Cell {
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
     pub config: String,
-    /// 100 * (mean / baseline mean - 1).
+    /// 100 * (mean - baseline mean) / |baseline mean|: 100 * (ratio - 1)
+    /// for a positive baseline, and of the sign of the change for a
+    /// negative one (-50 to -51 is -2%).
     pub delta_mean_pct: Option<f64>,
+    /// The same of the medians.
     pub delta_median_pct: Option<f64>,
-    /// CI of mean / baseline mean, by the report's CI method.
+    /// CI of mean / baseline mean, by the report's CI method. None when it
+    /// is not estimable (then `ci_note` says why).
     pub ratio_ci: Option<(f64, f64)>,
+    /// `ratio_ci` as a CI of `delta_mean_pct` (percent), as reports print it.
+    pub delta_ci_pct: Option<(f64, f64)>,
     /// The same CI by the other method (percentile or BCa), for reference.
     pub ratio_ci_other_method: Option<(f64, f64)>,
+    /// `ratio_ci_other_method` in percent, as `delta_ci_pct`.
+    pub delta_ci_pct_other_method: Option<(f64, f64)>,
+    /// Why there is no `ratio_ci`, when there is none.
+    pub ci_note: Option<String>,
     /// median / baseline median.
     pub median_ratio: Option<f64>,
     /// Hodges-Lehmann shift (config - baseline, in the metric's unit) with
@@ -179,8 +189,10 @@ pub(crate) fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
 }
 
 /// `worse` or `better` when the rank test rejects (adjusted p < alpha) and
-/// the ratio of means and the Hodges-Lehmann shift (`hl_shift`, None when
-/// undefined) point the same way; `~` otherwise.
+/// the change of the mean (`delta_pct`, signed as the change: positive when
+/// the mean went up, whatever the baseline's sign) and the Hodges-Lehmann
+/// shift (`hl_shift`, None when undefined) point the same way; `~`
+/// otherwise.
 ///
 /// The rank test decides, not the CI: it is distribution-free, so its
 /// false-positive rate stays at alpha for skewed, bimodal and heavy-tailed
@@ -190,15 +202,15 @@ pub(crate) fn pooled_cov(a: &[f64], b: &[f64]) -> Option<f64> {
 /// The direction check keeps a verdict from contradicting the delta shown.
 fn verdict(
     direction: Direction,
-    ratio: f64,
+    delta_pct: f64,
     hl_shift: Option<f64>,
     p_adj: f64,
     alpha: f64,
 ) -> Verdict {
-    let up = ratio > 1.0;
+    let up = delta_pct > 0.0;
     let agrees = match hl_shift {
-        Some(sh) => (sh > 0.0 && up) || (sh < 0.0 && ratio < 1.0),
-        None => ratio != 1.0,
+        Some(sh) => (sh > 0.0 && up) || (sh < 0.0 && delta_pct < 0.0),
+        None => delta_pct != 0.0,
     };
     if p_adj < alpha && agrees {
         match (direction, up) {
@@ -208,6 +220,78 @@ fn verdict(
     } else {
         Verdict::Noise
     }
+}
+
+/// 100 * (x - base) / |base|: the change in percent of the baseline's
+/// size, signed as the change itself (for a positive baseline, 100 *
+/// (x / base - 1)).
+fn change_pct(x: f64, base: f64) -> f64 {
+    100.0 * (x - base) / base.abs()
+}
+
+/// A CI of mean / baseline mean as a CI of [`change_pct`], low end first.
+fn pct_ci((lo, hi): (f64, f64), base_sign: f64) -> (f64, f64) {
+    let (a, b) = (
+        100.0 * (lo - 1.0) * base_sign,
+        100.0 * (hi - 1.0) * base_sign,
+    );
+    (a.min(b), a.max(b))
+}
+
+/// Why a ratio-of-means CI is "not estimable", said once for every format.
+pub const NOT_ESTIMABLE: &str = "CI not estimable";
+
+/// False for an interval no ratio of these samples' means can have: one
+/// reaching below 0 (-100%) when neither side has a negative value.
+fn possible(base: &[f64], other: &[f64], ci: Option<(f64, f64)>) -> bool {
+    let never_negative = base.iter().chain(other).all(|&x| x >= 0.0);
+    ci.is_some_and(|(lo, _)| !(never_negative && lo < 0.0))
+}
+
+/// The CI of mean(other) / mean(base), or why it is not estimable.
+///
+/// The ratio of means has a bootstrap CI only while the baseline's
+/// resampled mean stays away from 0: a resample of the baseline with mean
+/// 0 makes the ratio infinite (or 0/0), and one whose mean changes sign
+/// turns the ratio over. The bootstrap routines return None then; this
+/// says which happened, from the baseline's resampled means `base_means`.
+/// An interval reaching below 0 (-100%) when no value is negative cannot
+/// be a CI of the ratio (it would be a numerical failure) and is refused.
+/// Metrics whose values are all negative have a well-defined ratio and
+/// keep their CI.
+fn estimable(
+    base: &[f64],
+    other: &[f64],
+    base_means: &[f64],
+    ci: Option<(f64, f64)>,
+) -> Result<(f64, f64), String> {
+    if let Some(ci) = ci {
+        if possible(base, other, Some(ci)) {
+            return Ok(ci);
+        }
+        return Err(format!(
+            "{NOT_ESTIMABLE}: the interval reaches below -100%, which no ratio of non-negative \
+             values can (a numerical failure)"
+        ));
+    }
+    let zero_runs = base.iter().filter(|&&x| x == 0.0).count();
+    let zero_means = base_means.iter().filter(|&&m| m == 0.0).count();
+    let (neg, pos) = (base.iter().any(|&x| x < 0.0), base.iter().any(|&x| x > 0.0));
+    Err(if zero_means > 0 {
+        format!(
+            "{NOT_ESTIMABLE}: {zero_runs} of {} baseline runs are 0, and {zero_means} of {} \
+             bootstrap resamples of the baseline have mean 0, where the ratio is infinite",
+            base.len(),
+            base_means.len()
+        )
+    } else if neg && pos {
+        format!(
+            "{NOT_ESTIMABLE}: the baseline has values of both signs, so its resampled mean \
+             crosses 0 and the ratio of means turns over"
+        )
+    } else {
+        format!("{NOT_ESTIMABLE}: the bootstrap interval is undefined for these samples")
+    })
 }
 
 /// Resampled means of every (metric, config) cell, for the bootstrap CIs
@@ -278,6 +362,41 @@ fn bootstrap_cis(
         })
         .collect();
     means
+}
+
+/// One warning line listing the comparisons whose CI is not estimable, with
+/// the reason of each (the table marks them "not estimable").
+fn ci_warnings(metrics: &[MetricAnalysis]) -> Vec<String> {
+    let mut items = Vec::new();
+    for m in metrics {
+        for c in &m.comparisons {
+            if let Some(why) = c
+                .ci_note
+                .as_deref()
+                .and_then(|n| n.strip_prefix(NOT_ESTIMABLE))
+            {
+                items.push(format!(
+                    "{}/{} in {}{}",
+                    m.workload, m.spec.name, c.config, why
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    push_grouped(
+        &mut out,
+        "CI of the ratio of means not estimable (marked in the table, no verdict)",
+        items,
+    );
+    out
+}
+
+/// True when the comparison's CI was attempted and is not estimable (as
+/// opposed to missing for want of runs).
+pub fn ci_not_estimable(c: &Comparison) -> bool {
+    c.ci_note
+        .as_deref()
+        .is_some_and(|n| n.starts_with(NOT_ESTIMABLE))
 }
 
 /// Most warnings of one kind listed before "... and N more".
@@ -461,7 +580,10 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                     delta_mean_pct: None,
                     delta_median_pct: None,
                     ratio_ci: None,
+                    delta_ci_pct: None,
                     ratio_ci_other_method: None,
+                    delta_ci_pct_other_method: None,
+                    ci_note: None,
                     median_ratio: None,
                     hl_shift: None,
                     equivalence: None,
@@ -473,9 +595,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                 };
                 match (&base_sum, &cell.summary) {
                     (Some(b), Some(o)) if b.mean != 0.0 => {
-                        cmp.delta_mean_pct = Some(100.0 * (o.mean / b.mean - 1.0));
+                        cmp.delta_mean_pct = Some(change_pct(o.mean, b.mean));
                         if b.median != 0.0 {
-                            cmp.delta_median_pct = Some(100.0 * (o.median / b.median - 1.0));
+                            cmp.delta_median_pct = Some(change_pct(o.median, b.median));
                         }
                         cmp.median_ratio = stats::hodges_lehmann::median_ratio(&base, &cell.values);
                         if base.len() >= 2 && cell.values.len() >= 2 {
@@ -503,15 +625,27 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                                     }
                                     CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
                                 };
-                                cmp.ratio_ci = main;
-                                cmp.ratio_ci_other_method = other;
+                                let base_sign = b.mean.signum();
+                                match estimable(&base, &cell.values, bm, main) {
+                                    Ok(ci) => {
+                                        cmp.ratio_ci = Some(ci);
+                                        cmp.delta_ci_pct = Some(pct_ci(ci, base_sign));
+                                        cmp.ratio_ci_other_method =
+                                            other.filter(|_| possible(&base, &cell.values, other));
+                                        cmp.delta_ci_pct_other_method = cmp
+                                            .ratio_ci_other_method
+                                            .map(|ci| pct_ci(ci, base_sign));
+                                    }
+                                    Err(why) => cmp.ci_note = Some(why),
+                                }
                                 if let Some(margin) = opts.equivalence {
                                     let ci90 = match opts.ci_method {
                                         CiMethod::Percentile => pct(stats::tost::TOST_CONFIDENCE),
                                         CiMethod::Bca => bca(stats::tost::TOST_CONFIDENCE),
                                     };
-                                    cmp.equivalence =
-                                        ci90.map(|c| stats::tost::tost_from_ci(c, margin));
+                                    cmp.equivalence = ci90
+                                        .filter(|_| cmp.ratio_ci.is_some())
+                                        .map(|c| stats::tost::tost_from_ci(c, margin));
                                 }
                             }
                             cmp.hl_shift = stats::hodges_lehmann::hodges_lehmann(
@@ -543,6 +677,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                     }
                     _ => cmp.note = Some("no successful runs on a side".into()),
                 }
+                if cmp.ratio_ci.is_none() && cmp.ci_note.is_none() {
+                    cmp.ci_note = cmp.note.clone();
+                }
                 m.comparisons.push(cmp);
             }
             pvals
@@ -561,9 +698,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         c.p_adjusted = Some(padj);
         c.verdict = match (c.delta_mean_pct, c.ratio_ci) {
             (Some(d), Some(_)) => {
-                let ratio = 1.0 + d / 100.0;
                 let shift = c.hl_shift.map(|h| h.shift);
-                let v = verdict(dir, ratio, shift, padj, opts.alpha);
+                let v = verdict(dir, d, shift, padj, opts.alpha);
                 // A few huge outliers can move the mean one way while most
                 // runs moved the other: say so rather than pick a side.
                 if v == Verdict::Noise && padj < opts.alpha {
@@ -572,8 +708,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                 v
             }
             _ => {
+                let why = c.ci_note.clone();
                 c.note
-                    .get_or_insert_with(|| "no confidence interval".into());
+                    .get_or_insert_with(|| why.unwrap_or_else(|| "no confidence interval".into()));
                 Verdict::Undefined
             }
         };
@@ -628,6 +765,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         }
     }
     warnings.extend(data_warnings(&metrics, &configs, pvals.len(), opts.alpha));
+    warnings.extend(ci_warnings(&metrics));
     let max_samples_per_run = data
         .runs
         .iter()

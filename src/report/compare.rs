@@ -15,6 +15,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use super::analysis::{self, Analysis};
+use super::escape::{self, terminal_safe as safe};
 use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
 use crate::error::bad;
 use crate::monitor::fingerprint;
@@ -82,6 +83,11 @@ fn title(info: &ExperimentInfo) -> String {
         .unwrap_or_else(|| format!("#{}", info.id))
 }
 
+/// Config names for a one-line message, terminal-safe.
+fn config_list(configs: &[String]) -> String {
+    safe(&configs.join(", "))
+}
+
 /// Build the virtual experiment of `specs` (at least two).
 pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
     if specs.len() < 2 {
@@ -98,15 +104,21 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
             Some(c) if data.info.configs.contains(&c) => c,
             Some(c) => {
                 return Err(bad(format!(
-                    "{spec}: experiment {t} (#{id}) has no config '{c}' (configs: {})",
-                    data.info.configs.join(", ")
+                    "{}: experiment {} (#{id}) has no config '{}' (configs: {})",
+                    safe(spec),
+                    safe(&t),
+                    safe(&c),
+                    config_list(&data.info.configs)
                 )))
             }
             None if data.info.configs.len() == 1 => data.info.configs[0].clone(),
             None => {
                 return Err(bad(format!(
-                    "{spec}: experiment {t} (#{id}) has configs {}; pick one as {t}:CONFIG",
-                    data.info.configs.join(", ")
+                    "{}: experiment {} (#{id}) has configs {}; pick one as {}:CONFIG",
+                    safe(spec),
+                    safe(&t),
+                    config_list(&data.info.configs),
+                    safe(&t)
                 )))
             }
         };
@@ -119,12 +131,18 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
             name = format!("{name}#{id}");
         }
         if picked.iter().any(|p| p.1 == name) {
-            return Err(bad(format!("{spec}: named twice in the comparison")));
+            return Err(bad(format!(
+                "{}: named twice in the comparison",
+                safe(spec)
+            )));
         }
         let source = store.source(id)?;
         picked.push((data, name, config, source));
     }
 
+    // Warnings are one-line messages for the terminal (main prints them on
+    // stderr) and for the report: every stored string in them is shown
+    // terminal-safe.
     let mut warnings = Vec::new();
     let base_fp = picked[0].0.info.fingerprint.clone();
     for (d, name, _, _) in &picked[1..] {
@@ -140,15 +158,17 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
                         f.get(k).cloned().unwrap_or_else(|| "-".into())
                     };
                     format!(
-                        "{k} ({} vs {})",
-                        clip(&g(&base_fp)),
-                        clip(&g(&d.info.fingerprint))
+                        "{} ({} vs {})",
+                        safe(k),
+                        safe(&clip(&g(&base_fp))),
+                        safe(&clip(&g(&d.info.fingerprint)))
                     )
                 })
                 .collect();
             warnings.push(format!(
-                "{name} differs from {} in more than the kernel: {}; a delta may come from these, not the kernel",
-                picked[0].1,
+                "{} differs from {} in more than the kernel: {}; a delta may come from these, not the kernel",
+                safe(name),
+                safe(&picked[0].1),
                 detail.join("; ")
             ));
         }
@@ -156,13 +176,17 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
     for (d, name, _, source) in &picked {
         if let Some(s) = source {
             warnings.push(format!(
-                "{name}: samples imported from {s}, not measured by sysdelta"
+                "{}: samples imported from {}, not measured by sysdelta",
+                safe(name),
+                safe(s)
             ));
         }
         if d.info.status != "complete" {
             warnings.push(format!(
-                "{name} (#{}) is {}, not complete",
-                d.info.id, d.info.status
+                "{} (#{}) is {}, not complete",
+                safe(name),
+                d.info.id,
+                safe(&d.info.status)
             ));
         }
     }
@@ -305,7 +329,7 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
         .map(|w| wrap(&format!("WARNING: {w}"), "  "))
         .collect();
     Ok(match opts.format {
-        Format::Text => format!(
+        Format::Text => escape::terminal_safe_lines(&format!(
             "{lead}{}{}",
             if lead.is_empty() { "" } else { "\n" },
             text::render(
@@ -317,18 +341,18 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
                     sections::profiles(&c.data, &a.configs, 10)
                 )
             )
-        ),
+        )),
         Format::Markdown => {
             let q: String = c
                 .warnings
                 .iter()
-                .map(|w| format!("> **WARNING:** {w}\n"))
+                .map(|w| format!("> **WARNING:** {}\n", escape::markdown(w)))
                 .collect();
-            format!(
+            escape::terminal_safe_lines(&format!(
                 "{q}{}{}",
                 if q.is_empty() { "" } else { "\n" },
                 markdown::render(&a)
-            )
+            ))
         }
         Format::Json => json::render(&c.data, &a)?,
         Format::Csv => csv::render(&a)?,
@@ -434,8 +458,9 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
     let exps = store.labelled(prefix)?;
     if exps.is_empty() {
         return Err(bad(format!(
-            "no experiment has a label starting with '{prefix}' in {}",
-            store.path().display()
+            "no experiment has a label starting with '{}' in {}",
+            safe(prefix),
+            safe(&store.path().display().to_string())
         )));
     }
     let (want_w, want_m) = match metric.split_once('/') {
@@ -468,9 +493,18 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
             [m] => *m,
             many => {
                 return Err(bad(format!(
-                    "metric '{metric}' is in several workloads of {label} (#{id}): {}; name one as WORKLOAD/{want_m}",
-                    many.iter().map(|m| m.workload.as_str()).collect::<Vec<_>>().join(", ")
-                )))
+                "metric '{}' is in several workloads of {} (#{id}): {}; name one as WORKLOAD/{}",
+                safe(metric),
+                safe(&label),
+                safe(
+                    &many
+                        .iter()
+                        .map(|m| m.workload.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                safe(want_m)
+            )))
             }
         };
         if h.workload.is_empty() {
@@ -502,7 +536,9 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
     }
     if h.points.is_empty() {
         return Err(bad(format!(
-            "no experiment labelled '{prefix}*' has samples of '{metric}'"
+            "no experiment labelled '{}*' has samples of '{}'",
+            safe(prefix),
+            safe(metric)
         )));
     }
     let medians: Vec<f64> = h.points.iter().map(|p| p.median).collect();
@@ -519,17 +555,24 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
     Ok(h)
 }
 
+/// The history as JSON (`history --json`), terminal-safe like the JSON
+/// report (see [`escape::json_text`]).
+pub fn history_json(h: &History) -> Result<String> {
+    Ok(escape::json_text(serde_json::to_string_pretty(h)?) + "\n")
+}
+
 /// The history as mail-ready text: one line per experiment, change points
-/// marked between the lines where they fall.
+/// marked between the lines where they fall. Labels and names are shown
+/// terminal-safe.
 pub fn history_text(h: &History) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let _ = writeln!(
         o,
         "history of {}/{} ({}, {} is better): {} experiments",
-        h.workload,
-        h.metric,
-        h.unit,
+        safe(&h.workload),
+        safe(&h.metric),
+        safe(&h.unit),
         h.direction,
         h.points.len()
     );
@@ -558,7 +601,7 @@ pub fn history_text(h: &History) -> String {
             o,
             "{:>5}  {:<24} {:>4} {:>12} {:>10}",
             p.id,
-            p.label,
+            safe(&p.label),
             p.n,
             text::fmt_num(p.median),
             vs
@@ -571,7 +614,11 @@ pub fn history_text(h: &History) -> String {
         h.permutations, h.alpha
     );
     if !h.skipped.is_empty() {
-        let _ = writeln!(o, "Without this metric (skipped): {}", h.skipped.join(", "));
+        let _ = writeln!(
+            o,
+            "Without this metric (skipped): {}",
+            safe(&h.skipped.join(", "))
+        );
     }
-    o
+    escape::terminal_safe_lines(&o)
 }

@@ -1,6 +1,10 @@
 //! CSV: one row per (workload, metric, config), summary and comparison.
+//! Every cell goes through [`escape::csv_cell`]: control characters shown,
+//! and a text cell starting with `=`, `+`, `-` or `@` (a formula to a
+//! spreadsheet) prefixed with `'`; numbers stay numbers.
 
 use super::analysis::Analysis;
+use super::escape;
 
 pub fn render(a: &Analysis) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -26,6 +30,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
         "p",
         "p_holm",
         "verdict",
+        "ci_note",
     ])?;
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for m in &a.metrics {
@@ -36,7 +41,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
             } else {
                 m.comparisons.get(i - 1)
             };
-            w.write_record([
+            let record = [
                 a.info.id.to_string(),
                 m.workload.clone(),
                 m.spec.name.clone(),
@@ -59,7 +64,9 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
                 opt(cmp.and_then(|c| c.p_adjusted)),
                 cmp.map(|c| c.verdict.word().to_string())
                     .unwrap_or_else(|| "baseline".into()),
-            ])?;
+                cmp.and_then(|c| c.ci_note.clone()).unwrap_or_default(),
+            ];
+            w.write_record(record.iter().map(|cell| escape::csv_cell(cell)))?;
         }
     }
     Ok(String::from_utf8(w.into_inner()?)?)

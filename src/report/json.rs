@@ -12,5 +12,7 @@ pub fn render(data: &ExperimentData, a: &Analysis) -> anyhow::Result<String> {
         "events": &data.events,
         "analysis": a,
     });
-    Ok(serde_json::to_string_pretty(&v)? + "\n")
+    // serde_json escapes C0 controls; json_text the DEL and C1 controls
+    // it leaves raw, so `cat report.json` is terminal-safe too.
+    Ok(super::escape::json_text(serde_json::to_string_pretty(&v)?) + "\n")
 }

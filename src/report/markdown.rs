@@ -3,11 +3,8 @@
 use std::fmt::Write as _;
 
 use super::analysis::Analysis;
+use super::escape::markdown as esc;
 use super::text::{ci_cell, delta_cell, fmt_num};
-
-fn esc(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
 
 pub fn render(a: &Analysis) -> String {
     let mut out = String::new();
@@ -17,21 +14,23 @@ pub fn render(a: &Analysis) -> String {
         "## sysdelta: experiment {} \"{}\" ({})\n",
         i.id,
         esc(&i.name),
-        i.status
+        esc(&i.status)
     );
-    let f = |k: &str| i.fingerprint.get(k).cloned().unwrap_or_else(|| "-".into());
+    // Stored strings are escaped text, never code spans (where the escapes
+    // would show literally).
+    let f = |k: &str| esc(i.fingerprint.get(k).map(String::as_str).unwrap_or("-"));
     let _ = writeln!(
         out,
-        "Host `{}`, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
-         Baseline `{}`; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs Holm-corrected \
+        "Host {}, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
+         Baseline {}; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs Holm-corrected \
          Mann-Whitney p < {} over {} comparisons with the mean and the rank shift agreeing in direction, else `~`.\n",
         esc(&i.host),
-        esc(&f("kernel")),
+        f("kernel"),
         f("cpus_online"),
-        esc(&f("cpu_model")),
+        f("cpu_model"),
         f("memory"),
         i.runs_per_cell,
-        i.order,
+        esc(&i.order),
         i.seed,
         a.runs_ok,
         a.runs_failed,
@@ -78,7 +77,7 @@ pub fn render(a: &Analysis) -> String {
         for fr in &a.failed {
             let _ = writeln!(
                 out,
-                "- block {} `{}/{}`: {}",
+                "- block {} {}/{}: {}",
                 fr.block,
                 esc(&fr.config),
                 esc(&fr.workload),

@@ -1,10 +1,16 @@
-//! Reports: text (mail-ready), markdown, json, csv.
+//! Reports: text (mail-ready), markdown, json, csv, html.
+//!
+//! Every stored string goes out through [`escape`]: no format lets a name,
+//! label, message or stderr tail put a control character on the terminal,
+//! markup into markdown or HTML, or a formula into a spreadsheet.
 
 pub mod analysis;
 pub mod compare;
 pub mod csv;
+pub mod escape;
 pub mod html;
 pub mod json;
+pub mod list;
 pub mod markdown;
 pub mod sections;
 pub mod text;
@@ -44,9 +50,9 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
             extra.push_str(&sections::micro_tables(&a));
             extra.push_str(&sections::workload_series(data, &a.configs));
             extra.push_str(&sections::profiles(data, &a.configs, 10));
-            text::fit(&text::render(&a, opts.detail, &extra))
+            escape::terminal_safe_lines(&text::fit(&text::render(&a, opts.detail, &extra)))
         }
-        Format::Markdown => markdown::render(&a),
+        Format::Markdown => escape::terminal_safe_lines(&markdown::render(&a)),
         Format::Json => json::render(data, &a)?,
         Format::Csv => csv::render(&a)?,
         Format::Html => html::render(data, &a, &html::Extras::from_data(data))?,

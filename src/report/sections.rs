@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use super::escape::ascii;
 use crate::monitor::profile::{print_diff_labeled, print_top, Profile};
 use crate::series::table::print_side_by_side_with;
 use crate::store::ExperimentData;
@@ -44,15 +45,17 @@ pub fn profiles(data: &ExperimentData, configs: &[String], top: usize) -> String
     );
     for c in configs {
         let p = &per_config[c.as_str()];
-        out.extend_from_slice(format!("\n{c}:\n").as_bytes());
+        out.extend_from_slice(format!("\n{}:\n", ascii(c)).as_bytes());
         let _ = print_top(p, top, &mut out);
     }
     for c in configs.iter().skip(1) {
-        out.extend_from_slice(format!("\nShare changes, {} -> {c}:\n", configs[0]).as_bytes());
+        out.extend_from_slice(
+            format!("\nShare changes, {} -> {}:\n", ascii(&configs[0]), ascii(c)).as_bytes(),
+        );
         let _ = print_diff_labeled(
-            &configs[0],
+            &ascii(&configs[0]),
             &per_config[configs[0].as_str()],
-            c,
+            &ascii(c),
             &per_config[c.as_str()],
             top,
             &mut out,
@@ -126,11 +129,17 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> String {
                     &s.v
                 })
                 .collect();
-            cols.push((format!("{c} (n={})", series.len()), median_series(&series)));
+            cols.push((
+                format!("{} (n={})", ascii(c), series.len()),
+                median_series(&series),
+            ));
         }
         out.extend_from_slice(
             format!(
-                "Time series: {workload} / {name} ({unit}) per {interval} s interval, median over runs\n"
+                "Time series: {} / {} ({}) per {interval} s interval, median over runs\n",
+                ascii(workload),
+                ascii(name),
+                ascii(&unit)
             )
             .as_bytes(),
         );
@@ -176,7 +185,7 @@ pub fn micro_tables(a: &crate::report::analysis::Analysis) -> String {
                     })
                 })
                 .collect();
-            (c.clone(), results)
+            (ascii(c), results)
         })
         .collect();
     let mut out = Vec::new();

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::stats::tost::Equivalence;
 
 use super::analysis::{Analysis, CiMethod, Comparison, Correction, MetricAnalysis, Verdict};
+use super::escape::ascii;
 
 pub const WIDTH: usize = 80;
 const LABEL: usize = 12;
@@ -61,14 +62,11 @@ pub fn delta_cell(c: &Comparison) -> String {
     }
 }
 
-/// "[+5.9,+7.4]" (percent), or "".
+/// "[+5.9,+7.4]" (percent), "not estimable" (the warnings say why), or "".
 pub fn ci_cell(c: &Comparison) -> String {
-    match c.ratio_ci {
-        Some((lo, hi)) => format!(
-            "[{},{}]",
-            fmt_pct_bare(100.0 * (lo - 1.0)),
-            fmt_pct_bare(100.0 * (hi - 1.0))
-        ),
+    match c.delta_ci_pct {
+        Some((lo, hi)) => format!("[{},{}]", fmt_pct_bare(lo), fmt_pct_bare(hi)),
+        None if super::analysis::ci_not_estimable(c) => "not estimable".into(),
         None => String::new(),
     }
 }
@@ -81,18 +79,6 @@ fn clip(s: &str, w: usize) -> String {
         t.push('~');
         t
     }
-}
-
-fn ascii(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii() && !c.is_ascii_control() {
-                c
-            } else {
-                '?'
-            }
-        })
-        .collect()
 }
 
 fn row(out: &mut String, label: &str, cells: &[String]) {
@@ -111,7 +97,7 @@ fn rule(out: &mut String, ncols: usize) {
 /// The header block: what ran where, and how to read the numbers.
 pub fn header(a: &Analysis) -> String {
     let i = &a.info;
-    let f = |k: &str| i.fingerprint.get(k).map(String::as_str).unwrap_or("-");
+    let f = |k: &str| ascii(i.fingerprint.get(k).map(String::as_str).unwrap_or("-"));
     let mut h = String::new();
     let _ = writeln!(
         h,
@@ -122,17 +108,17 @@ pub fn header(a: &Analysis) -> String {
             .as_ref()
             .map(|l| format!(" label {}", ascii(l)))
             .unwrap_or_default(),
-        i.status
+        ascii(&i.status)
     );
     let _ = writeln!(
         h,
         "started {} on {}: Linux {} ({})",
-        i.created_at,
+        ascii(&i.created_at),
         ascii(&i.host),
         f("kernel"),
         f("arch")
     );
-    let _ = writeln!(h, "cpu: {} x {}", f("cpus_online"), ascii(f("cpu_model")));
+    let _ = writeln!(h, "cpu: {} x {}", f("cpus_online"), f("cpu_model"));
     let _ = writeln!(
         h,
         "memory {}, swap {}, clocksource {}, governor {}",
@@ -184,7 +170,7 @@ pub fn header(a: &Analysis) -> String {
         } else {
             String::new()
         },
-        i.order,
+        ascii(&i.order),
         i.seed,
         a.runs_ok,
         a.runs_failed
@@ -426,17 +412,11 @@ pub fn detail(a: &Analysis) -> String {
                 cmp.median_ratio
                     .map(|r| format!("{r:.4}"))
                     .unwrap_or_else(na),
-                if cmp.ratio_ci.is_some() {
-                    ci_cell(cmp)
-                } else {
-                    na()
-                },
-                cmp.ratio_ci_other_method
-                    .map(|(lo, hi)| format!(
-                        "[{},{}]",
-                        fmt_pct_bare(100.0 * (lo - 1.0)),
-                        fmt_pct_bare(100.0 * (hi - 1.0))
-                    ))
+                Some(ci_cell(cmp))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(na),
+                cmp.delta_ci_pct_other_method
+                    .map(|(lo, hi)| format!("[{},{}]", fmt_pct_bare(lo), fmt_pct_bare(hi)))
                     .unwrap_or_else(na),
                 cmp.hl_shift.map(|h| fmt_num(h.shift)).unwrap_or_else(na),
                 cmp.hl_shift.map(|h| fmt_num(h.lo)).unwrap_or_else(na),
@@ -569,7 +549,12 @@ pub fn footer(a: &Analysis) -> String {
                 out,
                 "{}",
                 wrap(
-                    &format!("- {} {}: {}", e.at, e.kind, ascii(&e.message)),
+                    &format!(
+                        "- {} {}: {}",
+                        ascii(&e.at),
+                        ascii(&e.kind),
+                        ascii(&e.message)
+                    ),
                     "  "
                 )
             );
@@ -718,11 +703,9 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 cmp.delta_mean_pct
                     .map(fmt_pct)
                     .unwrap_or_else(|| "n/a".into()),
-                if cmp.ratio_ci.is_some() {
-                    ci_cell(cmp)
-                } else {
-                    "n/a".into()
-                },
+                Some(ci_cell(cmp))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| "n/a".into()),
                 cmp.p_adjusted
                     .map(|p| format!("{p:.2e}"))
                     .unwrap_or_else(|| "n/a".into()),

@@ -20,7 +20,7 @@ use crate::config::journal::{Journal, JournalHandle, UndoAction};
 use crate::config::kind::ConfigKind;
 use crate::config::runtime::ConfigRuntime;
 use crate::config::shell::{ShellKind, StepState, SHELL_STEP_TIMEOUT};
-use crate::error::bad;
+use crate::error::{bad, bad_all};
 use crate::metric::MetricSpec;
 use crate::monitor::{Monitor, MonitorData};
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
@@ -242,7 +242,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         config_monitors.push(ms);
     }
     if !problems.is_empty() {
-        return Err(bad(problems.join("\n")));
+        return Err(bad_all(problems));
     }
     Ok(Prepared {
         plan,

@@ -7,8 +7,9 @@ use crate::stats::summary::median;
 
 /// The smallest two-sided Mann-Whitney p-value this implementation can
 /// return for samples of sizes n1 and n2: the p of two completely
-/// separated samples (exact 2 / C(n1 + n2, n1) when 'auto' picks the exact
-/// method, the normal approximation's otherwise). None if a size is 0.
+/// separated samples (exact 2 / C(n1 + n2, n1) where the test uses the
+/// exact method, e.g. up to 50 a side; the normal approximation's
+/// otherwise). None if a size is 0.
 pub fn min_achievable_p(n1: usize, n2: usize) -> Option<f64> {
     if n1 == 0 || n2 == 0 {
         return None;

@@ -34,7 +34,12 @@ pub fn rows(a: &Analysis) -> Vec<Row> {
             rows.push(Row {
                 label,
                 ratio,
-                ci: c.ratio_ci.filter(|(lo, hi)| *lo > 0.0 && *hi > 0.0),
+                // The change as a factor (the ratio of means for a
+                // positive baseline), like `ratio` above.
+                ci: c
+                    .delta_ci_pct
+                    .map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0))
+                    .filter(|(lo, hi)| *lo > 0.0 && *hi > 0.0),
                 verdict: c.verdict,
             });
         }

@@ -78,10 +78,13 @@ impl Extras {
     }
 }
 
-/// Escape text for HTML element content and attribute values.
+/// Escape text for HTML element content and attribute values. Control
+/// characters other than newline (which `<pre>` blocks of stderr need) are
+/// shown as `\x1b` and the like, as [`crate::report::escape`] does for the
+/// terminal.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
+    for ch in crate::report::escape::terminal_safe_lines(s).chars() {
         match ch {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
@@ -94,9 +97,14 @@ pub fn esc(s: &str) -> String {
     o
 }
 
-/// Render the HTML report of analysed data.
+/// Render the HTML report of analysed data. Text drawn into the plots
+/// (config and metric names) is not HTML-escaped by `esc`, so the page as a
+/// whole gets the terminal-safe pass too: no control character reaches a
+/// terminal that shows the file, or a browser's parser.
 pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {
-    page::render(data, a, x)
+    Ok(crate::report::escape::terminal_safe_lines(&page::render(
+        data, a, x,
+    )?))
 }
 
 /// The HTML report of one stored experiment, with its series and source.

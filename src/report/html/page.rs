@@ -56,8 +56,9 @@ fn delta_text(c: &Comparison) -> String {
 }
 
 fn ci_text(c: &Comparison) -> String {
-    match c.ratio_ci {
-        Some((lo, hi)) => format!("[{:+.1}%, {:+.1}%]", (lo - 1.0) * 100.0, (hi - 1.0) * 100.0),
+    match c.delta_ci_pct {
+        Some((lo, hi)) => format!("[{lo:+.1}%, {hi:+.1}%]"),
+        None if crate::report::analysis::ci_not_estimable(c) => "not estimable".into(),
         None => "-".into(),
     }
 }
