@@ -284,7 +284,9 @@ fn emit(text: &str, path: Option<&Path>) -> Result<()> {
             let mut out = std::io::stdout().lock();
             if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
                 if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    die_of_broken_pipe();
+                    // Ended in `main`, once everything a run holds (its
+                    // scratch directory, its locks) is put away.
+                    return Err(anyhow::Error::new(BrokenPipe));
                 }
                 return Err(e.into());
             }
@@ -346,24 +348,25 @@ fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
     emit(&text, f.output.as_deref())
 }
 
-/// True unless the stored plan of `info` says that config `name` has no
-/// shell teardown (a plan that no longer parses counts as having one: its
-/// teardown then runs on `--resume`, as before).
-fn has_teardown(info: &sysdelta::store::ExperimentInfo, name: &str) -> bool {
-    plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
-        .ok()
-        .and_then(|p| p.configs.into_iter().find(|c| c.name == name))
-        .is_none_or(|c| c.teardown.is_some())
-}
-
 /// Take the store's exclusive lock ([`Store::try_lock`]), or say who has it.
+///
+/// Tried for a second before refusing: another sysdelta's check of what
+/// dead runs left (`runner::machine::refuse_leftovers`) holds a store's
+/// lock for an instant, and folding a dead run's log for a moment.
 fn lock_store(path: &Path) -> Result<nix::fcntl::Flock<std::fs::File>> {
-    Store::try_lock(path)?.ok_or_else(|| {
-        bad(format!(
-            "{}: in use by another running sysdelta; wait for it or stop it first",
-            path.display()
-        ))
-    })
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        if let Some(l) = Store::try_lock(path)? {
+            return Ok(l);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(bad(format!(
+                "{}: in use by another running sysdelta; wait for it or stop it first",
+                path.display()
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Run a validated plan (new experiment, or the rest of `resume`).
@@ -386,13 +389,15 @@ fn execute(
             )));
         }
     }
+    // Declared first so that they are released last: dropping the store
+    // folds and removes the run log, and dropping the prepared plan removes
+    // the scratch directory and clears its journal entry; both belong to
+    // the locks' holder.
+    let (_machine, _lock);
     // From here on a signal asks for a clean stop (exit 130).
     let cancel = runner::signals::install()?;
     let mut prepared = runner::prepare(plan, store_path)?;
     runner::machine::refuse_leftovers(store_path, resume, e.force)?;
-    // Declared first so that they are released last: dropping the store
-    // folds and removes the run log, which belongs to the locks' holder.
-    let (_machine, _lock);
     // One system-changing run per machine, whatever its store.
     _machine = if prepared.changes_system() {
         Some(runner::machine::MachineLock::acquire(
@@ -412,6 +417,11 @@ fn execute(
     _lock = lock_store(store_path)?;
     runner::machine::register(store_path);
     prepared.arm()?;
+    if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        // Stopped before anything ran: no experiment to resume.
+        eprintln!("sysdelta: interrupted before the first run; nothing was stored");
+        return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
+    }
     let id = match resume {
         Some(id) => {
             if let Some(msg) = runner::teardown_after_crash(&store, id, &mut prepared)? {
@@ -641,7 +651,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 for id in store.experiment_ids()? {
                     let mut i = store.info(id)?;
                     if let Some(c) = &i.entered_config {
-                        if !has_teardown(&i, c) {
+                        if !runner::config_has_teardown(
+                            &i.plan_source,
+                            &i.plan_text,
+                            &i.overrides,
+                            c,
+                        ) {
                             // What its built-in kinds changed is put back
                             // above; with no teardown to run, it is left.
                             store.set_entered_config(id, None)?;
@@ -649,7 +664,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                             i.entered_config = None;
                         }
                     }
-                    if i.status == "running" {
+                    if i.status == "running" || i.entered_config.is_some() {
                         println!(
                             "experiment {id} was interrupted{}; finish it with: sysdelta run --resume {id}",
                             i.entered_config
@@ -669,6 +684,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
     }
 }
+
+/// The reader of stdout went away: `emit` returns this, and `main` ends
+/// the process as coreutils do once the command has cleaned up.
+#[derive(Debug)]
+struct BrokenPipe;
+
+impl std::fmt::Display for BrokenPipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("broken pipe")
+    }
+}
+
+impl std::error::Error for BrokenPipe {}
 
 /// The reader of stdout went away (`sysdelta list | head -1`): end as
 /// coreutils do, killed by SIGPIPE, with nothing on stderr. Rust ignores
@@ -709,6 +737,7 @@ fn main() -> ExitCode {
     sysdelta::process::stop_launcher();
     match result {
         Ok(code) => code,
+        Err(e) if e.is::<BrokenPipe>() => die_of_broken_pipe(),
         Err(e) => {
             if is_user_error(&e)
                 || e.is::<sysdelta::transport::BadInput>()

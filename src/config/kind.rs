@@ -16,6 +16,15 @@ pub trait ConfigKind: Send {
     /// A short name of the kind, e.g. "sysctl".
     fn kind(&self) -> &'static str;
 
+    /// True when entering it changes state every process on the machine
+    /// sees (a sysctl, tracefs, a cgroup, swap): a run with such a config
+    /// holds the machine-wide lock. The shell kind (opaque scripts,
+    /// exported variables) and `cpus` (an affinity for the run's own
+    /// processes) say false.
+    fn changes_system(&self) -> bool {
+        true
+    }
+
     /// Check, without changing anything, that the config can be entered
     /// here; return one line per missing thing (root, tracefs, an event).
     fn preflight(&self) -> Vec<String> {

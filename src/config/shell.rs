@@ -241,6 +241,10 @@ fn env_changes(dump: &[u8], before: &HashMap<String, String>) -> Vec<(String, St
 }
 
 impl ConfigKind for ShellKind {
+    fn changes_system(&self) -> bool {
+        false
+    }
+
     fn kind(&self) -> &'static str {
         "shell"
     }

@@ -25,6 +25,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::hash::{Hash, Hasher};
 use std::io::Write;
+use std::os::unix::ffi::OsStringExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -142,7 +143,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
             let Ok(text) = fs::read(e.path()) else {
                 continue;
             };
-            let p = PathBuf::from(String::from_utf8_lossy(&text).into_owned());
+            let p = PathBuf::from(std::ffi::OsString::from_vec(text));
             if p == own {
                 continue;
             }
@@ -173,11 +174,19 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 s.display()
             )));
         }
+        // Only a config with a teardown still to run leaves state that
+        // `restore` cannot put back.
         let entered: Vec<_> = peek::entered_configs(s)
             .into_iter()
-            .filter(|(id, _, _)| !(is_own && Some(*id) == resuming))
+            .filter(|e| !(is_own && Some(e.id) == resuming))
+            .filter(|e| {
+                super::config_has_teardown(&e.plan_source, &e.plan_text, &e.overrides, &e.config)
+            })
             .collect();
-        if let Some((id, name, config)) = entered.first() {
+        if let Some(peek::Entered {
+            id, name, config, ..
+        }) = entered.first()
+        {
             let msg = format!(
                 "experiment {id} ('{name}') in store {} was stopped inside config '{config}' and its teardown has not run; finish it with `sysdelta run --resume {id} --store {}`",
                 s.display(),

@@ -110,11 +110,15 @@ impl Prepared {
         &self.scratch
     }
 
-    /// True when a config uses a built-in kind (sysctl, ftrace, cgroups,
-    /// swap, ...): such a run changes state every other run on this machine
-    /// sees, and holds the machine-wide lock ([`machine::MachineLock`]).
+    /// True when a config kind (sysctl, ftrace, cgroups, swap, ...) or a
+    /// workload (fsops) changes state every other run on this machine
+    /// sees: such a run holds the machine-wide lock
+    /// ([`machine::MachineLock`]).
     pub fn changes_system(&self) -> bool {
-        self.plan.configs.iter().any(|c| !c.kinds.is_empty())
+        self.configs
+            .iter()
+            .any(|c| c.kinds.iter().any(|k| k.changes_system()))
+            || self.workloads.iter().any(|(_, w)| w.changes_system())
     }
 }
 
@@ -308,6 +312,21 @@ pub struct Outcome {
     /// Why the experiment stopped before its end (a cell failing
     /// `max_failures` runs in a row); status "failed".
     pub stopped: Option<String>,
+}
+
+/// True unless the stored plan says that config `name` has no shell
+/// teardown (a plan that no longer parses counts as having one: its
+/// teardown then runs on `--resume`, as before).
+pub fn config_has_teardown(
+    source: &str,
+    text: &str,
+    overrides: &crate::plan::Overrides,
+    name: &str,
+) -> bool {
+    crate::plan::parse(source, text, overrides)
+        .ok()
+        .and_then(|p| p.configs.into_iter().find(|c| c.name == name))
+        .is_none_or(|c| c.teardown.is_some())
 }
 
 /// The cells (config/workload) of an experiment without one successful
@@ -955,6 +974,11 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     }
 
     let cancelled = opts.cancel.load(Ordering::SeqCst);
+    // A teardown killed before its end (a second signal, its timeout)
+    // leaves its config entered: the experiment is interrupted, whatever
+    // else happened, so that `restore` reports it and `--resume` finishes
+    // leaving it.
+    let still_entered = p.configs.iter().any(|c| !c.left_cleanly());
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (self_cpu() - cpu0).as_secs_f64();
     let usage = serde_json::json!({
@@ -974,12 +998,13 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         }
         Ok(Err(e)) => {
             let _ = store.add_event(exp, "error", &format!("{e:#}"));
-            let _ = store.finish(exp, "failed", Some(&usage));
+            let status = if still_entered { "interrupted" } else { "failed" };
+            let _ = store.finish(exp, status, Some(&usage));
             Err(e)
         }
         Ok(Ok(())) => {
             closed?;
-            let status = if cancelled {
+            let status = if cancelled || still_entered {
                 "interrupted"
             } else if stopped.is_some() {
                 "failed"

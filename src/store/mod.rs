@@ -168,6 +168,9 @@ impl Store {
     /// in or next to it.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
         let p = path.display();
+        if create && !path.exists() && Store::why_not_writable(path, false).is_none() {
+            Store::create_whole(path)?;
+        }
         let exists = path.exists();
         if !exists && !create {
             return Err(bad(format!(
@@ -207,6 +210,48 @@ impl Store {
         store.check_and_migrate(create)?;
         store.fold_orphaned_log()?;
         Ok(store)
+    }
+
+    /// Make a new store at `path` whole or not at all: its schema is
+    /// written to a file beside it, which is then linked into place, so a
+    /// kill during the creation never leaves a half-made store that every
+    /// later command refuses. A store another process made meanwhile is
+    /// kept (the link fails, and that one is used).
+    fn create_whole(path: &Path) -> Result<()> {
+        let tmp = Store::beside(path, &format!(".creating-{}", std::process::id()));
+        let remove_tmp = || {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut f = tmp.clone().into_os_string();
+                f.push(suffix);
+                let _ = std::fs::remove_file(f);
+            }
+        };
+        remove_tmp();
+        let made = (|| -> Result<()> {
+            let conn = Connection::open_with_flags(
+                &tmp,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
+            let store = Store {
+                conn,
+                path: tmp.clone(),
+                log: RefCell::new(None),
+                read_only: None,
+            };
+            store.check_and_migrate(true)?;
+            // Closing the only connection checkpoints the WAL into the file.
+            drop(store);
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(bad(format!("{}: cannot create store: {e}", path.display()))),
+            }
+        })();
+        remove_tmp();
+        made
     }
 
     /// Why this process cannot write the store at `path`: the file, or

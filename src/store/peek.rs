@@ -11,22 +11,44 @@ use std::path::Path;
 
 use super::read_only_connection;
 
-/// The experiments of the store at `path` that a dead run left inside a
-/// config (`entered_config` set while the experiment is still `running`),
-/// as (id, name, config). Empty when the file cannot be read as a store:
-/// what cannot be read cannot be resumed either.
-pub fn entered_configs(path: &Path) -> Vec<(i64, String, String)> {
+/// An experiment a run left inside a config, with its plan (to tell
+/// whether that config has a teardown still to run).
+pub struct Entered {
+    pub id: i64,
+    pub name: String,
+    pub config: String,
+    pub plan_source: String,
+    pub plan_text: String,
+    pub overrides: crate::plan::Overrides,
+}
+
+/// The experiments of the store at `path` that a run left inside a config
+/// (`entered_config` set, whatever the experiment's status: a teardown
+/// cut short leaves it set on a finished experiment too). Empty when the
+/// file cannot be read as a store: what cannot be read cannot be resumed
+/// either.
+pub fn entered_configs(path: &Path) -> Vec<Entered> {
     let Ok(conn) = read_only_connection(path) else {
         return Vec::new();
     };
     let rows = conn
         .prepare(
-            "SELECT id, name, entered_config FROM experiments \
-             WHERE entered_config IS NOT NULL AND status = 'running' ORDER BY id",
+            "SELECT id, name, entered_config, plan_source, plan_text, overrides \
+             FROM experiments WHERE entered_config IS NOT NULL ORDER BY id",
         )
         .and_then(|mut s| {
-            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-                .collect::<Result<Vec<_>, _>>()
+            s.query_map([], |r| {
+                let overrides: String = r.get(5)?;
+                Ok(Entered {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    config: r.get(2)?,
+                    plan_source: r.get(3)?,
+                    plan_text: r.get(4)?,
+                    overrides: serde_json::from_str(&overrides).unwrap_or_default(),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()
         });
     rows.unwrap_or_default()
 }

@@ -475,6 +475,10 @@ fn free_mb(dir: &Path) -> Option<u64> {
 }
 
 impl Workload for FsopsWorkload {
+    fn changes_system(&self) -> bool {
+        true
+    }
+
     fn preflight(&self, scratch: &Path) -> Vec<String> {
         FsopsWorkload::preflight(self, scratch)
     }

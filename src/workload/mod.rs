@@ -59,6 +59,13 @@ pub trait Workload: Send {
         Ok(())
     }
 
+    /// True when running it changes state every process on the machine
+    /// sees (fsops: loop devices and mounts), so that the run holds the
+    /// machine-wide lock.
+    fn changes_system(&self) -> bool {
+        false
+    }
+
     /// Check, changing nothing, that the workload can run here; one line
     /// per missing thing (root, a tool, disk space).
     fn preflight(&self, _scratch: &Path) -> Vec<String> {

@@ -86,6 +86,10 @@ impl Cpus {
 }
 
 impl ConfigKind for Cpus {
+    fn changes_system(&self) -> bool {
+        false
+    }
+
     fn kind(&self) -> &'static str {
         "cpus"
     }
