@@ -12,9 +12,9 @@ mod common;
 use common::*;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use rand::{Rng, SeedableRng};
 
 /// Wall time the whole test may spend on new iterations.
@@ -160,28 +160,19 @@ fn kills_and_double_signals_at_random_points_lose_nothing_and_leave_nothing() {
             _ => format!("SIGTERM at {at:?}, again {gap:?} later"),
         };
         eprintln!("chaos: iteration {iteration}: {what}");
-        let mut child = sb
-            .command()
-            .env("TMPDIR", &tmp)
-            .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = sb.quiet_run(&p, &tmp).spawn().unwrap();
         std::thread::sleep(at);
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        use nix::sys::signal::{kill, Signal};
         match mode {
             0 => {
-                let _ = kill(pid, Signal::SIGKILL);
+                let _ = signal(&child, Signal::SIGKILL);
             }
             1 => {
-                let _ = kill(pid, Signal::SIGTERM);
+                let _ = signal(&child, Signal::SIGTERM);
             }
             _ => {
-                let _ = kill(pid, Signal::SIGTERM);
+                let _ = signal(&child, Signal::SIGTERM);
                 std::thread::sleep(gap);
-                let _ = kill(pid, Signal::SIGTERM);
+                let _ = signal(&child, Signal::SIGTERM);
             }
         }
         let status = child.wait().unwrap();
@@ -198,12 +189,7 @@ fn kills_and_double_signals_at_random_points_lose_nothing_and_leave_nothing() {
                 "{ctx}: a signalled run must exit 130"
             );
         }
-        let out = sb
-            .command()
-            .env("TMPDIR", &tmp)
-            .arg("restore")
-            .output()
-            .unwrap();
+        let out = sb.command_in(&tmp).arg("restore").output().unwrap();
         assert!(out.status.success(), "{ctx}: restore: {}", stderr(&out));
         assert_eq!(
             system_state(),
@@ -222,8 +208,7 @@ fn kills_and_double_signals_at_random_points_lose_nothing_and_leave_nothing() {
         let experiments = count(&sb.store(), "SELECT COUNT(*) FROM experiments");
         if experiments == 1 && complete == 0 {
             let out = sb
-                .command()
-                .env("TMPDIR", &tmp)
+                .command_in(&tmp)
                 .args(["run", "--resume", "1", "--quiet", "--no-report"])
                 .output()
                 .unwrap();

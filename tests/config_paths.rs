@@ -49,16 +49,24 @@ fn assert_nothing_stored(sb: &Sandbox) {
     );
 }
 
-/// A plan with one config holding `kind_toml`, whose workload copies
-/// `watched` to `seen` (so a test sees what the file held while the config
-/// was entered, if it ever was).
-fn plan(config: &str, kind_toml: &str, watched: &Path, seen: &Path) -> String {
-    format!(
+/// `sysdelta run` on a plan with one config holding `kind_toml`, whose
+/// workload copies `watched` to `seen` (so a test sees what the file held
+/// while the config was entered, if it ever was).
+fn run_plan(
+    sb: &Sandbox,
+    config: &str,
+    kind_toml: &str,
+    watched: &Path,
+    seen: &Path,
+) -> std::process::Output {
+    let text = format!(
         "runs = 2\n[[config]]\nname = \"{config}\"\n{kind_toml}\n\
          [[workload]]\nname = \"peek\"\ncommand = \"cp {} {}\"\n",
         watched.display(),
         seen.display()
-    )
+    );
+    let p = sb.write("plan.toml", &text);
+    sb.run(&["run", p.to_str().unwrap()])
 }
 
 #[test]
@@ -69,14 +77,13 @@ fn sysctl_key_that_leaves_proc_sys_is_bad_input_and_nothing_is_written() {
     // /proc/sys/../.. is /: this key names the sandbox's file.
     let escape = format!("../..{}", target.display());
     for key in [escape.as_str(), "../../../tmp/x", "vm/../../../etc/passwd"] {
-        let text = plan(
+        let out = run_plan(
+            &sb,
             "escape",
             &format!("[config.sysctl]\n\"{key}\" = 1"),
             &target,
             &seen,
         );
-        let p = sb.write("plan.toml", &text);
-        let out = sb.run(&["run", p.to_str().unwrap()]);
         assert_one_bad_line(
             &out,
             &[
@@ -130,7 +137,8 @@ fn blktrace_device_outside_sys_block_is_bad_input_and_nothing_is_written() {
     std::fs::write(&enable, "0\n").unwrap();
     let seen = sb.path("seen");
     let device = format!("../..{}", fake.display());
-    let text = plan(
+    let out = run_plan(
+        &sb,
         "blk",
         &format!(
             "[config.blktrace]\ndevices = [\"{device}\"]\ndir = \"{}\"",
@@ -139,8 +147,6 @@ fn blktrace_device_outside_sys_block_is_bad_input_and_nothing_is_written() {
         &enable,
         &seen,
     );
-    let p = sb.write("plan.toml", &text);
-    let out = sb.run(&["run", p.to_str().unwrap()]);
     assert_one_bad_line(
         &out,
         &[
@@ -158,14 +164,13 @@ fn perf_record_output_naming_a_file_is_refused_and_the_file_kept() {
     let sb = Sandbox::new();
     let victim = sb.write("notes.txt", "precious\n");
     let seen = sb.path("seen");
-    let text = plan(
+    let out = run_plan(
+        &sb,
         "prof",
         &format!("[config.perf_record]\noutput = \"{}\"", victim.display()),
         &victim,
         &seen,
     );
-    let p = sb.write("plan.toml", &text);
-    let out = sb.run(&["run", p.to_str().unwrap()]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let line = format!(
@@ -186,7 +191,8 @@ fn trace_dir_that_other_users_can_write_is_refused() {
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
     let seen = sb.path("seen");
     let watched = sb.write("watched", "x");
-    let text = plan(
+    let out = run_plan(
+        &sb,
         "traced",
         &format!(
             "[config.trace_reader]\ndir = \"{}\"",
@@ -195,8 +201,6 @@ fn trace_dir_that_other_users_can_write_is_refused() {
         &watched,
         &seen,
     );
-    let p = sb.write("plan.toml", &text);
-    let out = sb.run(&["run", p.to_str().unwrap()]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let line = format!(

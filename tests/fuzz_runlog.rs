@@ -5,14 +5,16 @@
 //! database passes SQLite's integrity check, and the log never stays in
 //! the way of the next open.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::{create_experiment, run_record};
 use proptest::prelude::*;
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::runlog::{self, RunRow};
-use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
+use sysdelta::store::{RunRecord, RunResult, Store};
 use sysdelta::workload::MetricSamples;
 
 const CONFIGS: [&str; 2] = ["a", "b"];
@@ -21,27 +23,8 @@ const CONFIGS: [&str; 2] = ["a", "b"];
 /// runs of blocks 0 and 1 stored.
 fn template(path: &Path) {
     let store = Store::open(path, true).unwrap();
-    let exp = store
-        .create_experiment(&NewExperiment {
-            name: "fuzz",
-            label: None,
-            plan_source: "test",
-            plan_text: "",
-            overrides: &Overrides::default(),
-            host: "test",
-            fingerprint: &BTreeMap::new(),
-            seed: 1,
-            order: Order::RandomBlocks,
-            runs: 4,
-            warmup: 0,
-            baseline: "a",
-            configs: CONFIGS.map(String::from).to_vec(),
-            workloads: vec!["w".into()],
-        })
-        .unwrap();
-    store
-        .declare_metrics(exp, "w", &[MetricSpec::new("wall", "s", Direction::Lower)])
-        .unwrap();
+    let wall = MetricSpec::new("wall", "s", Direction::Lower);
+    let exp = create_experiment(&store, "fuzz", &CONFIGS, 4, &[wall]);
     for block in 0..2 {
         for (seq, config) in CONFIGS.iter().enumerate() {
             let samples = [MetricSamples {
@@ -50,16 +33,8 @@ fn template(path: &Path) {
             }];
             store
                 .record_run(&RunRecord {
-                    experiment_id: exp,
-                    block,
-                    seq: seq as u32,
-                    config,
-                    workload: "w",
-                    warmup: false,
                     started_at: 1.0,
-                    result: RunResult::Ok(&samples),
-                    series: &[],
-                    profile: &[],
+                    ..run_record(exp, block, seq as u32, config, RunResult::Ok(&samples))
                 })
                 .unwrap();
         }

@@ -5,12 +5,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use common::{comparison, stdout, Sandbox};
+use common::{comparison, create_experiment, run_record, stdout, Sandbox};
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::plan::{Order, Overrides};
-use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
+use sysdelta::store::{RunRecord, RunResult, Store};
 use sysdelta::workload::MetricSamples;
 
 const RUNS: u32 = 30;
@@ -23,30 +20,12 @@ const RUNS: u32 = 30;
 /// and `offset` (negative, around -50, b 2% lower).
 fn store_with_mostly_zero_metric(sb: &Sandbox) {
     let store = Store::open(&sb.store(), true).unwrap();
-    let id = store
-        .create_experiment(&NewExperiment {
-            name: "mostly-zero",
-            label: None,
-            plan_source: "test",
-            plan_text: "",
-            overrides: &Overrides::default(),
-            host: "test",
-            fingerprint: &BTreeMap::new(),
-            seed: 1,
-            order: Order::RandomBlocks,
-            runs: RUNS,
-            warmup: 0,
-            baseline: "a",
-            configs: vec!["a".into(), "b".into()],
-            workloads: vec!["w".into()],
-        })
-        .unwrap();
     let specs = [
         MetricSpec::new("wall", "s", Direction::Lower),
         MetricSpec::new("faults", "", Direction::Lower),
         MetricSpec::new("offset", "ns", Direction::Higher),
     ];
-    store.declare_metrics(id, "w", &specs).unwrap();
+    let id = create_experiment(&store, "mostly-zero", &["a", "b"], RUNS, &specs);
     for block in 0..RUNS {
         for (seq, config) in ["a", "b"].into_iter().enumerate() {
             let i = f64::from(block);
@@ -72,16 +51,8 @@ fn store_with_mostly_zero_metric(sb: &Sandbox) {
             ];
             store
                 .record_run(&RunRecord {
-                    experiment_id: id,
-                    block,
-                    seq: seq as u32,
-                    config,
-                    workload: "w",
-                    warmup: false,
                     started_at: f64::from(block),
-                    result: RunResult::Ok(&samples),
-                    series: &[],
-                    profile: &[],
+                    ..run_record(id, block, seq as u32, config, RunResult::Ok(&samples))
                 })
                 .unwrap();
         }

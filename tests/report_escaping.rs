@@ -12,7 +12,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::process::Output;
 
-use common::{stdout, Sandbox};
+use common::{run_record, stdout, Sandbox};
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
@@ -88,16 +88,9 @@ fn store_experiment(store: &Store, n: u32, configs: &[String]) -> i64 {
             };
             store
                 .record_run(&RunRecord {
-                    experiment_id: id,
-                    block,
-                    seq: seq as u32,
-                    config,
                     workload: &workload,
-                    warmup: false,
                     started_at: f64::from(block),
-                    result,
-                    series: &[],
-                    profile: &[],
+                    ..run_record(id, block, seq as u32, config, result)
                 })
                 .unwrap();
         }

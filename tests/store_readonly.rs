@@ -137,6 +137,19 @@ fn measured_store(sb: &Sandbox, dir: &Path) -> PathBuf {
     store
 }
 
+/// What the tests of another user's store start from: the prefix that
+/// runs a command as that user ([`unprivileged`]), a store with one
+/// finished experiment at `ro/s.db` in `sb`, that directory, and the
+/// sandbox opened (0755) so that the user can reach it, until the returned
+/// `Mode` is dropped. Err: why there is no such user.
+fn another_users_store(sb: &Sandbox) -> Result<(Vec<String>, Mode, PathBuf, PathBuf), String> {
+    let prefix = unprivileged()?;
+    let sandbox = Mode::set(sb.dir.path(), 0o755);
+    let dir = sb.path("ro");
+    let store = measured_store(sb, &dir);
+    Ok((prefix, sandbox, dir, store))
+}
+
 /// What `list` and `report --last` print, after asserting that they
 /// succeeded without a word on stderr.
 fn readings(prefix: &[String], sb: &Sandbox, store: &Path) -> Vec<String> {
@@ -156,14 +169,11 @@ fn readings(prefix: &[String], sb: &Sandbox, store: &Path) -> Vec<String> {
 
 #[test]
 fn another_users_store_reads_as_with_write_access_and_is_left_unchanged() {
-    let prefix = match unprivileged() {
-        Ok(p) => p,
+    let sb = Sandbox::new();
+    let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
+        Ok(setup) => setup,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let sb = Sandbox::new();
-    let _sandbox = Mode::set(sb.dir.path(), 0o755);
-    let dir = sb.path("ro");
-    let store = measured_store(&sb, &dir);
     let with_write_access = readings(&[], &sb, &store);
     let before = snapshot(&dir);
 
@@ -175,14 +185,11 @@ fn another_users_store_reads_as_with_write_access_and_is_left_unchanged() {
 
 #[test]
 fn another_users_store_in_use_shows_its_newest_commit() {
-    let prefix = match unprivileged() {
-        Ok(p) => p,
+    let sb = Sandbox::new();
+    let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
+        Ok(setup) => setup,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let sb = Sandbox::new();
-    let _sandbox = Mode::set(sb.dir.path(), 0o755);
-    let dir = sb.path("ro");
-    let store = measured_store(&sb, &dir);
     // Its owner has it open (its -wal and -shm exist) and committed a
     // change not yet checkpointed into the file.
     let owner = rusqlite::Connection::open(&store).unwrap();
@@ -320,14 +327,11 @@ fn reading_an_sqlite_database_without_tables_refuses_it_unchanged() {
 
 #[test]
 fn a_store_that_needs_an_upgrade_is_refused_without_write_access() {
-    let prefix = match unprivileged() {
-        Ok(p) => p,
+    let sb = Sandbox::new();
+    let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
+        Ok(setup) => setup,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let sb = Sandbox::new();
-    let _sandbox = Mode::set(sb.dir.path(), 0o755);
-    let dir = sb.path("ro");
-    let store = measured_store(&sb, &dir);
     // As the sysdelta before the last migration left it.
     let known = sysdelta::store::schema::MIGRATIONS.len();
     rusqlite::Connection::open(&store)
@@ -357,14 +361,11 @@ fn a_store_that_needs_an_upgrade_is_refused_without_write_access() {
 
 #[test]
 fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
-    let prefix = match unprivileged() {
-        Ok(p) => p,
+    let sb = Sandbox::new();
+    let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
+        Ok(setup) => setup,
         Err(why) => return eprintln!("skipped: {why}"),
     };
-    let sb = Sandbox::new();
-    let _sandbox = Mode::set(sb.dir.path(), 0o755);
-    let dir = sb.path("ro");
-    let store = measured_store(&sb, &dir);
     let listed = readings(&[], &sb, &store).swap_remove(0);
     // One more run of experiment 1, as a killed run leaves it in its log.
     let row = sysdelta::store::runlog::RunRow {

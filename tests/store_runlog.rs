@@ -2,36 +2,17 @@
 //! reach the tables, a report-side read sees them, and the log a crash left
 //! is folded by the next open without duplicating a run.
 
-use std::collections::BTreeMap;
+mod common;
 
+use common::{create_experiment, run_record};
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::plan::{Order, Overrides};
-use sysdelta::store::{runlog, NewExperiment, RunRecord, RunResult, Store};
+use sysdelta::store::{runlog, RunResult, Store};
 use sysdelta::workload::MetricSamples;
 
+/// Experiment `t`: config a, 3 runs of workload w reporting `wall`.
 fn experiment(store: &Store) -> i64 {
-    let id = store
-        .create_experiment(&NewExperiment {
-            name: "t",
-            label: None,
-            plan_source: "test",
-            plan_text: "",
-            overrides: &Overrides::default(),
-            host: "test",
-            fingerprint: &BTreeMap::new(),
-            seed: 1,
-            order: Order::RandomBlocks,
-            runs: 3,
-            warmup: 0,
-            baseline: "a",
-            configs: vec!["a".into()],
-            workloads: vec!["w".into()],
-        })
-        .unwrap();
-    store
-        .declare_metrics(id, "w", &[MetricSpec::new("wall", "s", Direction::Lower)])
-        .unwrap();
-    id
+    let wall = MetricSpec::new("wall", "s", Direction::Lower);
+    create_experiment(store, "t", &["a"], 3, &[wall])
 }
 
 /// A new store at `path` with one experiment, its runs going to the run log.
@@ -48,18 +29,7 @@ fn record(store: &Store, exp: i64, block: u32) {
         values: vec![0.5 + f64::from(block)],
     }];
     store
-        .record_run(&RunRecord {
-            experiment_id: exp,
-            block,
-            seq: 0,
-            config: "a",
-            workload: "w",
-            warmup: false,
-            started_at: 0.0,
-            result: RunResult::Ok(&samples),
-            series: &[],
-            profile: &[],
-        })
+        .record_run(&run_record(exp, block, 0, "a", RunResult::Ok(&samples)))
         .unwrap();
 }
 
@@ -197,18 +167,7 @@ fn what_the_tables_would_refuse_is_refused_when_recorded_and_infinities_are_kept
     let dir = tempfile::tempdir().unwrap();
     let (store, exp) = logging_store(&dir.path().join("s.db"));
     let run = |block: u32, samples: &[MetricSamples]| {
-        store.record_run(&RunRecord {
-            experiment_id: exp,
-            block,
-            seq: 0,
-            config: "a",
-            workload: "w",
-            warmup: false,
-            started_at: 0.0,
-            result: RunResult::Ok(samples),
-            series: &[],
-            profile: &[],
-        })
+        store.record_run(&run_record(exp, block, 0, "a", RunResult::Ok(samples)))
     };
     let m = |name: &str, v: f64| MetricSamples {
         metric: name.into(),

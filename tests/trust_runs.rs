@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
@@ -29,20 +31,15 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 /// `sysdelta run PLAN` on `sb`'s store in the background, with the run
 /// directory `run_dir` and its scratch directory inside the sandbox.
 fn spawn_run(sb: &Sandbox, plan: &Path, run_dir: &Path) -> Child {
-    sb.command()
+    sb.quiet_run(plan, sb.dir.path())
         .env("SYSDELTA_RUN_DIR", run_dir)
-        .env("TMPDIR", sb.dir.path())
-        .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap()
 }
 
 fn run_in(sb: &Sandbox, run_dir: &Path, args: &[&str]) -> std::process::Output {
-    sb.command()
+    sb.command_in(sb.dir.path())
         .env("SYSDELTA_RUN_DIR", run_dir)
-        .env("TMPDIR", sb.dir.path())
         .args(args)
         .output()
         .unwrap()
@@ -89,6 +86,41 @@ fn shell_plan(sb: &Sandbox) -> PathBuf {
     )
 }
 
+/// The sysctl [`start_pressure_run`] sets.
+const PRESSURE: &str = "/proc/sys/vm/vfs_cache_pressure";
+
+/// `sb` running, in the background with the run directory `run_dir`, a
+/// plan that sets vm.vfs_cache_pressure ([`PRESSURE`]) to `value` and runs
+/// `runs` times a workload sleeping `seconds`; returned once the first
+/// workload started (the sysctl is set).
+fn start_pressure_run(
+    sb: &Sandbox,
+    run_dir: &Path,
+    value: &str,
+    seconds: &str,
+    runs: u32,
+) -> Child {
+    let started = sb.path("started");
+    let plan = sysctl_plan(
+        sb,
+        "vm.vfs_cache_pressure",
+        value,
+        &format!("touch {}; sleep {seconds}", started.display()),
+        runs,
+    );
+    let child = spawn_run(sb, &plan, run_dir);
+    wait_until("the run's first workload", || started.exists());
+    child
+}
+
+/// A plan of shell configs only (nothing system-wide) run in `sb` with the
+/// run directory `run_dir`, and `extra` arguments.
+fn run_shell_plan(sb: &Sandbox, run_dir: &Path, extra: &[&str]) -> std::process::Output {
+    let plan = shell_plan(sb);
+    let args = [&["run", plan.to_str().unwrap()][..], extra].concat();
+    run_in(sb, run_dir, &args)
+}
+
 #[test]
 fn a_second_system_changing_run_is_refused_naming_the_holder() {
     if !is_root() {
@@ -97,20 +129,10 @@ fn a_second_system_changing_run_is_refused_naming_the_holder() {
     }
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
-    let pressure = "/proc/sys/vm/vfs_cache_pressure";
     let autogroup = "/proc/sys/kernel/sched_autogroup_enabled";
-    let _guard = SysctlGuard::new(&[pressure, autogroup]);
-    let (p0, g0) = (sysctl(pressure), sysctl(autogroup));
-    let started = a.path("started");
-    let pa = sysctl_plan(
-        &a,
-        "vm.vfs_cache_pressure",
-        "170",
-        &format!("touch {}; sleep 0.4", started.display()),
-        4,
-    );
-    let mut holder = spawn_run(&a, &pa, shared.path());
-    wait_until("the first run's first workload", || started.exists());
+    let _guard = SysctlGuard::new(&[PRESSURE, autogroup]);
+    let (p0, g0) = (sysctl(PRESSURE), sysctl(autogroup));
+    let mut holder = start_pressure_run(&a, shared.path(), "170", "0.4", 4);
     let pb = sysctl_plan(&b, "kernel.sched_autogroup_enabled", "0", "true", 2);
     let out = run_in(&b, shared.path(), &["run", pb.to_str().unwrap()]);
     let err = stderr(&out);
@@ -122,14 +144,10 @@ fn a_second_system_changing_run_is_refused_naming_the_holder() {
     );
     assert!(!b.store().exists(), "a refused run stored something");
     // A run whose configs change nothing system-wide runs beside it.
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap()],
-    );
+    let out = run_shell_plan(&b, shared.path(), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(holder.wait().unwrap().success());
-    assert_eq!((sysctl(pressure), sysctl(autogroup)), (p0, g0));
+    assert_eq!((sysctl(PRESSURE), sysctl(autogroup)), (p0, g0));
 }
 
 #[test]
@@ -140,27 +158,13 @@ fn a_killed_runs_changes_on_another_store_refuse_a_run_until_restore() {
     }
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
-    let pressure = "/proc/sys/vm/vfs_cache_pressure";
-    let _guard = SysctlGuard::new(&[pressure]);
-    let p0 = sysctl(pressure);
-    let started = a.path("started");
-    let pa = sysctl_plan(
-        &a,
-        "vm.vfs_cache_pressure",
-        "171",
-        &format!("touch {}; sleep 5", started.display()),
-        2,
-    );
-    let mut child = spawn_run(&a, &pa, shared.path());
-    wait_until("the run inside its config", || started.exists());
+    let _guard = SysctlGuard::new(&[PRESSURE]);
+    let p0 = sysctl(PRESSURE);
+    let mut child = start_pressure_run(&a, shared.path(), "171", "5", 2);
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(sysctl(pressure), "171");
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap()],
-    );
+    assert_eq!(sysctl(PRESSURE), "171");
+    let out = run_shell_plan(&b, shared.path(), &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -170,12 +174,8 @@ fn a_killed_runs_changes_on_another_store_refuse_a_run_until_restore() {
     assert!(!b.store().exists());
     let out = run_in(&a, shared.path(), &["restore"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(sysctl(pressure), p0);
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap()],
-    );
+    assert_eq!(sysctl(PRESSURE), p0);
+    let out = run_shell_plan(&b, shared.path(), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -215,30 +215,18 @@ fn a_run_killed_inside_a_shell_config_refuses_new_runs_until_resumed_or_forced()
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     // Another store on this machine: refused too.
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap()],
-    );
+    let out = run_shell_plan(&b, shared.path(), &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(!b.store().exists());
     // --force runs anyway, and says so.
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap(), "--force"],
-    );
+    let out = run_shell_plan(&b, shared.path(), &["--force"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("--force"), "{}", stderr(&out));
     // Resume tears the config down; then nothing stands in the way.
     let out = run_in(&a, shared.path(), &["run", "--resume", "1", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!state.exists());
-    let out = run_in(
-        &b,
-        shared.path(),
-        &["run", shell_plan(&b).to_str().unwrap()],
-    );
+    let out = run_shell_plan(&b, shared.path(), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
@@ -270,29 +258,16 @@ fn a_second_sigterm_during_a_teardown_keeps_the_config_entered_until_resume() {
                 ran = mark("ran").display(),
             ),
         );
-        let mut child = sb
-            .command()
-            .env("TMPDIR", &tmp)
-            .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = sb.quiet_run(&plan, &tmp).spawn().unwrap();
         wait_until("a run", || mark("ran").exists());
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM).unwrap();
+        signal(&child, Signal::SIGTERM).unwrap();
         wait_until("the teardown", || mark("td-started").exists());
         std::thread::sleep(Duration::from_millis(300));
-        nix::sys::signal::kill(pid, nix::sys::signal::SIGTERM).unwrap();
+        signal(&child, Signal::SIGTERM).unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130), "attempt {attempt}: {status:?}");
         assert!(!mark("td-done").exists(), "the teardown was not cut short");
-        let out = sb
-            .command()
-            .env("TMPDIR", &tmp)
-            .arg("restore")
-            .output()
-            .unwrap();
+        let out = sb.command_in(&tmp).arg("restore").output().unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
         let said = stdout(&out);
         assert!(
@@ -305,8 +280,7 @@ fn a_second_sigterm_during_a_teardown_keeps_the_config_entered_until_resume() {
             "attempt {attempt}"
         );
         let out = sb
-            .command()
-            .env("TMPDIR", &tmp)
+            .command_in(&tmp)
             .args(["run", "--resume", "1", "--quiet", "--no-report"])
             .output()
             .unwrap();

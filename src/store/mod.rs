@@ -687,35 +687,7 @@ impl Store {
 
     pub fn create_experiment(&self, e: &NewExperiment) -> Result<i64> {
         let tx = self.conn.unchecked_transaction()?;
-        tx.execute(
-            "INSERT INTO experiments (name, label, plan_source, plan_text, overrides, host, fingerprint, seed,
-                 run_order, runs_per_cell, warmup, baseline, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 'running')",
-            params![
-                e.name,
-                e.label,
-                e.plan_source,
-                e.plan_text,
-                serde_json::to_string(e.overrides)?,
-                e.host,
-                serde_json::to_string(e.fingerprint)?,
-                e.seed as i64,
-                e.order.as_str(),
-                e.runs,
-                e.warmup,
-                e.baseline,
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        for (i, c) in e.configs.iter().enumerate() {
-            tx.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", params![id, i, c])?;
-        }
-        for (i, w) in e.workloads.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO workloads VALUES (?1, ?2, ?3)",
-                params![id, i, w],
-            )?;
-        }
+        let id = insert_experiment(&tx, e, None)?;
         tx.commit()?;
         Ok(id)
     }
@@ -1183,6 +1155,56 @@ impl Drop for Store {
             let _ = self.close_run_log();
         }
     }
+}
+
+/// Insert `e`'s row, configs and workloads on `conn`, inside a transaction
+/// the caller opens and commits (an import stores its runs in the same one);
+/// returns the new id. Measured here (`imported_from` is `None`) it starts
+/// `running`; imported, it is stored `complete` and finished now, with where
+/// its samples came from (`experiments.source`).
+fn insert_experiment(
+    conn: &Connection,
+    e: &NewExperiment,
+    imported_from: Option<&str>,
+) -> Result<i64> {
+    let status = if imported_from.is_some() {
+        "complete"
+    } else {
+        "running"
+    };
+    conn.execute(
+        "INSERT INTO experiments (name, label, plan_source, plan_text, overrides, host, fingerprint, seed,
+             run_order, runs_per_cell, warmup, baseline, status, finished_at, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
+             CASE WHEN ?13 = 'complete' THEN strftime('%Y-%m-%dT%H:%M:%SZ','now') END, ?14)",
+        params![
+            e.name,
+            e.label,
+            e.plan_source,
+            e.plan_text,
+            serde_json::to_string(e.overrides)?,
+            e.host,
+            serde_json::to_string(e.fingerprint)?,
+            e.seed as i64,
+            e.order.as_str(),
+            e.runs,
+            e.warmup,
+            e.baseline,
+            status,
+            imported_from,
+        ],
+    )?;
+    let id = conn.last_insert_rowid();
+    for (i, c) in e.configs.iter().enumerate() {
+        conn.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", params![id, i, c])?;
+    }
+    for (i, w) in e.workloads.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO workloads VALUES (?1, ?2, ?3)",
+            params![id, i, w],
+        )?;
+    }
+    Ok(id)
 }
 
 /// A read-only connection to the SQLite database at `path` that writes

@@ -1,8 +1,15 @@
-//! Helpers shared by the end-to-end tests: they drive the real binary.
+//! Helpers shared by the end-to-end tests, which drive the real binary,
+//! and by the tests that fill a store through the library.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+
+use nix::sys::signal::Signal;
+use sysdelta::metric::MetricSpec;
+use sysdelta::plan::{Order, Overrides};
+use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_sysdelta")
@@ -57,6 +64,24 @@ impl Sandbox {
         self.command().args(args).output().unwrap()
     }
 
+    /// `command()` with its scratch directory (`TMPDIR`) at `tmp`, where a
+    /// test looks for what a run left behind.
+    pub fn command_in(&self, tmp: &Path) -> Command {
+        let mut c = self.command();
+        c.env("TMPDIR", tmp);
+        c
+    }
+
+    /// `sysdelta run PLAN --quiet --no-report` with its scratch directory
+    /// at `tmp` and its output discarded: to spawn, and then signal.
+    pub fn quiet_run(&self, plan: &Path, tmp: &Path) -> Command {
+        let mut c = self.command_in(tmp);
+        c.args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    }
+
     pub fn json_report(&self, id: &str) -> serde_json::Value {
         let out = self.run(&["report", id, "--format", "json"]);
         assert!(
@@ -98,4 +123,66 @@ pub fn comparison<'a>(
 
 pub fn file_bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
+}
+
+/// Send `sig` to `child` (an error when it is already gone and reaped).
+pub fn signal(child: &Child, sig: Signal) -> nix::Result<()> {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
+}
+
+/// Create experiment `name` in `store` through the library: `configs`
+/// (the first is the baseline), `runs` runs of each, of the one workload
+/// `w`, which reports `metrics`; the rest is what any test experiment
+/// holds. Returns its id.
+pub fn create_experiment(
+    store: &Store,
+    name: &str,
+    configs: &[&str],
+    runs: u32,
+    metrics: &[MetricSpec],
+) -> i64 {
+    let id = store
+        .create_experiment(&NewExperiment {
+            name,
+            label: None,
+            plan_source: "test",
+            plan_text: "",
+            overrides: &Overrides::default(),
+            host: "test",
+            fingerprint: &BTreeMap::new(),
+            seed: 1,
+            order: Order::RandomBlocks,
+            runs,
+            warmup: 0,
+            baseline: configs[0],
+            configs: configs.iter().map(|c| c.to_string()).collect(),
+            workloads: vec!["w".into()],
+        })
+        .unwrap();
+    store.declare_metrics(id, "w", metrics).unwrap();
+    id
+}
+
+/// The measured (not warmup) run of `config` at (`block`, `seq`) of
+/// experiment `exp`'s workload `w`, started at 0, with `result` and no
+/// series or profile. Change a field with `RunRecord { .., ..run_record(..) }`.
+pub fn run_record<'a>(
+    exp: i64,
+    block: u32,
+    seq: u32,
+    config: &'a str,
+    result: RunResult<'a>,
+) -> RunRecord<'a> {
+    RunRecord {
+        experiment_id: exp,
+        block,
+        seq,
+        config,
+        workload: "w",
+        warmup: false,
+        started_at: 0.0,
+        result,
+        series: &[],
+        profile: &[],
+    }
 }
