@@ -421,7 +421,7 @@ fn enter_config(conn: &rusqlite::Connection) {
 fn entered_configs(store: &Path) -> Vec<(i64, String)> {
     sysdelta::store::peek::entered_configs(store)
         .into_iter()
-        .map(|(id, _, config)| (id, config))
+        .map(|e| (e.id, e.config))
         .collect()
 }
 

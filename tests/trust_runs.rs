@@ -13,6 +13,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+/// The root tests write the same machine-wide sysctl: one at a time (each
+/// uses its own run directory, so sysdelta's own lock does not order them).
+static SYSCTL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
@@ -127,6 +131,7 @@ fn a_second_system_changing_run_is_refused_naming_the_holder() {
         eprintln!("skipped: needs root to write sysctls");
         return;
     }
+    let _serial = SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
     let autogroup = "/proc/sys/kernel/sched_autogroup_enabled";
@@ -156,6 +161,7 @@ fn a_killed_runs_changes_on_another_store_refuse_a_run_until_restore() {
         eprintln!("skipped: needs root to write sysctls");
         return;
     }
+    let _serial = SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner());
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
     let _guard = SysctlGuard::new(&[PRESSURE]);
@@ -403,6 +409,44 @@ fn a_closed_pipe_ends_output_quietly_as_coreutils_do() {
         );
         assert_eq!(stderr(&out), "", "{args:?}");
     }
+    // A run whose report meets a closed pipe still cleans up first: its
+    // scratch directory and journal entry are gone, the runs are stored.
+    let tmp = sb.path("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let (r, w) = nix::unistd::pipe().unwrap();
+    drop(r);
+    let out = sb
+        .command_in(&tmp)
+        .args([
+            "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+        ])
+        .stdout(Stdio::from(w))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{out:?}");
+    assert_eq!(scratch_dirs(&tmp), Vec::<String>::new());
+    let out = sb.run(&["restore"]);
+    assert!(
+        stdout(&out).contains("nothing to restore"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(stored_runs(&sb), 4);
+}
+
+#[test]
+fn a_scratch_directory_that_cannot_be_made_refuses_the_run_before_anything_is_stored() {
+    let sb = Sandbox::new();
+    let out = sb
+        .command_in(&sb.path("no-such-dir"))
+        .args([
+            "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no-such-dir"), "{}", stderr(&out));
+    assert!(!sb.store().exists());
 }
 
 #[test]
@@ -454,4 +498,40 @@ fn error_lines_carry_no_control_character() {
         );
         assert!(!text.contains('\u{9b}'), "{args:?}: {text:?}");
     }
+}
+
+#[test]
+fn a_teardown_killed_by_a_signal_leaves_the_experiment_to_resume() {
+    // The teardown kills itself the first time (as a timeout or a second
+    // Ctrl-C would), and ends normally the second time.
+    let sb = Sandbox::new();
+    let first = sb.path("first");
+    let plan = sb.write(
+        "plan.toml",
+        &format!(
+            "runs = 2\n[[config]]\nname = \"a\"\n\
+             teardown = 'if [ ! -e {f} ]; then touch {f}; kill -9 $$; fi'\n\
+             [[workload]]\nname = \"w\"\ncommand = \"true\"\n",
+            f = first.display()
+        ),
+    );
+    let out = sb.run(&["run", plan.to_str().unwrap(), "-q", "--no-report"]);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(first.exists());
+    let out = sb.run(&["restore"]);
+    assert!(
+        stdout(&out).contains("inside config 'a'"),
+        "{}",
+        stdout(&out)
+    );
+    let other = sb.write(
+        "other.toml",
+        "runs = 1\n[[config]]\nname = \"b\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\n",
+    );
+    let out = sb.run(&["run", other.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = sb.run(&["run", "--resume", "1", "-q", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = sb.run(&["run", other.to_str().unwrap(), "-q", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -172,6 +172,25 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
     refuse_pending_changes(&jpath)?;
     let journal = Journal::open_shared(&jpath)?;
     let tmp = std::env::temp_dir();
+    // `arm` makes the scratch directory there once the store exists: a
+    // place it cannot be made is bad input now, before anything is stored.
+    if let Err(e) = nix::unistd::access(
+        &tmp,
+        nix::unistd::AccessFlags::W_OK | nix::unistd::AccessFlags::X_OK,
+    )
+    .map_err(std::io::Error::from)
+    .and_then(|()| {
+        if tmp.is_dir() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other("not a directory"))
+        }
+    }) {
+        return Err(bad(format!(
+            "cannot make a scratch directory in {} (TMPDIR): {e}",
+            tmp.display()
+        )));
+    }
     let scratch = scratch_name(&tmp);
     let mut problems = Vec::new();
     let mut workloads = Vec::new();
@@ -998,7 +1017,11 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         }
         Ok(Err(e)) => {
             let _ = store.add_event(exp, "error", &format!("{e:#}"));
-            let status = if still_entered { "interrupted" } else { "failed" };
+            let status = if still_entered {
+                "interrupted"
+            } else {
+                "failed"
+            };
             let _ = store.finish(exp, status, Some(&usage));
             Err(e)
         }
