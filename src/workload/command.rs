@@ -1,7 +1,7 @@
 //! The command workload: any shell command, timed as a child process.
 //!
-//! Metrics of every run: `wall` (s, monotonic, fork to reap of `sh -c`),
-//! `user` and `sys` (s, CPU time of the shell and its waited-for
+//! Metrics of every run: `wall` (s, monotonic, from the spawn request to the
+//! reap of `sh -c`), `user` and `sys` (s, CPU time of the shell and its waited-for
 //! descendants, from `wait4`), `maxrss` (KiB, largest resident set among
 //! them), plus any metric the plan extracts from stdout with a regex. See
 //! [`crate::process`] for exactly what one measurement covers.
