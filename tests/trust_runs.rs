@@ -21,6 +21,16 @@ fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// The turn of a root test that writes sysctls, or None (with the reason
+/// printed) when not root.
+fn sysctl_test() -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !is_root() {
+        eprintln!("skipped: needs root to write sysctls");
+        return None;
+    }
+    Some(SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
@@ -127,11 +137,9 @@ fn run_shell_plan(sb: &Sandbox, run_dir: &Path, extra: &[&str]) -> std::process:
 
 #[test]
 fn a_second_system_changing_run_is_refused_naming_the_holder() {
-    if !is_root() {
-        eprintln!("skipped: needs root to write sysctls");
+    let Some(_serial) = sysctl_test() else {
         return;
-    }
-    let _serial = SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
     let autogroup = "/proc/sys/kernel/sched_autogroup_enabled";
@@ -157,11 +165,9 @@ fn a_second_system_changing_run_is_refused_naming_the_holder() {
 
 #[test]
 fn a_killed_runs_changes_on_another_store_refuse_a_run_until_restore() {
-    if !is_root() {
-        eprintln!("skipped: needs root to write sysctls");
+    let Some(_serial) = sysctl_test() else {
         return;
-    }
-    let _serial = SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let shared = tempfile::tempdir().unwrap();
     let (a, b) = (Sandbox::new(), Sandbox::new());
     let _guard = SysctlGuard::new(&[PRESSURE]);
