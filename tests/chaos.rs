@@ -22,10 +22,6 @@ const BUDGET: Duration = Duration::from_secs(70);
 const MIN_ITERATIONS: usize = 4;
 const RUNS: u32 = 3;
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 fn tracefs_ok() -> bool {
     sysdelta::config::kinds::tracefs::supported()
 }

@@ -19,11 +19,6 @@ use sysdelta::config::kinds::{self, tracefs};
 /// tracefs is global: the tests that enter a tracing kind take turns.
 static TRACEFS: Mutex<()> = Mutex::new(());
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Exit 2 and one line on stderr holding every needle.
 fn assert_one_bad_line(out: &std::process::Output, needles: &[&str]) {
     let err = stderr(out);

@@ -17,10 +17,6 @@ use nix::sys::signal::Signal;
 /// uses its own run directory, so sysdelta's own lock does not order them).
 static SYSCTL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 /// The turn of a root test that writes sysctls, or None (with the reason
 /// printed) when not root.
 fn sysctl_test() -> Option<std::sync::MutexGuard<'static, ()>> {

@@ -186,15 +186,28 @@ impl Journal {
     /// The one-line refusal `sysdelta run` gives while a crashed run's
     /// changes are still in the journal.
     pub fn refuse_if_pending(path: &Path) -> Result<()> {
-        let j = Journal::open(path)?;
-        if j.state.entries.is_empty() {
+        Journal::open(path)?.refuse_pending(None)
+    }
+
+    /// The same refusal for a journal already read, leaving out the
+    /// entries of `except` (a dead run's scratch directory, which the next
+    /// run removes itself).
+    pub fn refuse_pending(&self, except: Option<&str>) -> Result<()> {
+        let left: Vec<&Entry> = self
+            .state
+            .entries
+            .iter()
+            .filter(|e| Some(e.owner.as_str()) != except)
+            .collect();
+        let Some(first) = left.first() else {
             return Ok(());
-        }
+        };
         bail!(
-            "{} holds {} system change(s) left by an interrupted run (first: {}); run `sysdelta restore` first",
-            path.display(),
-            j.state.entries.len(),
-            j.pending()[0]
+            "{} holds {} system change(s) left by an interrupted run (first: [{}] {}); run `sysdelta restore` first",
+            self.path.display(),
+            left.len(),
+            first.owner,
+            describe(&first.undo)
         )
     }
 

@@ -79,10 +79,7 @@ impl Prepared {
         let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
         *j = Journal::open(&self.journal_path)?;
         j.undo_owned_by("scratch")?;
-        drop(j);
-        Journal::refuse_if_pending(&self.journal_path).map_err(|e| bad(format!("{e:#}")))?;
-        let mut j = self.journal.lock().unwrap_or_else(|e| e.into_inner());
-        *j = Journal::open(&self.journal_path)?;
+        j.refuse_pending(None).map_err(|e| bad(format!("{e:#}")))?;
         self.scratch_entry = Some(
             j.record_all(
                 "scratch",
@@ -293,11 +290,9 @@ fn scratch_name(tmp: &Path) -> PathBuf {
 /// Refuse (bad input) while the journal at `jpath` holds a change other
 /// than a dead run's scratch directory; reads only.
 fn refuse_pending_changes(jpath: &Path) -> Result<()> {
-    let j = Journal::open(jpath)?;
-    if j.pending_owned_by_others("scratch") {
-        Journal::refuse_if_pending(jpath).map_err(|e| bad(format!("{e:#}")))?;
-    }
-    Ok(())
+    Journal::open(jpath)?
+        .refuse_pending(Some("scratch"))
+        .map_err(|e| bad(format!("{e:#}")))
 }
 
 /// Record a new experiment for a prepared plan; returns its id.

@@ -11,6 +11,11 @@ use sysdelta::metric::MetricSpec;
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
+/// Root runs the tests that change the system (CI is root).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_sysdelta")
 }
