@@ -444,6 +444,7 @@ fn execute(
             quiet: e.quiet,
         },
     )?;
+    runner::machine::unregister_if_clean(store_path);
     eprintln!(
         "sysdelta: experiment {} {}: {} runs ({} failed) stored in {}",
         id,

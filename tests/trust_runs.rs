@@ -236,6 +236,13 @@ fn a_run_killed_inside_a_shell_config_refuses_new_runs_until_resumed_or_forced()
     assert!(!state.exists());
     let out = run_shell_plan(&b, shared.path(), &[]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // Every run ended well: the register keeps no entry.
+    let left: Vec<_> = std::fs::read_dir(shared.path().join("stores"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 fn scratch_dirs(dir: &Path) -> Vec<String> {

@@ -162,26 +162,17 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
         if !matches!(Store::try_lock(s), Ok(Some(_))) {
             continue;
         }
-        let journal = super::journal_path(s);
-        // A dead run's scratch directory is no system change (the next run
-        // on that store removes it).
-        let changed = Journal::open(&journal).is_ok_and(|j| j.pending_owned_by_others("scratch"));
-        if !is_own && changed {
+        if !is_own && journal_changed(s) {
             return Err(bad(format!(
                 "{} holds system changes left by an interrupted run on store {}; run `sysdelta restore --store {}` first",
-                journal.display(),
+                super::journal_path(s).display(),
                 s.display(),
                 s.display()
             )));
         }
-        // Only a config with a teardown still to run leaves state that
-        // `restore` cannot put back.
-        let entered: Vec<_> = peek::entered_configs(s)
+        let entered: Vec<_> = entered_with_teardown(s)
             .into_iter()
             .filter(|e| !(is_own && Some(e.id) == resuming))
-            .filter(|e| {
-                super::config_has_teardown(&e.plan_source, &e.plan_text, &e.overrides, &e.config)
-            })
             .collect();
         if let Some(peek::Entered {
             id, name, config, ..
@@ -202,6 +193,33 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
         }
     }
     Ok(())
+}
+
+/// Remove `store` from the register when it holds nothing a later run must
+/// be stopped for: called at the end of a run, so that a machine where
+/// every run ended well keeps no entry.
+pub fn unregister_if_clean(store: &Path) {
+    if !journal_changed(store) && entered_with_teardown(store).is_empty() {
+        let abs = Store::beside(store, "");
+        let _ = fs::remove_file(run_dir().join("stores").join(register_name(&abs)));
+    }
+}
+
+/// The store's journal holds a change a dead run left (its scratch
+/// directory is no system change: the next run on that store removes it).
+fn journal_changed(store: &Path) -> bool {
+    Journal::open(&super::journal_path(store)).is_ok_and(|j| j.pending_owned_by_others("scratch"))
+}
+
+/// The store's experiments left inside a config with a teardown still to
+/// run: the state only that teardown (not `restore`) can put back.
+fn entered_with_teardown(store: &Path) -> Vec<peek::Entered> {
+    peek::entered_configs(store)
+        .into_iter()
+        .filter(|e| {
+            super::config_has_teardown(&e.plan_source, &e.plan_text, &e.overrides, &e.config)
+        })
+        .collect()
 }
 
 fn register_name(store: &Path) -> String {
