@@ -305,6 +305,7 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
             events,
             series: run_series,
             profiles,
+            boots: Vec::new(),
         },
         extras: html::Extras {
             sources,

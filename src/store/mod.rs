@@ -13,6 +13,7 @@
 //! mount) is opened read-only, and then nothing is written in or next to
 //! it.
 
+pub mod boots;
 pub mod peek;
 pub mod runlog;
 pub mod schema;
@@ -30,6 +31,7 @@ use crate::error::bad;
 use crate::metric::{Direction, MetricSpec};
 use crate::plan::{Order, Overrides};
 use crate::workload::MetricSamples;
+pub use boots::{BootEnd, StoredBoot};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";
 
@@ -130,6 +132,9 @@ pub struct StoredRun {
     pub exit_code: Option<i32>,
     pub started_at: f64,
     pub samples: BTreeMap<String, Vec<f64>>,
+    /// The boot (`boots.id`) a run of a kernel config ran in; None on the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<i64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -157,6 +162,9 @@ pub struct ExperimentData {
     /// Profile samples of measured runs summed per config:
     /// (config, symbol, kernel?, samples).
     pub profiles: Vec<(String, String, bool, u64)>,
+    /// Boots of kernel configs, in the order they ran (empty otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boots: Vec<StoredBoot>,
 }
 
 impl Store {
@@ -725,7 +733,12 @@ impl Store {
     /// Record one run: appended to the run log while one is open (see
     /// [`Store::log_runs`]; folded when due), else committed at once.
     pub fn record_run(&self, r: &RunRecord) -> Result<()> {
-        let row = runlog::RunRow::of(r)?;
+        self.record_row(runlog::RunRow::of(r)?)
+    }
+
+    /// Record one run already in its run-log shape (a guest's run, which
+    /// arrives as a row): as [`Store::record_run`].
+    pub fn record_row(&self, row: runlog::RunRow) -> Result<()> {
         let due = match self.log.borrow_mut().as_mut() {
             Some(log) => {
                 log.append(row)?;
@@ -746,8 +759,8 @@ impl Store {
             .conn
             .prepare_cached(
                 "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
-                 reason, stderr_tail, exit_code, started_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                 reason, stderr_tail, exit_code, started_at, boot_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
                  ON CONFLICT (experiment_id, block, seq) DO NOTHING",
             )?
             .execute(params![
@@ -761,7 +774,8 @@ impl Store {
                 r.reason,
                 r.stderr_tail,
                 r.exit_code,
-                r.started_at
+                r.started_at,
+                r.boot
             ])?;
         if inserted == 0 {
             return Ok(());
@@ -1012,7 +1026,7 @@ impl Store {
         };
         let mut runs: Vec<StoredRun> = {
             let mut st = self.conn.prepare(
-                "SELECT id, block, seq, config, workload, warmup, status, reason, stderr_tail, exit_code, started_at
+                "SELECT id, block, seq, config, workload, warmup, status, reason, stderr_tail, exit_code, started_at, boot_id
                  FROM runs WHERE experiment_id = ?1 ORDER BY block, seq",
             )?;
             let rows = st.query_map([id], |r| {
@@ -1029,6 +1043,7 @@ impl Store {
                     exit_code: r.get(9)?,
                     started_at: r.get(10)?,
                     samples: BTreeMap::new(),
+                    boot_id: r.get(11)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<_>>()?
@@ -1079,6 +1094,7 @@ impl Store {
             events,
             series: self.series(id)?,
             profiles: self.profile_totals(id)?,
+            boots: self.boots(id)?,
         })
     }
 

@@ -64,6 +64,9 @@ pub struct RunRow {
     pub series: Vec<(String, String, String, String)>,
     /// (symbol, kernel?, samples).
     pub profile: Vec<(String, bool, u64)>,
+    /// The boot (`boots.id`) a guest ran this run in; None on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<i64>,
 }
 
 impl RunRow {
@@ -147,6 +150,7 @@ impl RunRow {
             samples,
             series,
             profile: r.profile.to_vec(),
+            boot: None,
         })
     }
 }

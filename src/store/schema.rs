@@ -104,4 +104,29 @@ CREATE TABLE events (
     // of [name, value]), so a teardown after a crash sees what its setup
     // exported, as it would have in the run that died.
     "ALTER TABLE experiments ADD COLUMN entered_env TEXT;",
+    // v4: boots of kernel configs (each config that names a kernel runs in
+    // a VM booted for it; a boot is the unit of replication), and which
+    // boot each run ran in (NULL for runs on the host).
+    r#"
+CREATE TABLE boots (
+    id INTEGER PRIMARY KEY,
+    experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+    config TEXT NOT NULL,
+    block INTEGER NOT NULL,           -- the boot block (one boot of every kernel config)
+    position INTEGER NOT NULL,        -- place in the block's randomized order
+    accel TEXT NOT NULL,              -- KVM | TCG
+    started_at REAL NOT NULL,         -- Unix time, seconds: QEMU launched
+    launch_to_hello_s REAL,           -- launch until the guest sysdelta said hello
+    status TEXT NOT NULL,             -- running | ok | failed
+    reason TEXT,                      -- why a boot failed
+    console_tail TEXT,                -- last lines of the serial console of a failed boot
+    uname TEXT,                       -- what the guest said: uname -r
+    proc_version TEXT,                --   /proc/version
+    cmdline TEXT,                     --   /proc/cmdline
+    cpus INTEGER,                     --   online CPUs
+    mem_total_kib INTEGER,            --   MemTotal
+    runs INTEGER NOT NULL DEFAULT 0   -- runs received from the guest
+);
+ALTER TABLE runs ADD COLUMN boot_id INTEGER;
+"#,
 ];

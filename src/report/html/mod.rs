@@ -171,6 +171,7 @@ mod tests {
                     exit_code: None,
                     started_at: 0.0,
                     samples,
+                    boot_id: None,
                 });
                 series.push((
                     c.clone(),
@@ -223,6 +224,7 @@ mod tests {
                 events: vec![],
                 series: vec![],
                 profiles: vec![],
+                boots: vec![],
             },
             extras,
         )
