@@ -115,9 +115,13 @@ struct ExecArgs {
     /// Runs per (config, workload) cell.
     #[arg(long)]
     runs: Option<u32>,
-    /// Warm-up runs per cell (recorded, not used as samples).
+    /// Warm-up runs per cell (recorded, not used as samples); with kernel
+    /// configs, per boot.
     #[arg(long)]
     warmup: Option<u32>,
+    /// Boots per kernel config (plans whose configs name a kernel).
+    #[arg(long)]
+    boots: Option<u32>,
     /// Seed of the run order (and nothing else).
     #[arg(long)]
     seed: Option<u64>,
@@ -270,6 +274,7 @@ fn overrides(e: &ExecArgs) -> Overrides {
         until_metrics: e.until_metrics.clone(),
         ignore_failure: e.ignore_failure,
         max_failures: e.max_failures,
+        boots: e.boots,
     }
 }
 
@@ -498,6 +503,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     (e.label.is_some(), "--label"),
                     (e.ignore_failure, "--ignore-failure"),
                     (e.max_failures.is_some(), "--max-failures"),
+                    (e.boots.is_some(), "--boots"),
                 ];
                 if let Some((_, opt)) = changes.iter().find(|c| c.0) {
                     return Err(bad(format!(

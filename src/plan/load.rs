@@ -30,6 +30,8 @@ struct RawPlan {
     monitors: Option<Vec<Spanned<String>>>,
     monitor_interval: Option<Spanned<toml::Value>>,
     quick: Option<Spanned<RawQuick>>,
+    /// Boots per kernel config (plans whose configs name kernels).
+    boots: Option<Spanned<WideInt>>,
     #[serde(default)]
     config: Vec<Spanned<RawConfig>>,
     #[serde(default)]
@@ -41,6 +43,7 @@ struct RawPlan {
 struct RawQuick {
     runs: Option<Spanned<WideInt>>,
     warmup: Option<Spanned<WideInt>>,
+    boots: Option<Spanned<WideInt>>,
 }
 
 /// A count in the plan, read as any TOML integer however large, so that
@@ -92,6 +95,8 @@ struct RawConfig {
     cpus: Option<Spanned<toml::Value>>,
     memory_limit: Option<Spanned<toml::Value>>,
     swap: Option<Spanned<toml::Value>>,
+    /// The kernel this config boots (its runs happen in a VM).
+    kernel: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -377,6 +382,15 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     for c in &raw.config {
         configs.push(build_config(origin, c, &mut seen)?);
     }
+    let boots = kernel_boots(origin, &raw, &configs, ov)?;
+    if boots > 0 {
+        // Each boot runs whole rounds (every workload once per round), so
+        // the runs per cell are a multiple of the boots.
+        runs = runs.div_ceil(boots) * boots;
+        if ov.until_ci.is_some() {
+            return Err("--until does not work with kernel configs yet: give --runs and --boots".into());
+        }
+    }
     let mut workloads = Vec::new();
     let mut seen = HashSet::new();
     for w in raw.workload {
@@ -448,7 +462,58 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         monitors,
         monitor_interval,
         overrides: ov.clone(),
+        boots,
     })
+}
+
+/// Boots per kernel config: 0 when no config names a kernel. Either every
+/// config names one or none does: a host baseline against configs in VMs
+/// would measure the VM, not the kernel.
+fn kernel_boots(
+    origin: &Origin,
+    raw: &RawPlan,
+    configs: &[ConfigDef],
+    ov: &Overrides,
+) -> Result<u32, String> {
+    let with = configs.iter().filter(|c| c.kernel.is_some()).count();
+    if with == 0 {
+        if let Some(b) = &raw.boots {
+            return Err(origin.at(
+                b.span().start,
+                "boots is for plans whose configs name a kernel ([config.kernel])",
+            ));
+        }
+        return Ok(0);
+    }
+    if with < configs.len() {
+        let host = configs.iter().find(|c| c.kernel.is_none()).map(|c| c.name.as_str());
+        return Err(origin.at(
+            0,
+            format!(
+                "config '{}' has no [config.kernel] while others do: either every config boots a                  kernel or none does (a host baseline against VMs would measure the VM)",
+                host.unwrap_or("?")
+            ),
+        ));
+    }
+    let mut boots = match &raw.boots {
+        Some(b) => bounded(origin, b, "boots", 2, MAX_BOOTS)?,
+        None => DEFAULT_BOOTS,
+    };
+    if let Some(q) = &raw.quick {
+        if let Some(b) = &q.get_ref().boots {
+            let qb = bounded(origin, b, "quick.boots", 1, MAX_BOOTS)?;
+            if ov.quick {
+                boots = qb;
+            }
+        }
+    } 
+    if ov.quick && raw.quick.as_ref().is_none_or(|q| q.get_ref().boots.is_none()) {
+        boots = boots.min(DEFAULT_QUICK_BOOTS);
+    }
+    if let Some(b) = ov.boots {
+        boots = flag_bounded("--boots", b, 1, MAX_BOOTS)?;
+    }
+    Ok(boots)
 }
 
 fn default_name(source: &str) -> String {
@@ -523,6 +588,11 @@ fn build_config(
             });
         }
     }
+    let kernel = rc
+        .kernel
+        .as_ref()
+        .map(|k| super::kernel::parse(origin, &name, k))
+        .transpose()?;
     let mut monitors = Vec::new();
     for m in rc.monitors.iter().flatten() {
         if !crate::monitor::NAMES.contains(&m.get_ref().as_str()) {
@@ -545,6 +615,7 @@ fn build_config(
         env,
         workdir: workdir(origin, &rc.workdir)?,
         kinds,
+        kernel,
     })
 }
 

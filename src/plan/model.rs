@@ -74,6 +74,28 @@ pub struct KindDecl {
     pub at: String,
 }
 
+/// A config's kernel: the config runs in a VM booted with this kernel
+/// (see `runner::boots`). Checked here for what the plan alone can tell;
+/// the image, the modules and the host's limits are checked by preflight.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelDef {
+    /// The image to boot: a bzImage (a `image = "..."` glob resolved to the
+    /// newest match, a kernel tree resolved to its `arch/x86/boot/bzImage`).
+    pub image: std::path::PathBuf,
+    /// Its modules directory; None: `/lib/modules/<version of the image>`.
+    pub modules: Option<std::path::PathBuf>,
+    /// Options appended to sysdelta's own part of the kernel command line.
+    pub cmdline: String,
+    pub cpus: u32,
+    pub memory_mib: u64,
+    /// `auto`, `kvm` or `tcg`.
+    pub accel: String,
+    /// Launch until the guest says hello.
+    pub boot_timeout: Duration,
+    /// Where the `[config.kernel]` table starts, for messages.
+    pub at: String,
+}
+
 #[derive(Clone, Debug)]
 pub struct ConfigDef {
     pub name: String,
@@ -84,6 +106,8 @@ pub struct ConfigDef {
     pub env: Vec<(String, String)>,
     pub workdir: Option<PathBuf>,
     pub kinds: Vec<KindDecl>,
+    /// Set: this config runs in a VM booted with this kernel.
+    pub kernel: Option<KernelDef>,
 }
 
 /// What the CLI may override in a plan; stored with the experiment so that
@@ -110,6 +134,9 @@ pub struct Overrides {
     /// Stop the experiment once one cell has failed this many runs in a
     /// row (None: [`MAX_CONSECUTIVE_FAILURES`]; 0: never stop).
     pub max_failures: Option<u32>,
+    /// `--boots`: boots per kernel config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<u32>,
 }
 
 /// Default of `--max-failures`: a cell that fails this many runs in a row
@@ -158,9 +185,25 @@ pub struct Plan {
     pub monitors: Vec<String>,
     pub monitor_interval: Duration,
     pub overrides: Overrides,
+    /// Boots per kernel config (plans whose configs name kernels; 0 otherwise).
+    pub boots: u32,
 }
 
+/// Default `boots`: 6 vs 6 boots is the fewest at which the rank test on
+/// per-boot values can reach p < 0.05 after a few comparisons (exact
+/// minimum p 0.0022; 3 vs 3 can never go below 0.1).
+pub const DEFAULT_BOOTS: u32 = 6;
+/// Default `boots` under `--quick`.
+pub const DEFAULT_QUICK_BOOTS: u32 = 3;
+/// The most boots per kernel config.
+pub const MAX_BOOTS: u32 = 10_000;
+
 impl Plan {
+    /// True when the configs run in VMs booted for them.
+    pub fn has_kernels(&self) -> bool {
+        self.configs.iter().any(|c| c.kernel.is_some())
+    }
+
     pub fn config_index(&self, name: &str) -> Option<usize> {
         self.configs.iter().position(|c| c.name == name)
     }

@@ -5,6 +5,7 @@ pub mod machine;
 pub mod progress;
 pub mod schedule;
 pub mod signals;
+pub mod slot;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -22,13 +23,11 @@ use crate::config::runtime::ConfigRuntime;
 use crate::config::shell::{ShellKind, StepState, SHELL_STEP_TIMEOUT};
 use crate::error::{bad, bad_all};
 use crate::metric::MetricSpec;
-use crate::monitor::{Monitor, MonitorData};
+use crate::monitor::Monitor;
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
-use crate::store::SeriesRecord;
-use crate::store::{NewExperiment, RunRecord, RunResult, Store};
+use crate::store::{NewExperiment, RunRecord, Store};
 use crate::workload::command::CommandWorkload;
-use crate::workload::MetricSamples;
-use crate::workload::{registry, RunContext, RunOutcome, Workload};
+use crate::workload::{registry, RunOutcome, Workload};
 use progress::Progress;
 use schedule::Slot;
 
@@ -571,7 +570,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     p.arm()?;
     let cpu0 = self_cpu();
     let t0 = Instant::now();
-    let plan = &p.plan;
+    // A copy: the loop below lends `p` whole to each run.
+    let plan = &p.plan.clone();
     let slots = schedule::schedule(
         plan.configs.len(),
         plan.workloads.len(),
@@ -712,7 +712,6 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 break;
             }
             let cfg_name = plan.configs[slot.config].name.clone();
-            let (wdef, workload) = &mut p.workloads[slot.workload];
             let started_at = now_unix();
             let mut failure: Option<String> = None;
             if current != Some(slot.config) {
@@ -742,181 +741,53 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     settle_after_enter(&p.configs[slot.config].mods.env);
                 }
             }
-            let cfg = &mut p.configs[slot.config];
-            let mut monitor_data: Vec<MonitorData> = Vec::new();
-            let outcome = match failure {
-                Some(reason) => RunOutcome::Failed {
-                    reason,
-                    stderr_tail: String::new(),
-                    exit_code: None,
-                },
-                None => {
-                    let mods = cfg.mods.clone();
-                    let ctx = RunContext {
-                        env: &mods.env,
-                        cwd: wdef
-                            .workdir
-                            .as_deref()
-                            .or(plan.configs[slot.config].workdir.as_deref()),
-                        timeout: wdef.timeout,
-                        cancel: opts.cancel,
-                        cpus: mods.cpus.as_deref(),
-                        cgroup_procs: mods.cgroup_procs.as_deref(),
-                        scratch: &p.scratch,
-                    };
-                    match cfg.before_run() {
-                        Err(e) => RunOutcome::Failed {
-                            reason: format!("config '{cfg_name}' before run: {e:#}"),
-                            stderr_tail: String::new(),
-                            exit_code: None,
-                        },
-                        Ok(()) => {
-                            let mut monitor_errors = Vec::new();
-                            for m in p
-                                .monitors
-                                .iter_mut()
-                                .chain(p.config_monitors[slot.config].iter_mut())
-                            {
-                                if let Err(e) = m.start() {
-                                    monitor_errors.push(format!("monitor '{}': {e:#}", m.name()));
-                                }
-                            }
-                            let out = workload.run(&ctx);
-                            for note in workload.notes() {
-                                let line = format!("{} under {cfg_name}: {note}", wdef.name);
-                                if noted.insert(line.clone()) {
-                                    store.add_event(exp, "skipped", &line)?;
-                                    progress.note(&line);
-                                }
-                            }
-                            for m in p
-                                .monitors
-                                .iter_mut()
-                                .chain(p.config_monitors[slot.config].iter_mut())
-                            {
-                                match m.stop() {
-                                    Ok(d) => monitor_data.push(d),
-                                    Err(e) => monitor_errors
-                                        .push(format!("monitor '{}': {e:#}", m.name())),
-                                }
-                            }
-                            for e in &monitor_errors {
-                                store.add_event(exp, "monitor", e)?;
-                                progress.note(e);
-                            }
-                            match (out, cfg.after_run()) {
-                                (RunOutcome::Ok(mut s), Ok(extra)) => {
-                                    s.extend(extra);
-                                    for d in &monitor_data {
-                                        s.extend(d.summaries.iter().map(|(spec, v)| {
-                                            MetricSamples {
-                                                metric: spec.name.clone(),
-                                                values: vec![*v],
-                                            }
-                                        }));
-                                    }
-                                    RunOutcome::Ok(s)
-                                }
-                                (RunOutcome::Ok(_), Err(e)) => RunOutcome::Failed {
-                                    reason: format!("config '{cfg_name}' after run: {e:#}"),
-                                    stderr_tail: String::new(),
-                                    exit_code: None,
-                                },
-                                (failed, _) => failed,
-                            }
-                        }
-                    }
-                }
+            let measured = match failure {
+                Some(reason) => slot::Measured::failed(reason),
+                None => slot::measure(p, slot, opts.cancel),
             };
-            // A run cut short by Ctrl-C is not a result: it is not stored, so
-            // --resume runs that slot again.
-            let interrupted = matches!(&outcome, RunOutcome::Failed { reason, .. } if reason == "interrupted")
-                || (opts.cancel.load(Ordering::SeqCst)
-                    && matches!(outcome, RunOutcome::Failed { .. }));
-            if interrupted {
+            for line in &measured.notes {
+                if noted.insert(line.clone()) {
+                    store.add_event(exp, "skipped", line)?;
+                    progress.note(line);
+                }
+            }
+            for e in &measured.monitor_errors {
+                store.add_event(exp, "monitor", e)?;
+                progress.note(e);
+            }
+            if measured.interrupted(opts.cancel) {
                 break;
             }
-            let what = || match &outcome {
+            let wname = &p.workloads[slot.workload].0.name;
+            let outcome = &measured.outcome;
+            let what = || match outcome {
                 RunOutcome::Ok(s) => {
                     let first = s
                         .first()
                         .and_then(|m| m.values.first())
                         .copied()
                         .unwrap_or(f64::NAN);
-                    format!(
-                        "block {} {}/{}: {:.4}",
-                        slot.block, cfg_name, wdef.name, first
-                    )
+                    format!("block {} {}/{}: {:.4}", slot.block, cfg_name, wname, first)
                 }
                 RunOutcome::Failed { reason, .. } => {
-                    format!("block {} {}/{}: {reason}", slot.block, cfg_name, wdef.name)
+                    format!("block {} {}/{}: {reason}", slot.block, cfg_name, wname)
                 }
             };
-            let result = match &outcome {
-                RunOutcome::Ok(s) => RunResult::Ok(s),
-                RunOutcome::Failed {
-                    reason,
-                    stderr_tail,
-                    exit_code,
-                } => RunResult::Failed {
-                    reason,
-                    stderr_tail,
-                    exit_code: *exit_code,
-                },
-            };
-            // Monitor summaries become metrics of the workload: declare new ones.
-            let new_specs: Vec<MetricSpec> = monitor_data
-                .iter()
-                .flat_map(|d| d.summaries.iter().map(|(spec, _)| spec.clone()))
-                .filter(|spec| declared.insert((slot.workload, spec.name.clone())))
-                .collect();
-            if !new_specs.is_empty() {
-                store.declare_metrics(exp, &wdef.name, &new_specs)?;
+            let extras = slot::extras(p, slot, &measured, &mut declared);
+            if !extras.new_specs.is_empty() {
+                store.declare_metrics(exp, wname, &extras.new_specs)?;
             }
-            let mut series: Vec<SeriesRecord> = monitor_data
-                .iter()
-                .flat_map(|d| d.series.iter())
-                .map(|x| SeriesRecord {
-                    name: x.name.clone(),
-                    unit: x.unit.clone(),
-                    t: x.t_offsets_s.clone(),
-                    v: x.values.clone(),
-                })
-                .collect();
-            if let RunOutcome::Ok(samples) = &outcome {
-                for (metric, interval) in workload.series() {
-                    if let Some(ms) = samples.iter().find(|m| m.metric == metric) {
-                        let unit = workload
-                            .metrics()
-                            .into_iter()
-                            .find(|m| m.name == metric)
-                            .map(|m| m.unit)
-                            .unwrap_or_default();
-                        series.push(SeriesRecord {
-                            name: metric,
-                            unit,
-                            t: (1..=ms.values.len()).map(|i| i as f64 * interval).collect(),
-                            v: ms.values.clone(),
-                        });
-                    }
-                }
-            }
-            let profile: Vec<(String, bool, u64)> = monitor_data
-                .iter()
-                .filter_map(|d| d.profile.as_ref())
-                .flat_map(|p| p.symbols.iter().cloned())
-                .collect();
             store.record_run(&RunRecord {
                 experiment_id: exp,
                 block: slot.block,
                 seq: slot.seq,
                 config: &cfg_name,
-                workload: &wdef.name,
+                workload: wname,
                 warmup: slot.warmup,
                 started_at,
-                result,
-                series: &series,
-                profile: &profile,
+                result: slot::result_of(outcome),
+                series: &extras.series,
+                profile: &extras.profile,
             })?;
             let failed = matches!(outcome, RunOutcome::Failed { .. });
             runs_done += 1;
@@ -929,10 +800,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     unreachable!("a streak grows only on failures")
                 };
                 let msg = format!(
-                    "stopped: {cfg_name}/{} failed {streak} runs in a row (last: {reason}); \
+                    "stopped: {cfg_name}/{wname} failed {streak} runs in a row (last: {reason}); \
                      fix it and `sysdelta run --resume {exp}`, or pass -i to keep a non-zero \
-                     exit as a result, or --max-failures 0 to go on",
-                    wdef.name
+                     exit as a result, or --max-failures 0 to go on"
                 );
                 store.add_event(exp, "stop", &msg)?;
                 progress.note(&msg);

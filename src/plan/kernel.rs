@@ -1,0 +1,236 @@
+//! A config's `[config.kernel]` table -> [`KernelDef`]: what the plan text
+//! alone can tell. Whether the image is a kernel, its modules match and the
+//! host can give the CPUs and memory is preflight (`runner::boots`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::model::KernelDef;
+use super::position::Origin;
+
+/// The kernel command line's limit on x86 (`COMMAND_LINE_SIZE`), less what
+/// sysdelta puts there itself.
+pub const MAX_USER_CMDLINE: usize = 2048 - 256;
+
+/// Options sysdelta sets itself and a plan may not: the console it reads,
+/// the panic behaviour that ends a crashed boot, the init it runs and its
+/// own `sysdelta.*` keys.
+const OWNED_OPTIONS: &[&str] = &["console=", "panic=", "init=", "rdinit=", "root=", "sysdelta."];
+
+const DEFAULT_MEMORY_MIB: u64 = 512;
+const MIN_MEMORY_MIB: u64 = 256;
+const MAX_MEMORY_MIB: u64 = 1 << 20;
+const MAX_CPUS: u32 = 255;
+const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(120);
+const MAX_BOOT_TIMEOUT: Duration = Duration::from_secs(3600);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKernel {
+    image: Spanned<String>,
+    modules: Option<Spanned<String>>,
+    cmdline: Option<Spanned<String>>,
+    cpus: Option<Spanned<i64>>,
+    memory: Option<Spanned<toml::Value>>,
+    accel: Option<Spanned<String>>,
+    boot_timeout: Option<Spanned<toml::Value>>,
+}
+
+/// Parse the `kernel` table of config `config` (at byte `start`).
+pub fn parse(
+    origin: &Origin,
+    config: &str,
+    v: &Spanned<toml::Value>,
+) -> Result<KernelDef, String> {
+    let start = v.span().start;
+    let at = |pos: usize, field: &str, msg: String| {
+        origin.at(pos, format!("config '{config}', kernel.{field}: {msg}"))
+    };
+    let raw: RawKernel = v.get_ref().clone().try_into().map_err(|e: toml::de::Error| {
+        origin.at(
+            start,
+            format!("config '{config}', kernel: {}", e.message().trim()),
+        )
+    })?;
+    let image = resolve_image(raw.image.get_ref())
+        .map_err(|m| at(raw.image.span().start, "image", m))?;
+    let modules = raw
+        .modules
+        .as_ref()
+        .map(|m| {
+            let p = PathBuf::from(m.get_ref());
+            if p.is_absolute() {
+                Ok(p)
+            } else {
+                Err(at(m.span().start, "modules", "must be an absolute path".into()))
+            }
+        })
+        .transpose()?;
+    let cmdline = match &raw.cmdline {
+        Some(c) => check_cmdline(c.get_ref()).map_err(|m| at(c.span().start, "cmdline", m))?,
+        None => String::new(),
+    };
+    let cpus = match &raw.cpus {
+        Some(c) => {
+            let n = *c.get_ref();
+            if !(1..=MAX_CPUS as i64).contains(&n) {
+                return Err(at(
+                    c.span().start,
+                    "cpus",
+                    format!("must be 1 to {MAX_CPUS}, got {n}"),
+                ));
+            }
+            n as u32
+        }
+        None => 1,
+    };
+    let memory_mib = match &raw.memory {
+        Some(m) => {
+            let mib = memory_mib(m.get_ref()).map_err(|e| at(m.span().start, "memory", e))?;
+            if !(MIN_MEMORY_MIB..=MAX_MEMORY_MIB).contains(&mib) {
+                return Err(at(
+                    m.span().start,
+                    "memory",
+                    format!("must be {MIN_MEMORY_MIB} MiB to {} GiB, got {mib} MiB", MAX_MEMORY_MIB >> 10),
+                ));
+            }
+            mib
+        }
+        None => DEFAULT_MEMORY_MIB,
+    };
+    let accel = match &raw.accel {
+        Some(a) if ["auto", "kvm", "tcg"].contains(&a.get_ref().as_str()) => a.get_ref().clone(),
+        Some(a) => {
+            return Err(at(
+                a.span().start,
+                "accel",
+                format!("'{}' is not auto, kvm or tcg", a.get_ref()),
+            ))
+        }
+        None => "auto".into(),
+    };
+    let boot_timeout = match &raw.boot_timeout {
+        Some(t) => {
+            let d = super::load::parse_duration(t.get_ref())
+                .map_err(|m| at(t.span().start, "boot_timeout", m))?;
+            if d > MAX_BOOT_TIMEOUT {
+                return Err(at(
+                    t.span().start,
+                    "boot_timeout",
+                    format!("is too large (at most {}s)", MAX_BOOT_TIMEOUT.as_secs()),
+                ));
+            }
+            d
+        }
+        None => DEFAULT_BOOT_TIMEOUT,
+    };
+    Ok(KernelDef {
+        image,
+        modules,
+        cmdline,
+        cpus,
+        memory_mib,
+        accel,
+        boot_timeout,
+        at: origin.at(start, format!("config '{config}', kernel")),
+    })
+}
+
+/// An image path as written: absolute; a glob (`*`, `?`, `[`) picks the
+/// match with the highest version (so `/boot/vmlinuz-*-cloud-amd64` follows
+/// the distribution's updates); a directory is a built kernel tree.
+fn resolve_image(written: &str) -> Result<PathBuf, String> {
+    if !written.starts_with('/') {
+        return Err(format!("'{written}' must be an absolute path"));
+    }
+    let path = if written.contains(['*', '?', '[']) {
+        let matches = glob::glob(written).map_err(|e| format!("'{written}': {e}"))?;
+        let mut found: Vec<PathBuf> = matches.filter_map(Result::ok).collect();
+        found.sort_by(|a, b| version_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+        found
+            .pop()
+            .ok_or_else(|| format!("nothing matches '{written}'"))?
+    } else {
+        PathBuf::from(written)
+    };
+    if path.is_dir() {
+        let bz = path.join("arch/x86/boot/bzImage");
+        if !bz.is_file() {
+            return Err(format!(
+                "{} is a directory without arch/x86/boot/bzImage (not a built kernel tree)",
+                path.display()
+            ));
+        }
+        return Ok(bz);
+    }
+    Ok(path)
+}
+
+/// Order of version strings as `sort -V` roughly does: runs of digits
+/// compare as numbers, the rest as bytes.
+pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parts(s: &str) -> Vec<Result<u64, String>> {
+        let mut out = Vec::new();
+        let mut cur = String::new();
+        let mut digits = false;
+        for ch in s.chars() {
+            let d = ch.is_ascii_digit();
+            if !cur.is_empty() && d != digits {
+                out.push(if digits {
+                    Ok(cur.parse().unwrap_or(u64::MAX))
+                } else {
+                    Err(std::mem::take(&mut cur))
+                });
+                cur.clear();
+            }
+            digits = d;
+            cur.push(ch);
+        }
+        if !cur.is_empty() {
+            out.push(if digits {
+                Ok(cur.parse().unwrap_or(u64::MAX))
+            } else {
+                Err(cur)
+            });
+        }
+        out
+    }
+    parts(a).cmp(&parts(b))
+}
+
+/// The user's options: printable, within the limit, none of sysdelta's own.
+fn check_cmdline(s: &str) -> Result<String, String> {
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("holds a control character ({:?})", c));
+    }
+    if s.len() > MAX_USER_CMDLINE {
+        return Err(format!(
+            "is {} bytes, more than the {MAX_USER_CMDLINE} left for it",
+            s.len()
+        ));
+    }
+    for word in s.split_whitespace() {
+        if let Some(own) = OWNED_OPTIONS.iter().find(|o| word.starts_with(**o)) {
+            return Err(format!(
+                "'{word}': sysdelta sets {own}... itself (the console it reads, how a panic ends the boot, the init it runs)"
+            ));
+        }
+    }
+    Ok(s.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// "512M", "1G", "1GiB", 1024 (MiB) -> MiB; K/M/G/T are powers of 1024.
+fn memory_mib(v: &toml::Value) -> Result<u64, String> {
+    match v {
+        toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
+        toml::Value::String(s) => {
+            let bytes = crate::config::kinds::memory_limit::parse_size(s)
+                .ok_or_else(|| format!("'{s}' is not a size (use e.g. \"512M\", \"2G\")"))?;
+            Ok(bytes >> 20)
+        }
+        other => Err(format!("expected a size such as \"512M\", got {other}")),
+    }
+}

@@ -1,0 +1,210 @@
+//! One slot of the schedule, measured: the entered config's before-run
+//! hook, the monitors around the workload, its after-run hook; then what
+//! the store needs of it (new metric specs, series, profile). Shared by
+//! the host's loop (`runner::execute`) and the guest's (`runner::boots`),
+//! so that a run in a VM is measured exactly as a run on the host.
+
+use std::sync::atomic::AtomicBool;
+
+use crate::metric::MetricSpec;
+use crate::monitor::MonitorData;
+use crate::store::{RunResult, SeriesRecord};
+use crate::workload::{MetricSamples, RunContext, RunOutcome};
+
+use super::schedule::Slot;
+use super::Prepared;
+
+/// What one run produced, before it is stored.
+pub struct Measured {
+    pub outcome: RunOutcome,
+    pub monitor_data: Vec<MonitorData>,
+    /// Lines to record as events: monitors that failed to start or stop.
+    pub monitor_errors: Vec<String>,
+    /// What the workload could not measure, one line each, as
+    /// "WORKLOAD under CONFIG: NOTE".
+    pub notes: Vec<String>,
+}
+
+impl Measured {
+    /// A run that failed before the workload ran (its config did not enter).
+    pub fn failed(reason: String) -> Measured {
+        Measured {
+            outcome: RunOutcome::Failed {
+                reason,
+                stderr_tail: String::new(),
+                exit_code: None,
+            },
+            monitor_data: Vec::new(),
+            monitor_errors: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// True for a run cut short by a stop request: not a result, not stored
+    /// (`--resume` runs the slot again).
+    pub fn interrupted(&self, cancel: &AtomicBool) -> bool {
+        match &self.outcome {
+            RunOutcome::Failed { reason, .. } => {
+                reason == "interrupted" || cancel.load(std::sync::atomic::Ordering::SeqCst)
+            }
+            RunOutcome::Ok(_) => false,
+        }
+    }
+}
+
+/// Run `slot` in its config, which the caller entered.
+pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
+    let plan = &p.plan;
+    let cfg_name = plan.configs[slot.config].name.clone();
+    let (wdef, workload) = &mut p.workloads[slot.workload];
+    let cfg = &mut p.configs[slot.config];
+    let mods = cfg.mods.clone();
+    let ctx = RunContext {
+        env: &mods.env,
+        cwd: wdef
+            .workdir
+            .as_deref()
+            .or(plan.configs[slot.config].workdir.as_deref()),
+        timeout: wdef.timeout,
+        cancel,
+        cpus: mods.cpus.as_deref(),
+        cgroup_procs: mods.cgroup_procs.as_deref(),
+        scratch: &p.scratch,
+    };
+    if let Err(e) = cfg.before_run() {
+        return Measured::failed(format!("config '{cfg_name}' before run: {e:#}"));
+    }
+    let mut monitor_errors = Vec::new();
+    let mut monitor_data = Vec::new();
+    for m in p
+        .monitors
+        .iter_mut()
+        .chain(p.config_monitors[slot.config].iter_mut())
+    {
+        if let Err(e) = m.start() {
+            monitor_errors.push(format!("monitor '{}': {e:#}", m.name()));
+        }
+    }
+    let out = workload.run(&ctx);
+    let notes = workload
+        .notes()
+        .into_iter()
+        .map(|note| format!("{} under {cfg_name}: {note}", wdef.name))
+        .collect();
+    for m in p
+        .monitors
+        .iter_mut()
+        .chain(p.config_monitors[slot.config].iter_mut())
+    {
+        match m.stop() {
+            Ok(d) => monitor_data.push(d),
+            Err(e) => monitor_errors.push(format!("monitor '{}': {e:#}", m.name())),
+        }
+    }
+    let outcome = match (out, cfg.after_run()) {
+        (RunOutcome::Ok(mut s), Ok(extra)) => {
+            s.extend(extra);
+            for d in &monitor_data {
+                s.extend(d.summaries.iter().map(|(spec, v)| MetricSamples {
+                    metric: spec.name.clone(),
+                    values: vec![*v],
+                }));
+            }
+            RunOutcome::Ok(s)
+        }
+        (RunOutcome::Ok(_), Err(e)) => RunOutcome::Failed {
+            reason: format!("config '{cfg_name}' after run: {e:#}"),
+            stderr_tail: String::new(),
+            exit_code: None,
+        },
+        (failed, _) => failed,
+    };
+    Measured {
+        outcome,
+        monitor_data,
+        monitor_errors,
+        notes,
+    }
+}
+
+/// What the store keeps of a measured run besides its samples.
+pub struct Extras {
+    /// Monitor summary metrics this workload had not reported before.
+    pub new_specs: Vec<MetricSpec>,
+    pub series: Vec<SeriesRecord>,
+    pub profile: Vec<(String, bool, u64)>,
+}
+
+/// The extras of `m`, a run of `slot`; `declared` holds the (workload,
+/// metric) pairs already declared and learns the new ones.
+pub fn extras(
+    p: &Prepared,
+    slot: &Slot,
+    m: &Measured,
+    declared: &mut std::collections::HashSet<(usize, String)>,
+) -> Extras {
+    let workload = &p.workloads[slot.workload].1;
+    // Monitor summaries become metrics of the workload: declare new ones.
+    let new_specs: Vec<MetricSpec> = m
+        .monitor_data
+        .iter()
+        .flat_map(|d| d.summaries.iter().map(|(spec, _)| spec.clone()))
+        .filter(|spec| declared.insert((slot.workload, spec.name.clone())))
+        .collect();
+    let mut series: Vec<SeriesRecord> = m
+        .monitor_data
+        .iter()
+        .flat_map(|d| d.series.iter())
+        .map(|x| SeriesRecord {
+            name: x.name.clone(),
+            unit: x.unit.clone(),
+            t: x.t_offsets_s.clone(),
+            v: x.values.clone(),
+        })
+        .collect();
+    if let RunOutcome::Ok(samples) = &m.outcome {
+        for (metric, interval) in workload.series() {
+            if let Some(ms) = samples.iter().find(|s| s.metric == metric) {
+                let unit = workload
+                    .metrics()
+                    .into_iter()
+                    .find(|s| s.name == metric)
+                    .map(|s| s.unit)
+                    .unwrap_or_default();
+                series.push(SeriesRecord {
+                    name: metric,
+                    unit,
+                    t: (1..=ms.values.len()).map(|i| i as f64 * interval).collect(),
+                    v: ms.values.clone(),
+                });
+            }
+        }
+    }
+    let profile = m
+        .monitor_data
+        .iter()
+        .filter_map(|d| d.profile.as_ref())
+        .flat_map(|p| p.symbols.iter().cloned())
+        .collect();
+    Extras {
+        new_specs,
+        series,
+        profile,
+    }
+}
+
+/// A run's outcome as the store records it.
+pub fn result_of(o: &RunOutcome) -> RunResult<'_> {
+    match o {
+        RunOutcome::Ok(s) => RunResult::Ok(s),
+        RunOutcome::Failed {
+            reason,
+            stderr_tail,
+            exit_code,
+        } => RunResult::Failed {
+            reason,
+            stderr_tail,
+            exit_code: *exit_code,
+        },
+    }
+}
