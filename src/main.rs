@@ -57,6 +57,14 @@ enum Cmd {
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
+    /// Inside a kernel config's VM: run the runs the host assigns (started
+    /// by the VM's init, not by users).
+    #[command(hide = true)]
+    Guest {
+        /// The virtio-serial port to the host.
+        #[arg(long, default_value = sysdelta::vm::PORT_NAME)]
+        port: String,
+    },
 }
 
 #[derive(Args)]
@@ -213,12 +221,17 @@ struct RunArgs {
 #[derive(Args)]
 struct AbArgs {
     /// A config: NAME=SETUP (SETUP may be empty). The first is the baseline.
-    #[arg(short = 'c', long = "config", required = true)]
+    #[arg(short = 'c', long = "config", required_unless_present = "kernels")]
     configs: Vec<String>,
     /// A config's teardown: NAME=CMD, run when sysdelta leaves that config
     /// (always, also after failures and signals).
     #[arg(short = 't', long = "teardown")]
     teardowns: Vec<String>,
+    /// A config that boots a kernel in a VM: 'NAME=IMAGE [cpus=N]
+    /// [memory=SIZE] [cmdline="OPTIONS"] [modules=DIR]' (a new config, or
+    /// one given with -c, whose setup then runs in the guest).
+    #[arg(short = 'k', long = "kernel")]
+    kernels: Vec<String>,
     #[command(flatten)]
     exec: ExecArgs,
     /// The command to measure.
@@ -528,9 +541,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             execute(&cli.store, plan, &a.exec, None)
         }
         Cmd::Ab(a) => {
-            let plan =
-                plan::shorthand::build(&a.configs, &a.teardowns, &a.command, &overrides(&a.exec))
-                    .map_err(bad)?;
+            let plan = plan::shorthand::build_with_kernels(
+                &a.configs,
+                &a.teardowns,
+                &a.kernels,
+                &a.command,
+                &overrides(&a.exec),
+            )
+            .map_err(bad)?;
             execute(&cli.store, plan, &a.exec, None)
         }
         Cmd::Report(a) => {
@@ -542,6 +560,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::List => {
             let store = Store::open(&cli.store, false)?;
             emit(&report::list::render(&store)?, None)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Guest { port } => {
+            runner::boots::guest::serve(&port)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Micro(args) => {

@@ -70,6 +70,7 @@ fn line(block: u32, seq: u32, config: &str, value: f64) -> Vec<u8> {
         samples: vec![("wall".into(), vec![value.to_bits()])],
         series: vec![],
         profile: vec![],
+        boot: None,
     };
     let mut l = serde_json::to_vec(&row).unwrap();
     l.push(b'\n');

@@ -383,6 +383,7 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
         samples: vec![("wall".into(), vec![0.25f64.to_bits()])],
         series: vec![],
         profile: vec![],
+        boot: None,
     };
     let log = sysdelta::store::runlog::path_for(&store);
     std::fs::write(&log, serde_json::to_string(&row).unwrap() + "\n").unwrap();

@@ -30,13 +30,13 @@ const MAX_BOOT_TIMEOUT: Duration = Duration::from_secs(3600);
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKernel {
-    image: Spanned<String>,
-    modules: Option<Spanned<String>>,
-    cmdline: Option<Spanned<String>>,
-    cpus: Option<Spanned<i64>>,
-    memory: Option<Spanned<toml::Value>>,
-    accel: Option<Spanned<String>>,
-    boot_timeout: Option<Spanned<toml::Value>>,
+    image: String,
+    modules: Option<String>,
+    cmdline: Option<String>,
+    cpus: Option<i64>,
+    memory: Option<toml::Value>,
+    accel: Option<String>,
+    boot_timeout: Option<toml::Value>,
 }
 
 /// Parse the `kernel` table of config `config` (at byte `start`).
@@ -55,30 +55,29 @@ pub fn parse(
             format!("config '{config}', kernel: {}", e.message().trim()),
         )
     })?;
-    let image = resolve_image(raw.image.get_ref())
-        .map_err(|m| at(raw.image.span().start, "image", m))?;
+    let image = resolve_image(&raw.image).map_err(|m| at(start, "image", m))?;
     let modules = raw
         .modules
         .as_ref()
         .map(|m| {
-            let p = PathBuf::from(m.get_ref());
+            let p = PathBuf::from(m);
             if p.is_absolute() {
                 Ok(p)
             } else {
-                Err(at(m.span().start, "modules", "must be an absolute path".into()))
+                Err(at(start, "modules", "must be an absolute path".into()))
             }
         })
         .transpose()?;
     let cmdline = match &raw.cmdline {
-        Some(c) => check_cmdline(c.get_ref()).map_err(|m| at(c.span().start, "cmdline", m))?,
+        Some(c) => check_cmdline(c).map_err(|m| at(start, "cmdline", m))?,
         None => String::new(),
     };
     let cpus = match &raw.cpus {
         Some(c) => {
-            let n = *c.get_ref();
+            let n = *c;
             if !(1..=MAX_CPUS as i64).contains(&n) {
                 return Err(at(
-                    c.span().start,
+                    start,
                     "cpus",
                     format!("must be 1 to {MAX_CPUS}, got {n}"),
                 ));
@@ -89,10 +88,10 @@ pub fn parse(
     };
     let memory_mib = match &raw.memory {
         Some(m) => {
-            let mib = memory_mib(m.get_ref()).map_err(|e| at(m.span().start, "memory", e))?;
+            let mib = memory_mib(m).map_err(|e| at(start, "memory", e))?;
             if !(MIN_MEMORY_MIB..=MAX_MEMORY_MIB).contains(&mib) {
                 return Err(at(
-                    m.span().start,
+                    start,
                     "memory",
                     format!("must be {MIN_MEMORY_MIB} MiB to {} GiB, got {mib} MiB", MAX_MEMORY_MIB >> 10),
                 ));
@@ -102,23 +101,23 @@ pub fn parse(
         None => DEFAULT_MEMORY_MIB,
     };
     let accel = match &raw.accel {
-        Some(a) if ["auto", "kvm", "tcg"].contains(&a.get_ref().as_str()) => a.get_ref().clone(),
+        Some(a) if ["auto", "kvm", "tcg"].contains(&a.as_str()) => a.clone(),
         Some(a) => {
             return Err(at(
-                a.span().start,
+                start,
                 "accel",
-                format!("'{}' is not auto, kvm or tcg", a.get_ref()),
+                format!("'{}' is not auto, kvm or tcg", a),
             ))
         }
         None => "auto".into(),
     };
     let boot_timeout = match &raw.boot_timeout {
         Some(t) => {
-            let d = super::load::parse_duration(t.get_ref())
-                .map_err(|m| at(t.span().start, "boot_timeout", m))?;
+            let d = super::load::parse_duration(t)
+                .map_err(|m| at(start, "boot_timeout", m))?;
             if d > MAX_BOOT_TIMEOUT {
                 return Err(at(
-                    t.span().start,
+                    start,
                     "boot_timeout",
                     format!("is too large (at most {}s)", MAX_BOOT_TIMEOUT.as_secs()),
                 ));

@@ -18,11 +18,53 @@ pub fn split_config_arg(arg: &str) -> Result<(String, String), String> {
     }
 }
 
+/// One `-k 'NAME=IMAGE [cpus=N] [memory=M] [cmdline="..."] ...'` argument:
+/// the config's name and its `[config.kernel]` table. The words after the
+/// image are the table's keys, split as a shell would (so a cmdline with
+/// spaces is quoted); numbers stay numbers.
+pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), String> {
+    let bad = |why: &str| {
+        format!(
+            "-k '{arg}': {why}; expected NAME=IMAGE [cpus=N] [memory=SIZE] [cmdline=\"OPTIONS\"] [modules=DIR] [accel=auto|kvm|tcg] [boot_timeout=DURATION]"
+        )
+    };
+    let (name, rest) = arg
+        .split_once('=')
+        .filter(|(n, _)| !n.trim().is_empty())
+        .ok_or_else(|| bad("no NAME="))?;
+    let words = shlex::split(rest).ok_or_else(|| bad("unbalanced quotes"))?;
+    let (image, keys) = words.split_first().ok_or_else(|| bad("no image"))?;
+    let mut t = toml::Table::new();
+    t.insert("image".into(), toml::Value::String(image.clone()));
+    for w in keys {
+        let (k, v) = w.split_once('=').ok_or_else(|| bad(&format!("'{w}' is not KEY=VALUE")))?;
+        let value = match v.parse::<i64>() {
+            Ok(n) if k == "cpus" => toml::Value::Integer(n),
+            _ => toml::Value::String(v.to_string()),
+        };
+        if t.insert(k.to_string(), value).is_some() {
+            return Err(bad(&format!("'{k}' is given twice")));
+        }
+    }
+    Ok((name.trim().to_string(), t))
+}
+
 /// Build the plan TOML for `ab`: configs as (name, setup), teardowns as
 /// (config name, command).
 pub fn plan_text(
     configs: &[(String, String)],
     teardowns: &[(String, String)],
+    command: &str,
+    name: &str,
+) -> String {
+    plan_text_with_kernels(configs, teardowns, &[], command, name)
+}
+
+/// [`plan_text`] with kernels: (config name, `[config.kernel]` table).
+pub fn plan_text_with_kernels(
+    configs: &[(String, String)],
+    teardowns: &[(String, String)],
+    kernels: &[(String, toml::Table)],
     command: &str,
     name: &str,
 ) -> String {
@@ -38,6 +80,9 @@ pub fn plan_text(
             }
             if let Some((_, td)) = teardowns.iter().find(|(c, _)| c == n) {
                 t.insert("teardown".into(), toml::Value::String(td.clone()));
+            }
+            if let Some((_, k)) = kernels.iter().find(|(c, _)| c == n) {
+                t.insert("kernel".into(), toml::Value::Table(k.clone()));
             }
             toml::Value::Table(t)
         })
@@ -60,18 +105,41 @@ pub fn build(
     command: &[String],
     ov: &Overrides,
 ) -> Result<Plan, String> {
-    if config_args.is_empty() {
+    build_with_kernels(config_args, teardown_args, &[], command, ov)
+}
+
+/// [`build`] with `-k` kernels: a kernel names a config given with `-c`,
+/// or a new one (after those given with `-c`).
+pub fn build_with_kernels(
+    config_args: &[String],
+    teardown_args: &[String],
+    kernel_args: &[String],
+    command: &[String],
+    ov: &Overrides,
+) -> Result<Plan, String> {
+    if config_args.is_empty() && kernel_args.is_empty() {
         return Err(
-            "ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1')".into(),
+            "ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1') or -k NAME=IMAGE".into(),
         );
     }
     if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
         return Err("ab needs a command after --".into());
     }
-    let configs = config_args
+    let mut configs = config_args
         .iter()
         .map(|a| split_config_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut kernels: Vec<(String, toml::Table)> = Vec::new();
+    for a in kernel_args {
+        let (name, t) = split_kernel_arg(a)?;
+        if kernels.iter().any(|(n, _)| *n == name) {
+            return Err(format!("-k '{a}': config `{name}` already has a kernel"));
+        }
+        if !configs.iter().any(|(c, _)| *c == name) {
+            configs.push((name.clone(), String::new()));
+        }
+        kernels.push((name, t));
+    }
     let mut teardowns: Vec<(String, String)> = Vec::new();
     for a in teardown_args {
         let (name, cmd) = match a.split_once('=') {
@@ -98,13 +166,29 @@ pub fn build(
         shlex::try_join(command.iter().map(String::as_str))
             .map_err(|e| format!("cannot quote the command for the shell: {e}"))?
     };
-    let text = plan_text(&configs, &teardowns, &cmd, "ab");
+    let text = plan_text_with_kernels(&configs, &teardowns, &kernels, &cmd, "ab");
     super::load::parse("(ab)", &text, ov)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kernel_argument_becomes_the_configs_kernel_table() {
+        let (n, t) =
+            split_kernel_arg("up=/boot/vmlinuz-x cpus=1 memory=1G cmdline=\"mitigations=off nosmt\"")
+                .unwrap();
+        assert_eq!(n, "up");
+        assert_eq!(t["image"].as_str(), Some("/boot/vmlinuz-x"));
+        assert_eq!(t["cpus"].as_integer(), Some(1));
+        assert_eq!(t["memory"].as_str(), Some("1G"));
+        assert_eq!(t["cmdline"].as_str(), Some("mitigations=off nosmt"));
+        for bad in ["=/boot/x", "up=", "up=/boot/x cpus", "up=/boot/x cpus=1 cpus=2", "up='/boot/x"] {
+            let e = split_kernel_arg(bad).unwrap_err();
+            assert!(e.starts_with(&format!("-k '{bad}'")), "{e}");
+        }
+    }
 
     #[test]
     fn shorthand_becomes_a_plan_with_setups() {

@@ -1,6 +1,7 @@
 //! Running an experiment: build everything the plan names, check it can
 //! run, then execute the schedule, committing every run before the next.
 
+pub mod boots;
 pub mod machine;
 pub mod progress;
 pub mod schedule;
@@ -45,6 +46,9 @@ pub struct Prepared {
     /// [`Prepared::arm`] has recorded it (and made the directory).
     scratch_entry: Option<u64>,
     scratch: PathBuf,
+    /// What kernel configs need for their boots (plans whose configs name
+    /// a kernel, on the host; None in the guest and for host plans).
+    kernels: Option<boots::KernelSetup>,
 }
 
 impl Drop for Prepared {
@@ -115,6 +119,8 @@ impl Prepared {
             .iter()
             .any(|c| c.kinds.iter().any(|k| k.changes_system()))
             || self.workloads.iter().any(|(_, w)| w.changes_system())
+            // VMs under TCG take the host's CPUs: one experiment at a time.
+            || self.kernels.is_some()
     }
 }
 
@@ -164,6 +170,16 @@ pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
 /// changes a crashed run left (other than its scratch directory, which
 /// [`Prepared::arm`] removes).
 pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
+    prepare_for(plan, store_path, false)
+}
+
+/// [`prepare`] inside a kernel config's VM (`sysdelta guest`): the kernel
+/// is already booted, so its checks are the host's, not the guest's.
+pub fn prepare_guest(plan: Plan, store_path: &Path) -> Result<Prepared> {
+    prepare_for(plan, store_path, true)
+}
+
+fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Result<Prepared> {
     let jpath = journal_path(store_path);
     refuse_pending_changes(&jpath)?;
     let journal = Journal::open_shared(&jpath)?;
@@ -260,6 +276,13 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         }
         config_monitors.push(ms);
     }
+    let mut kernels = None;
+    if plan.has_kernels() && !in_guest {
+        match boots::preflight(&plan) {
+            Ok(k) => kernels = Some(k),
+            Err(p) => problems.extend(p),
+        }
+    }
     if !problems.is_empty() {
         return Err(bad_all(problems));
     }
@@ -273,6 +296,7 @@ pub fn prepare(plan: Plan, store_path: &Path) -> Result<Prepared> {
         journal_path: jpath,
         scratch_entry: None,
         scratch,
+        kernels,
     })
 }
 
@@ -375,7 +399,7 @@ pub struct ExecOptions<'a> {
     pub quiet: bool,
 }
 
-fn now_unix() -> f64 {
+pub(crate) fn now_unix() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
@@ -383,7 +407,7 @@ fn now_unix() -> f64 {
 }
 
 /// CPU time (user + system) this process has used so far.
-fn self_cpu() -> Duration {
+pub(crate) fn self_cpu() -> Duration {
     let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF);
     ru.map(|r| {
         let tv = |t: nix::sys::time::TimeVal| {
@@ -392,6 +416,18 @@ fn self_cpu() -> Duration {
         tv(r.user_time()) + tv(r.system_time())
     })
     .unwrap_or_default()
+}
+
+/// What sysdelta's own process used while it ran an experiment, stored
+/// with it for the report's last line.
+pub(crate) fn usage(wall: f64, cpu: f64, runs: usize) -> serde_json::Value {
+    serde_json::json!({
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cpu_share_of_one_core": if wall > 0.0 { cpu / wall } else { 0.0 },
+        "peak_rss_kib": self_peak_rss_kib(),
+        "runs": runs,
+    })
 }
 
 /// Peak resident set of this process, KiB (VmHWM).
@@ -476,7 +512,7 @@ fn precision_check(
 /// command here, 30 runs each, for configs that differ only in
 /// `export OTHER=1`. With this step every run that follows a config switch
 /// follows the same spawn, whatever the config's setup.
-fn settle_after_enter(env: &[(String, String)]) {
+pub(crate) fn settle_after_enter(env: &[(String, String)]) {
     let spec = crate::process::ShellSpec {
         command: ":",
         env,
@@ -567,6 +603,9 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
 
 /// Execute the runs of `exp` that are not yet in the store.
 pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) -> Result<Outcome> {
+    if p.kernels.is_some() {
+        return boots::host::execute(store, exp, p, opts);
+    }
     p.arm()?;
     let cpu0 = self_cpu();
     let t0 = Instant::now();
@@ -865,13 +904,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let still_entered = p.configs.iter().any(|c| !c.left_cleanly());
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (self_cpu() - cpu0).as_secs_f64();
-    let usage = serde_json::json!({
-        "wall_s": wall,
-        "cpu_s": cpu,
-        "cpu_share_of_one_core": if wall > 0.0 { cpu / wall } else { 0.0 },
-        "peak_rss_kib": self_peak_rss_kib(),
-        "runs": runs_done,
-    });
+    let usage = usage(wall, cpu, runs_done);
     // Every run into the tables and the log file removed; if that fails the
     // log stays, and the next sysdelta to open the store folds it.
     let closed = store.close_run_log();

@@ -502,6 +502,7 @@ mod tests {
             )],
             series: vec![],
             profile: vec![],
+            boot: None,
         }
     }
 

@@ -1,0 +1,734 @@
+//! The host's side of kernel configs: boot each scheduled VM, check who
+//! booted, assign the boot's runs, store each run as it arrives (before the
+//! guest starts the next, as for runs on the host), and turn every fault of
+//! a boot (no hello, wrong kernel, panic, hang, lost channel) into a failed
+//! boot with its console tail, never into a crash of the experiment.
+//!
+//! Every VM is journaled before it can outlive sysdelta: the boot's
+//! directory (`RemovePath`) before it is made, QEMU and virtiofsd
+//! (`KillProcess`) right after each is spawned; both also die with
+//! sysdelta by their parent-death signal. `sysdelta restore` kills what a
+//! SIGKILL left, and `--resume` boots again for the runs not stored.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+
+use super::lines::{Got, Lines};
+use super::protocol::{self, AssignedSlot, Assignment, GuestMsg, HostMsg};
+use super::schedule::{self, BootSlot};
+use super::{KernelPrep, KernelSetup};
+use crate::config::journal::UndoAction;
+use crate::metric::MetricSpec;
+use crate::runner::progress::Progress;
+use crate::runner::{now_unix, ExecOptions, Outcome, Prepared};
+use crate::store::boots::BootIdentity;
+use crate::store::{BootEnd, Store};
+use crate::vm;
+
+/// Poll interval of the message loop: how soon a stop request or the VM's
+/// exit is seen while the guest is quiet.
+const SLICE: Duration = Duration::from_millis(100);
+/// Grace after a run's own timeout before a silent guest is a hung guest:
+/// the guest's watchdog ends the run at its timeout and says so.
+const RUN_GRACE: Duration = Duration::from_secs(30);
+/// How long a guest that said `done` may take to power off.
+const POWEROFF: Duration = Duration::from_secs(30);
+/// Console lines kept with a failed boot.
+const TAIL_LINES: usize = 64;
+
+/// Why a boot failed.
+struct Fault {
+    reason: String,
+    /// The run in flight when it happened, recorded as failed (a kernel
+    /// that hangs or panics under a workload is a result).
+    in_flight: Option<AssignedSlot>,
+    interrupted: bool,
+}
+
+impl Fault {
+    fn new(reason: impl Into<String>) -> Fault {
+        Fault {
+            reason: reason.into(),
+            in_flight: None,
+            interrupted: false,
+        }
+    }
+}
+
+/// Everything one experiment's boots share.
+struct Session<'a> {
+    store: &'a Store,
+    exp: i64,
+    p: &'a Prepared,
+    setup: &'a KernelSetup,
+    /// Initramfs by config index.
+    initramfs: Vec<PathBuf>,
+    opts: &'a ExecOptions<'a>,
+    progress: Progress,
+    declared: HashSet<(String, String)>,
+    runs_done: usize,
+    runs_failed: usize,
+    /// Failed runs in a row, per (config, workload).
+    failing: HashMap<(usize, usize), u32>,
+    stopped: Option<String>,
+}
+
+/// Execute the runs of kernel plan `exp` that are not yet stored.
+pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) -> Result<Outcome> {
+    p.arm()?;
+    let t0 = Instant::now();
+    let cpu0 = crate::runner::self_cpu();
+    let setup = p
+        .kernels
+        .clone()
+        .expect("prepare checked the kernels of a kernel plan");
+    let plan = &p.plan;
+    store.log_runs()?;
+    let gone = store.fail_running_boots(exp, "sysdelta stopped during this boot")?;
+    if gone > 0 {
+        store.add_event(
+            exp,
+            "boot",
+            &format!("{gone} boot(s) were cut short when sysdelta stopped; their missing runs boot again"),
+        )?;
+    }
+    if let Some(note) = &setup.accel_note {
+        let line = format!("guests run under {}: {note}", setup.accel);
+        if !store.event_messages(exp, "accel")?.contains(&line) {
+            store.add_event(exp, "accel", &line)?;
+        }
+    }
+    let kind_metrics: Vec<MetricSpec> = p
+        .configs
+        .iter()
+        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
+        .collect();
+    for (def, w) in &p.workloads {
+        let mut specs = w.metrics();
+        for m in &kind_metrics {
+            if !specs.iter().any(|s| s.name == m.name) {
+                specs.push(m.clone());
+            }
+        }
+        store.declare_metrics(exp, &def.name, &specs)?;
+    }
+    let initramfs = build_initramfs(&setup, p.scratch())?;
+    let shape = schedule::Shape {
+        configs: plan.configs.len(),
+        workloads: plan.workloads.len(),
+        boots: plan.boots,
+        rounds: plan.runs / plan.boots.max(1),
+        warmup: plan.warmup,
+    };
+    let done = store.done_slots(exp)?;
+    let todo: Vec<(BootSlot, Vec<AssignedSlot>)> = schedule::boots(&shape, plan.order, plan.seed)
+        .into_iter()
+        .filter_map(|b| {
+            let missing = b
+                .slots
+                .iter()
+                .any(|s| !s.warmup && !done.contains(&(s.block, s.seq)));
+            // A boot redone for its missing runs warms up again: warm-up is
+            // per boot. Warm-up runs already stored are not stored twice.
+            let slots: Vec<AssignedSlot> = b
+                .slots
+                .iter()
+                .filter(|s| s.warmup || !done.contains(&(s.block, s.seq)))
+                .map(|s| AssignedSlot {
+                    block: s.block,
+                    seq: s.seq,
+                    workload: s.workload,
+                    warmup: s.warmup,
+                })
+                .collect();
+            missing.then_some((b, slots))
+        })
+        .collect();
+    let total: usize = todo.iter().map(|(_, s)| s.len()).sum();
+    let max_failures = plan
+        .overrides
+        .max_failures
+        .unwrap_or(crate::plan::MAX_CONSECUTIVE_FAILURES);
+    let mut s = Session {
+        store,
+        exp,
+        p,
+        setup: &setup,
+        initramfs,
+        opts,
+        progress: Progress::new(total as u64, opts.quiet),
+        declared: HashSet::new(),
+        runs_done: 0,
+        runs_failed: 0,
+        failing: HashMap::new(),
+        stopped: None,
+    };
+    // Boots of one config that failed in a row; at `max_failures` its
+    // remaining boots are skipped (a kernel that never boots is not booted
+    // for an hour), the other configs go on.
+    let mut boot_streak: HashMap<usize, u32> = HashMap::new();
+    let mut interrupted = false;
+    for (b, slots) in &todo {
+        if opts.cancel.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let streak = boot_streak.get(&b.config).copied().unwrap_or(0);
+        if max_failures > 0 && streak >= max_failures {
+            continue;
+        }
+        let ok = s.boot(b, slots)?;
+        if opts.cancel.load(Ordering::SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let streak = boot_streak.entry(b.config).or_default();
+        *streak = if ok { 0 } else { *streak + 1 };
+        if max_failures > 0 && *streak == max_failures {
+            let msg = format!(
+                "config '{}': {streak} boots failed in a row; its remaining boots are skipped",
+                s.p.plan.configs[b.config].name
+            );
+            store.add_event(exp, "stop", &msg)?;
+            s.progress.note(&msg);
+        }
+        if s.stopped.is_some() {
+            break;
+        }
+    }
+    s.progress.finish();
+    let (runs_done, runs_failed, stopped) = (s.runs_done, s.runs_failed, s.stopped.take());
+    let wall = t0.elapsed().as_secs_f64();
+    let usage = crate::runner::usage(wall, (crate::runner::self_cpu() - cpu0).as_secs_f64(), runs_done);
+    store.close_run_log()?;
+    let status = if interrupted {
+        "interrupted"
+    } else if stopped.is_some() {
+        "failed"
+    } else {
+        "complete"
+    };
+    store.finish(exp, status, Some(&usage))?;
+    Ok(Outcome {
+        experiment_id: exp,
+        status,
+        runs_done,
+        runs_failed,
+        stopped,
+    })
+}
+
+/// One initramfs per config (configs sharing a modules directory share
+/// it), in the scratch directory.
+fn build_initramfs(setup: &KernelSetup, scratch: &Path) -> Result<Vec<PathBuf>> {
+    let argv = vec![setup.exe.display().to_string(), "guest".to_string()];
+    let mut made: HashMap<PathBuf, PathBuf> = HashMap::new();
+    let mut out = Vec::new();
+    for k in &setup.kernels {
+        if let Some(p) = made.get(&k.modules_dir) {
+            out.push(p.clone());
+            continue;
+        }
+        let path = scratch.join(format!("initramfs-{}.cpio", made.len()));
+        vm::initramfs::build(&path, &setup.busybox, &k.modules, &argv)
+            .map_err(|e| anyhow::anyhow!("building the initramfs for {}: {e}", k.image.version))?;
+        made.insert(k.modules_dir.clone(), path.clone());
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// sysdelta's own part of the kernel command line, then the config's.
+fn cmdline(exp: i64, boot: i64, k: &KernelPrep) -> String {
+    let mut c = format!("console=ttyS0 panic=-1 sysdelta.boot={exp}-{boot}");
+    if !k.def.cmdline.is_empty() {
+        c.push(' ');
+        c.push_str(&k.def.cmdline);
+    }
+    c
+}
+
+/// The last `n` lines of a console text.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+impl Session<'_> {
+    /// Boot `b` for `slots`; true when the boot delivered every run.
+    fn boot(&mut self, b: &BootSlot, slots: &[AssignedSlot]) -> Result<bool> {
+        let cfg = &self.p.plan.configs[b.config];
+        let k = &self.setup.kernels[b.config];
+        let id = self.store.begin_boot(
+            self.exp,
+            &cfg.name,
+            b.block,
+            b.position,
+            &self.setup.accel.to_string(),
+            now_unix(),
+        )?;
+        let dir = self.p.scratch().join(format!("boot-{id}"));
+        let mut entries = self.journal(vec![UndoAction::RemovePath {
+            path: dir.clone(),
+            recursive: true,
+        }])?;
+        std::fs::create_dir(&dir)?;
+        let spec = vm::launch::VmSpec {
+            kernel: k.image.path.clone(),
+            initramfs: self.initramfs[b.config].clone(),
+            cmdline: cmdline(self.exp, id, k),
+            cpus: k.def.cpus,
+            memory_mib: k.def.memory_mib,
+            accel: self.setup.accel,
+        };
+        let launched = Instant::now();
+        let journal = self.p.journal.clone();
+        let mut spawned = Vec::new();
+        let started = vm::launch::Boot::start(&spec, &dir, &mut |pid, start_time| {
+            let mut j = journal.lock().unwrap_or_else(|e| e.into_inner());
+            let ids = j
+                .record_all(
+                    "boot",
+                    vec![UndoAction::KillProcess {
+                        pid,
+                        start_time,
+                        group: true,
+                    }],
+                )
+                .map_err(|e| format!("{e:#}"))?;
+            spawned.extend(ids);
+            Ok(())
+        });
+        entries.extend(spawned);
+        let mut received = 0u32;
+        let result = match started {
+            Ok(mut vm) => {
+                let r = self.serve(&mut vm, id, b, slots, &spec, k, launched, &mut received);
+                let tail_text = tail(&vm.console_tail(), TAIL_LINES);
+                let panic = vm.panic_line();
+                vm.kill();
+                r.map_err(|mut f| {
+                    if let Some(p) = panic {
+                        if !f.interrupted {
+                            f.reason = format!("{}; the guest kernel panicked: {p}", f.reason);
+                        }
+                    }
+                    (f, tail_text)
+                })
+            }
+            Err(e) => Err((Fault::new(format!("the VM did not start: {e}")), String::new())),
+        };
+        // The VM is gone (reaped, or killed and reaped): its undo entries
+        // and its directory go.
+        {
+            let mut j = self.p.journal.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = j.undo_entries(&entries);
+        }
+        let ok = result.is_ok();
+        let end = match result {
+            Ok(()) => BootEnd {
+                ok: true,
+                runs: received,
+                ..Default::default()
+            },
+            Err((f, console)) => {
+                if let Some(slot) = f.in_flight.filter(|_| !f.interrupted) {
+                    self.record_failed(b, &slot, id, &f.reason)?;
+                }
+                let line = format!(
+                    "boot {id} of '{}' (block {}) failed: {}",
+                    cfg.name, b.block, f.reason
+                );
+                self.store.add_event(self.exp, "boot", &line)?;
+                self.progress.note(&line);
+                BootEnd {
+                    ok: false,
+                    reason: Some(f.reason),
+                    console_tail: Some(console),
+                    runs: received,
+                }
+            }
+        };
+        self.store.end_boot(id, &end)?;
+        Ok(ok)
+    }
+
+    fn journal(&self, undos: Vec<UndoAction>) -> Result<Vec<u64>> {
+        let mut j = self.p.journal.lock().unwrap_or_else(|e| e.into_inner());
+        j.record_all("boot", undos)
+    }
+
+    /// Talk to one running VM until its guest is done; any fault is the
+    /// boot's.
+    #[allow(clippy::too_many_arguments)]
+    fn serve(
+        &mut self,
+        vm: &mut vm::launch::Boot,
+        id: i64,
+        b: &BootSlot,
+        slots: &[AssignedSlot],
+        spec: &vm::launch::VmSpec,
+        k: &KernelPrep,
+        launched: Instant,
+        received: &mut u32,
+    ) -> Result<(), Fault> {
+        let stream = vm
+            .channel(Duration::from_secs(10))
+            .map_err(|e| Fault::new(format!("no channel to the guest: {e}")))?;
+        let writer = stream
+            .try_clone()
+            .map_err(|e| Fault::new(format!("channel: {e}")))?;
+        let mut lines = Lines::new(stream, protocol::MAX_LINE);
+        let boot_timeout = k.def.boot_timeout;
+        let hello = match self.next(vm, &mut lines, launched + boot_timeout, None)? {
+            Some(m) => m,
+            None => {
+                return Err(Fault::new(format!(
+                    "no hello from the guest within {}s of launch (boot_timeout)",
+                    boot_timeout.as_secs_f64()
+                )))
+            }
+        };
+        let launch_to_hello = launched.elapsed().as_secs_f64();
+        let GuestMsg::Hello {
+            v,
+            uname,
+            proc_version,
+            cmdline,
+            cpus,
+            mem_total_kib,
+        } = hello
+        else {
+            return Err(Fault::new("the guest's first message was not a hello"));
+        };
+        let _ = self.store.boot_identity(
+            id,
+            &BootIdentity {
+                launch_to_hello_s: launch_to_hello,
+                uname: &uname,
+                proc_version: &proc_version,
+                cmdline: &cmdline,
+                cpus,
+                mem_total_kib,
+            },
+        );
+        check_identity(v, &uname, &proc_version, &cmdline, cpus, spec, k).map_err(Fault::new)?;
+        let plan = &self.p.plan;
+        let assign = HostMsg::Assign(Box::new(Assignment {
+            experiment: self.exp,
+            boot: id,
+            config: plan.configs[b.config].name.clone(),
+            plan_source: plan.source_name.clone(),
+            plan_text: plan.text.clone(),
+            overrides: plan.overrides.clone(),
+            slots: slots.to_vec(),
+        }));
+        (&writer)
+            .write_all(&protocol::line(&assign))
+            .map_err(|e| Fault::new(format!("sending the assignment: {e}")))?;
+        let mut waiting: HashMap<(u32, u32), AssignedSlot> =
+            slots.iter().map(|s| ((s.block, s.seq), *s)).collect();
+        let mut in_flight: Option<AssignedSlot> = None;
+        let mut deadline = Instant::now() + boot_timeout;
+        loop {
+            let msg = match self.next(vm, &mut lines, deadline, in_flight) {
+                Ok(Some(m)) => m,
+                Ok(None) => {
+                    let what = match in_flight {
+                        Some(s) => format!(
+                            "the guest was silent for {}s during run block {} seq {} ({}): hung or panicked",
+                            (self.timeout_of(&s) + RUN_GRACE).as_secs(),
+                            s.block,
+                            s.seq,
+                            self.p.plan.workloads[s.workload].name
+                        ),
+                        None => format!(
+                            "the guest was silent for {}s between runs (boot_timeout)",
+                            boot_timeout.as_secs()
+                        ),
+                    };
+                    return Err(Fault {
+                        reason: what,
+                        in_flight,
+                        interrupted: false,
+                    });
+                }
+                Err(mut f) => {
+                    f.in_flight = in_flight;
+                    return Err(f);
+                }
+            };
+            match msg {
+                GuestMsg::Start { block, seq } => {
+                    let s = *waiting.get(&(block, seq)).ok_or_else(|| {
+                        Fault::new(format!(
+                            "the guest started run block {block} seq {seq}, which this boot was not assigned"
+                        ))
+                    })?;
+                    in_flight = Some(s);
+                    deadline = Instant::now() + self.timeout_of(&s) + RUN_GRACE;
+                }
+                GuestMsg::Run { row } => {
+                    let key = (row.block, row.seq);
+                    let s = waiting.remove(&key).ok_or_else(|| {
+                        Fault::new(format!(
+                            "the guest sent run block {} seq {}, which this boot was not assigned or already sent",
+                            row.block, row.seq
+                        ))
+                    })?;
+                    let wname = &self.p.plan.workloads[s.workload].name;
+                    let cname = &self.p.plan.configs[b.config].name;
+                    if &row.workload != wname || &row.config != cname || row.warmup != s.warmup {
+                        return Err(Fault::new(format!(
+                            "the guest's run block {} seq {} is {}/{}, assigned as {cname}/{wname}",
+                            row.block, row.seq, row.config, row.workload
+                        )));
+                    }
+                    in_flight = None;
+                    deadline = Instant::now() + boot_timeout;
+                    *received += 1;
+                    self.store_run(*row, b, &s, id).map_err(|e| Fault::new(format!("{e:#}")))?;
+                    if self.stopped.is_some() {
+                        return Err(Fault::new(self.stopped.clone().unwrap_or_default()));
+                    }
+                }
+                GuestMsg::Metrics { workload, specs } => {
+                    let new: Vec<MetricSpec> = specs
+                        .into_iter()
+                        .filter(|m| self.declared.insert((workload.clone(), m.name.clone())))
+                        .collect();
+                    if !new.is_empty() && plan.workloads.iter().any(|w| w.name == workload) {
+                        self.store
+                            .declare_metrics(self.exp, &workload, &new)
+                            .map_err(|e| Fault::new(format!("{e:#}")))?;
+                    }
+                }
+                GuestMsg::Event { kind, message } => {
+                    let kind = if kind == "monitor" { "monitor" } else { "skipped" };
+                    if !self
+                        .store
+                        .event_messages(self.exp, kind)
+                        .unwrap_or_default()
+                        .contains(&message)
+                    {
+                        let _ = self.store.add_event(self.exp, kind, &message);
+                        self.progress.note(&message);
+                    }
+                }
+                GuestMsg::Done => {
+                    if !waiting.is_empty() {
+                        return Err(Fault::new(format!(
+                            "the guest ended with {} assigned runs not sent",
+                            waiting.len()
+                        )));
+                    }
+                    if vm.wait_timeout(POWEROFF).is_none() {
+                        return Err(Fault::new(format!(
+                            "the guest sent every run but did not power off within {}s",
+                            POWEROFF.as_secs()
+                        )));
+                    }
+                    return Ok(());
+                }
+                GuestMsg::Error { message } => {
+                    return Err(Fault::new(format!("the guest sysdelta: {message}")))
+                }
+                GuestMsg::Hello { .. } => return Err(Fault::new("a second hello from the guest")),
+            }
+        }
+    }
+
+    /// The next message before `until`; None at the deadline. A stop
+    /// request, the VM's exit, a closed channel or a line that is not a
+    /// message are faults.
+    fn next(
+        &self,
+        vm: &mut vm::launch::Boot,
+        lines: &mut Lines<std::os::unix::net::UnixStream>,
+        until: Instant,
+        in_flight: Option<AssignedSlot>,
+    ) -> Result<Option<GuestMsg>, Fault> {
+        loop {
+            if self.opts.cancel.load(Ordering::SeqCst) {
+                return Err(Fault {
+                    reason: "interrupted: sysdelta was asked to stop".into(),
+                    in_flight,
+                    interrupted: true,
+                });
+            }
+            match lines.next(until, SLICE) {
+                Ok(Got::Line(l)) => {
+                    return serde_json::from_slice(&l).map(Some).map_err(|e| {
+                        Fault::new(format!(
+                            "the guest sent a line that is not a message (before byte {}): {e}",
+                            lines.offset
+                        ))
+                    })
+                }
+                Ok(Got::Timeout) => {
+                    if let Some(st) = vm.try_wait() {
+                        return Err(Fault::new(format!(
+                            "the VM stopped ({st}) before the guest sent every run"
+                        )));
+                    }
+                    if Instant::now() >= until {
+                        return Ok(None);
+                    }
+                }
+                Ok(Got::Eof) => {
+                    let st = vm.wait_timeout(Duration::from_secs(5));
+                    return Err(Fault::new(match st {
+                        Some(st) => format!("the VM stopped ({st}) before the guest sent every run"),
+                        None => "the guest closed its channel".into(),
+                    }));
+                }
+                Err(e) => return Err(Fault::new(format!("channel: {e}"))),
+            }
+        }
+    }
+
+    fn timeout_of(&self, s: &AssignedSlot) -> Duration {
+        self.p.plan.workloads[s.workload].timeout
+    }
+
+    /// Store a run the guest sent, with its boot.
+    fn store_run(
+        &mut self,
+        mut row: crate::store::runlog::RunRow,
+        b: &BootSlot,
+        s: &AssignedSlot,
+        boot: i64,
+    ) -> Result<()> {
+        row.experiment_id = self.exp;
+        row.boot = Some(boot);
+        let failed = row.status != "ok";
+        let what = || {
+            format!(
+                "boot {boot} block {} {}/{}: {}",
+                row.block,
+                row.config,
+                row.workload,
+                if failed {
+                    row.reason.clone().unwrap_or_default()
+                } else {
+                    row.samples
+                        .first()
+                        .and_then(|(_, v)| v.first())
+                        .map(|v| format!("{:.4}", f64::from_bits(*v)))
+                        .unwrap_or_default()
+                }
+            )
+        };
+        let line = what();
+        let reason = row.reason.clone().unwrap_or_default();
+        self.store.record_row(row)?;
+        self.runs_done += 1;
+        self.runs_failed += failed as usize;
+        self.progress.run_done(|| line, failed);
+        let max = self
+            .p
+            .plan
+            .overrides
+            .max_failures
+            .unwrap_or(crate::plan::MAX_CONSECUTIVE_FAILURES);
+        let streak = self.failing.entry((b.config, s.workload)).or_default();
+        *streak = if failed { *streak + 1 } else { 0 };
+        if max > 0 && *streak >= max {
+            let msg = format!(
+                "stopped: {}/{} failed {streak} runs in a row (last: {reason}); fix it and \
+                 `sysdelta run --resume {}`, or pass -i to keep a non-zero exit as a result, \
+                 or --max-failures 0 to go on",
+                self.p.plan.configs[b.config].name, self.p.plan.workloads[s.workload].name, self.exp
+            );
+            self.store.add_event(self.exp, "stop", &msg)?;
+            self.progress.note(&msg);
+            self.stopped = Some(msg);
+        }
+        Ok(())
+    }
+
+    /// The run in flight when a boot failed, stored as a failed run.
+    fn record_failed(&mut self, b: &BootSlot, s: &AssignedSlot, boot: i64, reason: &str) -> Result<()> {
+        let cfg = &self.p.plan.configs[b.config].name;
+        let wl = &self.p.plan.workloads[s.workload].name;
+        let mut row = crate::store::runlog::RunRow::of(&crate::store::RunRecord {
+            experiment_id: self.exp,
+            block: s.block,
+            seq: s.seq,
+            config: cfg,
+            workload: wl,
+            warmup: s.warmup,
+            started_at: now_unix(),
+            result: crate::store::RunResult::Failed {
+                reason: &format!("the boot failed during this run: {reason}"),
+                stderr_tail: "",
+                exit_code: None,
+            },
+            series: &[],
+            profile: &[],
+        })?;
+        row.boot = Some(boot);
+        self.store.record_row(row)?;
+        self.runs_done += 1;
+        self.runs_failed += 1;
+        Ok(())
+    }
+}
+
+/// A boot whose guest is not what the config asked for is a failed boot,
+/// never a sample: the kernel's release and build, the command line
+/// (which carries this boot's own id) and the CPU count must all match.
+fn check_identity(
+    v: u32,
+    uname: &str,
+    proc_version: &str,
+    cmdline: &str,
+    cpus: u32,
+    spec: &vm::launch::VmSpec,
+    k: &KernelPrep,
+) -> Result<(), String> {
+    if v != protocol::VERSION {
+        return Err(format!(
+            "the guest speaks protocol version {v}, this sysdelta {}",
+            protocol::VERSION
+        ));
+    }
+    if uname != k.image.version {
+        return Err(format!(
+            "the guest runs kernel {uname}, the config asked for {} ({})",
+            k.image.version,
+            k.image.path.display()
+        ));
+    }
+    // The image's header names the build (`#1 SMP ... Debian 6.1.192-2
+    // (date)`), which /proc/version repeats after the compiler.
+    if let Some(build) = k.image.banner.find('#').map(|i| &k.image.banner[i..]) {
+        if !proc_version.contains(build.trim()) {
+            return Err(format!(
+                "the guest's /proc/version ({}) is not the build of {} ({})",
+                proc_version.trim(),
+                k.image.path.display(),
+                build.trim()
+            ));
+        }
+    }
+    if cmdline.trim() != spec.cmdline {
+        return Err(format!(
+            "the guest's /proc/cmdline is '{}', sysdelta passed '{}'",
+            cmdline.trim(),
+            spec.cmdline
+        ));
+    }
+    if cpus != spec.cpus {
+        return Err(format!(
+            "the guest has {cpus} online CPUs, the config asked for {}",
+            spec.cpus
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,169 @@
+//! Kernels as configs: each config that names a kernel runs in a VM booted
+//! for it, several boots per config in randomized interleaved order, and
+//! the boot is the unit of replication.
+//!
+//! - [`schedule`]: which boot runs when, and which runs each boot gets;
+//! - [`protocol`]: the JSON lines host and guest exchange;
+//! - [`host`]: the host's loop: boot, check who booted, assign, store each
+//!   run as it arrives, and turn every fault into a failed boot;
+//! - [`guest`]: `sysdelta guest`, run by the VM's init: measures the runs
+//!   it was assigned with the same code as the host (`runner::slot`).
+//!
+//! The VM itself (image, modules, initramfs, QEMU and virtiofsd) is
+//! `crate::vm`'s.
+
+pub mod guest;
+pub mod host;
+pub mod lines;
+pub mod protocol;
+pub mod schedule;
+
+use std::path::PathBuf;
+
+use crate::plan::{KernelDef, Plan};
+use crate::vm;
+
+/// What preflight learnt of one config's kernel, for its boots.
+#[derive(Clone, Debug)]
+pub struct KernelPrep {
+    pub def: KernelDef,
+    pub image: vm::image::KernelImage,
+    /// Its modules directory.
+    pub modules_dir: PathBuf,
+    /// The modules the guest loads, dependencies first.
+    pub modules: Vec<PathBuf>,
+}
+
+/// Everything kernel configs need that is the same for every boot.
+#[derive(Clone, Debug)]
+pub struct KernelSetup {
+    /// By config index.
+    pub kernels: Vec<KernelPrep>,
+    pub accel: vm::accel::Accel,
+    /// Why the accel is what it is (e.g. TCG because /dev/kvm is kvm_pvm).
+    pub accel_note: Option<String>,
+    /// sysdelta's own binary, run in the guest.
+    pub exe: PathBuf,
+    pub busybox: PathBuf,
+}
+
+/// Check everything the kernel configs of `plan` need on this host,
+/// changing nothing. Problems are lines naming the config and the field.
+pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
+    let mut problems = Vec::new();
+    if !nix::unistd::geteuid().is_root() {
+        problems.push(
+            "kernel configs need root (virtiofsd shares the host's root file system read-only)"
+                .to_string(),
+        );
+    }
+    for found in [vm::launch::find_qemu(), vm::launch::find_virtiofsd()] {
+        if let Err(e) = found {
+            problems.push(format!("kernel configs: {e}"));
+        }
+    }
+    let busybox = PathBuf::from("/bin/busybox");
+    if let Err(e) = std::fs::read(&busybox)
+        .map_err(|e| format!("{e} (Debian: apt-get install busybox-static)"))
+        .and_then(|b| vm::initramfs::check_static(&b))
+    {
+        problems.push(format!("kernel configs: {}: {e}", busybox.display()));
+    }
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    if let Err(e) = same_file_system_as_root(&exe) {
+        problems.push(format!("kernel configs: {e}"));
+    }
+    let host_cpus = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+        .ok()
+        .flatten()
+        .unwrap_or(1) as u32;
+    let avail_mib = mem_available_kib() / 1024;
+    let mut accel = None;
+    let mut kernels = Vec::new();
+    for c in &plan.configs {
+        let Some(def) = &c.kernel else { continue };
+        let at = |field: &str, msg: String| format!("config '{}', kernel.{field}: {msg}", c.name);
+        if def.cpus > host_cpus {
+            problems.push(at(
+                "cpus",
+                format!(
+                    "{} is more than this host's {host_cpus} online CPUs (the guest would measure contention)",
+                    def.cpus
+                ),
+            ));
+        }
+        if def.memory_mib + 1024 > avail_mib {
+            problems.push(at(
+                "memory",
+                format!(
+                    "{} MiB leaves less than 1 GiB of the host's {avail_mib} MiB available",
+                    def.memory_mib
+                ),
+            ));
+        }
+        match vm::accel::choose(&def.accel) {
+            Ok(a) => {
+                accel.get_or_insert(a);
+            }
+            Err(e) => problems.push(at("accel", e)),
+        }
+        let image = match vm::image::KernelImage::inspect(&def.image) {
+            Ok(i) => i,
+            Err(e) => {
+                problems.push(at("image", e));
+                continue;
+            }
+        };
+        let modules_dir = def
+            .modules
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("/lib/modules").join(&image.version));
+        match vm::modules::resolve(&modules_dir, &image.version) {
+            Ok(modules) => kernels.push(KernelPrep {
+                def: def.clone(),
+                image,
+                modules_dir,
+                modules,
+            }),
+            Err(e) => problems.push(at("modules", e)),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let (accel, accel_note) = accel.expect("a kernel plan has a kernel config");
+    Ok(KernelSetup {
+        kernels,
+        accel,
+        accel_note,
+        exe,
+        busybox,
+    })
+}
+
+/// The guest sees the host's root file system only (a bind mount of `/`
+/// that does not follow mounts below it), so sysdelta's binary must be on it.
+fn same_file_system_as_root(exe: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev());
+    match (dev(exe), dev(std::path::Path::new("/"))) {
+        (Ok(a), Ok(b)) if a == b => Ok(()),
+        (Ok(_), Ok(_)) => Err(format!(
+            "sysdelta's binary {} is on another file system than /, which the guest does not see",
+            exe.display()
+        )),
+        _ => Err(format!("cannot read sysdelta's binary {}", exe.display())),
+    }
+}
+
+fn mem_available_kib() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                l.strip_prefix("MemAvailable:")
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+        })
+        .unwrap_or(0)
+}
