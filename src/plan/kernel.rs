@@ -18,7 +18,14 @@ pub const MAX_USER_CMDLINE: usize = 2048 - 256;
 /// Options sysdelta sets itself and a plan may not: the console it reads,
 /// the panic behaviour that ends a crashed boot, the init it runs and its
 /// own `sysdelta.*` keys.
-const OWNED_OPTIONS: &[&str] = &["console=", "panic=", "init=", "rdinit=", "root=", "sysdelta."];
+const OWNED_OPTIONS: &[&str] = &[
+    "console=",
+    "panic=",
+    "init=",
+    "rdinit=",
+    "root=",
+    "sysdelta.",
+];
 
 const DEFAULT_MEMORY_MIB: u64 = 512;
 const MIN_MEMORY_MIB: u64 = 256;
@@ -40,21 +47,21 @@ struct RawKernel {
 }
 
 /// Parse the `kernel` table of config `config` (at byte `start`).
-pub fn parse(
-    origin: &Origin,
-    config: &str,
-    v: &Spanned<toml::Value>,
-) -> Result<KernelDef, String> {
+pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<KernelDef, String> {
     let start = v.span().start;
     let at = |pos: usize, field: &str, msg: String| {
         origin.at(pos, format!("config '{config}', kernel.{field}: {msg}"))
     };
-    let raw: RawKernel = v.get_ref().clone().try_into().map_err(|e: toml::de::Error| {
-        origin.at(
-            start,
-            format!("config '{config}', kernel: {}", e.message().trim()),
-        )
-    })?;
+    let raw: RawKernel = v
+        .get_ref()
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| {
+            origin.at(
+                start,
+                format!("config '{config}', kernel: {}", e.message().trim()),
+            )
+        })?;
     let image = resolve_image(&raw.image).map_err(|m| at(start, "image", m))?;
     let modules = raw
         .modules
@@ -93,7 +100,10 @@ pub fn parse(
                 return Err(at(
                     start,
                     "memory",
-                    format!("must be {MIN_MEMORY_MIB} MiB to {} GiB, got {mib} MiB", MAX_MEMORY_MIB >> 10),
+                    format!(
+                        "must be {MIN_MEMORY_MIB} MiB to {} GiB, got {mib} MiB",
+                        MAX_MEMORY_MIB >> 10
+                    ),
                 ));
             }
             mib
@@ -113,8 +123,7 @@ pub fn parse(
     };
     let boot_timeout = match &raw.boot_timeout {
         Some(t) => {
-            let d = super::load::parse_duration(t)
-                .map_err(|m| at(start, "boot_timeout", m))?;
+            let d = super::load::parse_duration(t).map_err(|m| at(start, "boot_timeout", m))?;
             if d > MAX_BOOT_TIMEOUT {
                 return Err(at(
                     start,

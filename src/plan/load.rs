@@ -388,7 +388,9 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         // the runs per cell are a multiple of the boots.
         runs = runs.div_ceil(boots) * boots;
         if ov.until_ci.is_some() {
-            return Err("--until does not work with kernel configs yet: give --runs and --boots".into());
+            return Err(
+                "--until does not work with kernel configs yet: give --runs and --boots".into(),
+            );
         }
     }
     let mut workloads = Vec::new();
@@ -486,7 +488,10 @@ fn kernel_boots(
         return Ok(0);
     }
     if with < configs.len() {
-        let host = configs.iter().find(|c| c.kernel.is_none()).map(|c| c.name.as_str());
+        let host = configs
+            .iter()
+            .find(|c| c.kernel.is_none())
+            .map(|c| c.name.as_str());
         return Err(origin.at(
             0,
             format!(
@@ -496,7 +501,7 @@ fn kernel_boots(
         ));
     }
     let mut boots = match &raw.boots {
-        Some(b) => bounded(origin, b, "boots", 2, MAX_BOOTS)?,
+        Some(b) => bounded(origin, b, "boots", 1, MAX_BOOTS)?,
         None => DEFAULT_BOOTS,
     };
     if let Some(q) = &raw.quick {
@@ -506,8 +511,13 @@ fn kernel_boots(
                 boots = qb;
             }
         }
-    } 
-    if ov.quick && raw.quick.as_ref().is_none_or(|q| q.get_ref().boots.is_none()) {
+    }
+    if ov.quick
+        && raw
+            .quick
+            .as_ref()
+            .is_none_or(|q| q.get_ref().boots.is_none())
+    {
         boots = boots.min(DEFAULT_QUICK_BOOTS);
     }
     if let Some(b) = ov.boots {

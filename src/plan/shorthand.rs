@@ -37,7 +37,9 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), String> {
     let mut t = toml::Table::new();
     t.insert("image".into(), toml::Value::String(image.clone()));
     for w in keys {
-        let (k, v) = w.split_once('=').ok_or_else(|| bad(&format!("'{w}' is not KEY=VALUE")))?;
+        let (k, v) = w
+            .split_once('=')
+            .ok_or_else(|| bad(&format!("'{w}' is not KEY=VALUE")))?;
         let value = match v.parse::<i64>() {
             Ok(n) if k == "cpus" => toml::Value::Integer(n),
             _ => toml::Value::String(v.to_string()),
@@ -176,15 +178,22 @@ mod tests {
 
     #[test]
     fn a_kernel_argument_becomes_the_configs_kernel_table() {
-        let (n, t) =
-            split_kernel_arg("up=/boot/vmlinuz-x cpus=1 memory=1G cmdline=\"mitigations=off nosmt\"")
-                .unwrap();
+        let (n, t) = split_kernel_arg(
+            "up=/boot/vmlinuz-x cpus=1 memory=1G cmdline=\"mitigations=off nosmt\"",
+        )
+        .unwrap();
         assert_eq!(n, "up");
         assert_eq!(t["image"].as_str(), Some("/boot/vmlinuz-x"));
         assert_eq!(t["cpus"].as_integer(), Some(1));
         assert_eq!(t["memory"].as_str(), Some("1G"));
         assert_eq!(t["cmdline"].as_str(), Some("mitigations=off nosmt"));
-        for bad in ["=/boot/x", "up=", "up=/boot/x cpus", "up=/boot/x cpus=1 cpus=2", "up='/boot/x"] {
+        for bad in [
+            "=/boot/x",
+            "up=",
+            "up=/boot/x cpus",
+            "up=/boot/x cpus=1 cpus=2",
+            "up='/boot/x",
+        ] {
             let e = split_kernel_arg(bad).unwrap_err();
             assert!(e.starts_with(&format!("-k '{bad}'")), "{e}");
         }

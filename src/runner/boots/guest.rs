@@ -91,6 +91,11 @@ fn online_cpus(list: &str) -> u32 {
 
 /// Measure the assigned runs, sending each.
 fn run(a: &Assignment, out: &mut impl Write) -> Result<()> {
+    if let Some(d) = &a.cwd {
+        // Best effort: a directory on another file system than the host's
+        // root is not in the guest, and commands then run from /.
+        let _ = std::env::set_current_dir(d);
+    }
     let plan = crate::plan::parse(&a.plan_source, &a.plan_text, &a.overrides)
         .map_err(|e| anyhow!("the plan: {e}"))?;
     let config = plan
@@ -120,24 +125,45 @@ fn run(a: &Assignment, out: &mut impl Write) -> Result<()> {
                 workload: s.workload,
                 warmup: s.warmup,
             };
-            send(out, &GuestMsg::Start { block: s.block, seq: s.seq })?;
+            send(
+                out,
+                &GuestMsg::Start {
+                    block: s.block,
+                    seq: s.seq,
+                },
+            )?;
             let started_at = now_unix();
             let measured = match &entered {
                 Ok(()) => slot::measure(&mut p, &slot, &cancel),
                 Err(e) => slot::Measured::failed(format!("config '{}': {e:#}", a.config)),
             };
             for line in measured.notes.iter().filter(|l| noted.insert((*l).clone())) {
-                send(out, &GuestMsg::Event { kind: "skipped".into(), message: line.clone() })?;
+                send(
+                    out,
+                    &GuestMsg::Event {
+                        kind: "skipped".into(),
+                        message: line.clone(),
+                    },
+                )?;
             }
             for e in &measured.monitor_errors {
-                send(out, &GuestMsg::Event { kind: "monitor".into(), message: e.clone() })?;
+                send(
+                    out,
+                    &GuestMsg::Event {
+                        kind: "monitor".into(),
+                        message: e.clone(),
+                    },
+                )?;
             }
             let wname = p.workloads[s.workload].0.name.clone();
             let extras = slot::extras(&p, &slot, &measured, &mut declared);
             if !extras.new_specs.is_empty() {
                 send(
                     out,
-                    &GuestMsg::Metrics { workload: wname.clone(), specs: extras.new_specs.clone() },
+                    &GuestMsg::Metrics {
+                        workload: wname.clone(),
+                        specs: extras.new_specs.clone(),
+                    },
                 )?;
             }
             let row = RunRow::of(&RunRecord {

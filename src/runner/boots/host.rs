@@ -204,7 +204,11 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     s.progress.finish();
     let (runs_done, runs_failed, stopped) = (s.runs_done, s.runs_failed, s.stopped.take());
     let wall = t0.elapsed().as_secs_f64();
-    let usage = crate::runner::usage(wall, (crate::runner::self_cpu() - cpu0).as_secs_f64(), runs_done);
+    let usage = crate::runner::usage(
+        wall,
+        (crate::runner::self_cpu() - cpu0).as_secs_f64(),
+        runs_done,
+    );
     store.close_run_log()?;
     let status = if interrupted {
         "interrupted"
@@ -309,9 +313,10 @@ impl Session<'_> {
         let result = match started {
             Ok(mut vm) => {
                 let r = self.serve(&mut vm, id, b, slots, &spec, k, launched, &mut received);
+                // Killed (and its console read to the end) first.
+                vm.kill();
                 let tail_text = tail(&vm.console_tail(), TAIL_LINES);
                 let panic = vm.panic_line();
-                vm.kill();
                 r.map_err(|mut f| {
                     if let Some(p) = panic {
                         if !f.interrupted {
@@ -321,7 +326,10 @@ impl Session<'_> {
                     (f, tail_text)
                 })
             }
-            Err(e) => Err((Fault::new(format!("the VM did not start: {e}")), String::new())),
+            Err(e) => Err((
+                Fault::new(format!("the VM did not start: {e}")),
+                String::new(),
+            )),
         };
         // The VM is gone (reaped, or killed and reaped): its undo entries
         // and its directory go.
@@ -426,6 +434,9 @@ impl Session<'_> {
             plan_source: plan.source_name.clone(),
             plan_text: plan.text.clone(),
             overrides: plan.overrides.clone(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|d| d.display().to_string()),
             slots: slots.to_vec(),
         }));
         (&writer)
@@ -492,7 +503,8 @@ impl Session<'_> {
                     in_flight = None;
                     deadline = Instant::now() + boot_timeout;
                     *received += 1;
-                    self.store_run(*row, b, &s, id).map_err(|e| Fault::new(format!("{e:#}")))?;
+                    self.store_run(*row, b, &s, id)
+                        .map_err(|e| Fault::new(format!("{e:#}")))?;
                     if self.stopped.is_some() {
                         return Err(Fault::new(self.stopped.clone().unwrap_or_default()));
                     }
@@ -509,7 +521,11 @@ impl Session<'_> {
                     }
                 }
                 GuestMsg::Event { kind, message } => {
-                    let kind = if kind == "monitor" { "monitor" } else { "skipped" };
+                    let kind = if kind == "monitor" {
+                        "monitor"
+                    } else {
+                        "skipped"
+                    };
                     if !self
                         .store
                         .event_messages(self.exp, kind)
@@ -583,7 +599,9 @@ impl Session<'_> {
                 Ok(Got::Eof) => {
                     let st = vm.wait_timeout(Duration::from_secs(5));
                     return Err(Fault::new(match st {
-                        Some(st) => format!("the VM stopped ({st}) before the guest sent every run"),
+                        Some(st) => {
+                            format!("the VM stopped ({st}) before the guest sent every run")
+                        }
                         None => "the guest closed its channel".into(),
                     }));
                 }
@@ -643,7 +661,9 @@ impl Session<'_> {
                 "stopped: {}/{} failed {streak} runs in a row (last: {reason}); fix it and \
                  `sysdelta run --resume {}`, or pass -i to keep a non-zero exit as a result, \
                  or --max-failures 0 to go on",
-                self.p.plan.configs[b.config].name, self.p.plan.workloads[s.workload].name, self.exp
+                self.p.plan.configs[b.config].name,
+                self.p.plan.workloads[s.workload].name,
+                self.exp
             );
             self.store.add_event(self.exp, "stop", &msg)?;
             self.progress.note(&msg);
@@ -653,7 +673,13 @@ impl Session<'_> {
     }
 
     /// The run in flight when a boot failed, stored as a failed run.
-    fn record_failed(&mut self, b: &BootSlot, s: &AssignedSlot, boot: i64, reason: &str) -> Result<()> {
+    fn record_failed(
+        &mut self,
+        b: &BootSlot,
+        s: &AssignedSlot,
+        boot: i64,
+        reason: &str,
+    ) -> Result<()> {
         let cfg = &self.p.plan.configs[b.config].name;
         let wl = &self.p.plan.workloads[s.workload].name;
         let mut row = crate::store::runlog::RunRow::of(&crate::store::RunRecord {

@@ -121,8 +121,14 @@ mod tests {
         let mut l = Lines::new(b, 10);
         a.write_all(&[b'x'; 50]).unwrap();
         let e = l
-            .next(Instant::now() + Duration::from_secs(1), Duration::from_millis(50))
+            .next(
+                Instant::now() + Duration::from_secs(1),
+                Duration::from_millis(50),
+            )
             .unwrap_err();
-        assert!(e.to_string().contains("longer than 10 bytes at byte 0"), "{e}");
+        assert!(
+            e.to_string().contains("longer than 10 bytes at byte 0"),
+            "{e}"
+        );
     }
 }

@@ -34,7 +34,10 @@ pub enum GuestMsg {
     /// A run starts (so the host knows which run a hang or panic hit).
     Start { block: u32, seq: u32 },
     /// Metrics a workload reports for the first time (monitor summaries).
-    Metrics { workload: String, specs: Vec<MetricSpec> },
+    Metrics {
+        workload: String,
+        specs: Vec<MetricSpec>,
+    },
     /// A line for the experiment's events (a workload's note, a monitor error).
     Event { kind: String, message: String },
     /// A finished run.
@@ -63,6 +66,10 @@ pub struct Assignment {
     pub plan_source: String,
     pub plan_text: String,
     pub overrides: Overrides,
+    /// The host sysdelta's working directory, which the guest also sees:
+    /// relative paths in commands mean the same in both.
+    #[serde(default)]
+    pub cwd: Option<String>,
     pub slots: Vec<AssignedSlot>,
 }
 

@@ -52,7 +52,13 @@ fn rng(seed: u64, stream: u64) -> ChaCha8Rng {
 }
 
 /// The slots of one boot of `config` at `position` of block `block`.
-fn boot_slots(s: &Shape, block: u32, position: u32, config: usize, shuffle: Option<u64>) -> Vec<Slot> {
+fn boot_slots(
+    s: &Shape,
+    block: u32,
+    position: u32,
+    config: usize,
+    shuffle: Option<u64>,
+) -> Vec<Slot> {
     let per_round = s.workloads as u32;
     let per_boot = (s.warmup + s.rounds) * per_round;
     let mut r = shuffle.map(|seed| rng(seed, 2 << 32 | (block as u64) << 16 | config as u64));
@@ -124,13 +130,20 @@ mod tests {
         let b = boots(&SHAPE, Order::RandomBlocks, 7);
         assert_eq!(b.len(), 15);
         for block in 0..5 {
-            let mut cs: Vec<usize> = b.iter().filter(|x| x.block == block).map(|x| x.config).collect();
+            let mut cs: Vec<usize> = b
+                .iter()
+                .filter(|x| x.block == block)
+                .map(|x| x.config)
+                .collect();
             cs.sort();
             assert_eq!(cs, vec![0, 1, 2]);
         }
         for boot in &b {
             assert_eq!(boot.slots.len(), 12);
-            assert!(boot.slots.iter().all(|s| s.config == boot.config && s.block == boot.block));
+            assert!(boot
+                .slots
+                .iter()
+                .all(|s| s.config == boot.config && s.block == boot.block));
             assert_eq!(boot.slots.iter().filter(|s| s.warmup).count(), 4);
             for round in boot.slots.chunks(4) {
                 let mut ws: Vec<usize> = round.iter().map(|s| s.workload).collect();
@@ -138,7 +151,10 @@ mod tests {
                 assert_eq!(ws, vec![0, 1, 2, 3]);
             }
         }
-        let ids: HashSet<(u32, u32)> = b.iter().flat_map(|x| x.slots.iter().map(|s| (s.block, s.seq))).collect();
+        let ids: HashSet<(u32, u32)> = b
+            .iter()
+            .flat_map(|x| x.slots.iter().map(|s| (s.block, s.seq)))
+            .collect();
         assert_eq!(ids.len(), 15 * 12, "(block, seq) names one run");
     }
 
@@ -147,7 +163,12 @@ mod tests {
         let a = boots(&SHAPE, Order::RandomBlocks, 7);
         assert_eq!(a, boots(&SHAPE, Order::RandomBlocks, 7));
         let orders: HashSet<Vec<usize>> = (0..5)
-            .map(|k| a.iter().filter(|x| x.block == k).map(|x| x.config).collect())
+            .map(|k| {
+                a.iter()
+                    .filter(|x| x.block == k)
+                    .map(|x| x.config)
+                    .collect()
+            })
             .collect();
         assert!(orders.len() > 1, "the config order changes between blocks");
         assert_ne!(a, boots(&SHAPE, Order::RandomBlocks, 8));
