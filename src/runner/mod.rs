@@ -320,7 +320,17 @@ fn refuse_pending_changes(jpath: &Path) -> Result<()> {
 
 /// Record a new experiment for a prepared plan; returns its id.
 pub fn create(store: &Store, p: &Prepared, label: Option<&str>) -> Result<i64> {
-    let fp = crate::monitor::fingerprint::collect();
+    let mut fp = crate::monitor::fingerprint::collect();
+    if let Some(k) = &p.kernels {
+        // Whether the guests' times are a CPU's or an emulator's.
+        fp.insert(
+            "vm_accel".into(),
+            match &k.accel_note {
+                Some(n) => format!("{} ({n})", k.accel),
+                None => k.accel.to_string(),
+            },
+        );
+    }
     let plan = &p.plan;
     store.create_experiment(&NewExperiment {
         name: &plan.name,
