@@ -18,6 +18,7 @@
 //! * [`port`]: the guest side of the channel (runs inside the VM).
 
 pub mod accel;
+mod command;
 mod console;
 pub mod image;
 pub mod initramfs;
