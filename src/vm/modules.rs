@@ -25,8 +25,11 @@ pub const WANTED: &[&str] = &[
 /// the file `pvpanic-pci.ko`).
 fn name_of(path: &str) -> String {
     let file = path.rsplit('/').next().unwrap_or(path);
-    let stem = file.split(".ko").next().unwrap_or(file);
-    stem.replace('-', "_")
+    let file = [".xz", ".zst", ".gz"]
+        .iter()
+        .find_map(|c| file.strip_suffix(c))
+        .unwrap_or(file);
+    file.strip_suffix(".ko").unwrap_or(file).replace('-', "_")
 }
 
 /// Resolve [`WANTED`] (plus their dependencies, depth-first, dependencies
@@ -202,6 +205,12 @@ mod tests {
             e.contains("is for 9.9.9-test, the image is 9.9.9-other"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn names_drop_only_the_suffixes() {
+        assert_eq!(name_of("kernel/x/pvpanic-pci.ko"), "pvpanic_pci");
+        assert_eq!(name_of("k/a.kobj.ko.zst"), "a.kobj");
     }
 
     #[test]
