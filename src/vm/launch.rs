@@ -118,9 +118,15 @@ impl Boot {
         // From here on an early return drops `boot`, which kills whatever
         // was started.
         let mut cmd = virtiofsd_command(&virtiofsd_bin, &sock, &ro, log, parent)?;
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("vm: cannot start {}: {e}", virtiofsd_bin.display()))?;
+        let child = cmd.spawn().map_err(|e| {
+            // The error of its pre-exec: unshare or mount refused.
+            let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                " (it needs root, for the mount namespace of the read-only root)"
+            } else {
+                ""
+            };
+            format!("vm: cannot start {}: {e}{hint}", virtiofsd_bin.display())
+        })?;
         boot.record(child, on_spawn, true)?;
         boot.wait_for_socket(&sock, &log_path)?;
 
