@@ -15,4 +15,5 @@ pub mod series;
 pub mod stats;
 pub mod store;
 pub mod transport;
+pub mod vm;
 pub mod workload;
