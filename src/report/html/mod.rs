@@ -9,7 +9,9 @@ mod forest;
 mod lines;
 mod page;
 mod plot;
+mod runs;
 mod samples;
+mod sweeps;
 
 use std::collections::HashMap;
 
