@@ -1,13 +1,14 @@
 //! From stored runs to the numbers a report prints: per-cell summaries and
 //! each config against the baseline, with the verdict.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Successful measured runs per (config, workload).
-pub(super) type CellRuns<'a> = HashMap<(&'a str, &'a str), Vec<&'a StoredRun>>;
+type CellRuns<'a> = HashMap<(&'a str, &'a str), Vec<&'a StoredRun>>;
 
 use serde::Serialize;
 
+use super::boots::{self, CellUnits};
 use crate::metric::{Direction, MetricSpec};
 use crate::stats;
 use crate::stats::summary::Summary;
@@ -85,9 +86,26 @@ impl Verdict {
 pub struct Cell {
     pub config: String,
     /// One value per successful non-warmup run, in run order (a run with
-    /// several samples of the metric contributes their median).
+    /// several samples of the metric contributes their median); for runs in
+    /// boots (kernel configs), one value per boot, in boot order: the mean
+    /// of its runs' values (see `report::boots`).
     pub values: Vec<f64>,
     pub summary: Option<Summary>,
+    /// Runs in boots: the boots behind `values` (`values.len()`); absent
+    /// for runs on the host, as are the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<usize>,
+    /// Runs in boots: how many runs each value of `values` is the mean of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_runs: Option<Vec<usize>>,
+    /// Runs in boots: the between-boot share of the variance of runs,
+    /// sigma_b^2 / (sigma_b^2 + sigma_w^2) (`boot_variance`'s ICC(1)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_share: Option<f64>,
+    /// Runs in boots: the one-way random-effects ANOVA of the runs' values
+    /// grouped by boot ([`stats::variance::one_way`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_variance: Option<stats::variance::VarianceComponents>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -165,6 +183,9 @@ pub struct Analysis {
     pub equivalence: Option<f64>,
     /// What one independent observation is in the statistics.
     pub unit_of_replication: String,
+    /// Configs that ran in VMs: their boots (absent for host experiments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<super::boots::BootsReport>,
     pub failed: Vec<FailedRun>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
@@ -279,24 +300,18 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
             .or_default()
             .push(r);
     }
+    // Its units of replication: runs, or boots of runs.
+    let units: CellUnits = by_cell
+        .iter()
+        .map(|(k, runs)| (*k, boots::units(runs)))
+        .collect();
     let mut metrics = Vec::new();
     for m in &data.metrics {
         let cells: Vec<Cell> = configs
             .iter()
             .map(|c| {
-                let values: Vec<f64> = by_cell
-                    .get(&(c.as_str(), m.workload.as_str()))
-                    .map(|runs| {
-                        runs.iter()
-                            .filter_map(|r| run_value(r, &m.spec.name))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Cell {
-                    config: c.clone(),
-                    summary: stats::summary::summarize(&values),
-                    values,
-                }
+                let u = units.get(&(c.as_str(), m.workload.as_str()));
+                boots::cell(c, u, &m.spec.name)
             })
             .collect();
         if cells.iter().all(|c| c.values.is_empty()) {
@@ -310,7 +325,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         });
     }
 
-    let means = super::cis::bootstrap_cis(&metrics, &by_cell, &configs, opts);
+    let means = super::cis::bootstrap_cis(&metrics, &units, &configs, opts);
 
     // Raw comparisons (metrics in parallel), then one correction over all.
     use rayon::prelude::*;
@@ -495,20 +510,20 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         ));
     }
 
-    let mut per_cell: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for r in data.runs.iter().filter(|r| !r.warmup && r.status == "ok") {
-        *per_cell.entry((&r.config, &r.workload)).or_default() += 1;
+    let boots = boots::report(data, &configs);
+    if boots.as_ref().is_some_and(|b| b.tcg) {
+        warnings.insert(0, boots::TCG_WARNING.to_string());
     }
     for c in &info.configs {
         for w in &info.workloads {
-            let n = per_cell
-                .get(&(c.as_str(), w.as_str()))
-                .copied()
-                .unwrap_or(0);
+            let (n, what) = match units.get(&(c.as_str(), w.as_str())) {
+                Some(u) if u.by_boot => (u.groups.len(), "boots with successful runs"),
+                Some(u) => (u.groups.len(), "successful runs"),
+                None if boots.is_some() => (0, "boots with successful runs"),
+                None => (0, "successful runs"),
+            };
             if n < 2 {
-                warnings.push(format!(
-                    "{c}/{w}: {n} successful runs; no statistics possible"
-                ));
+                warnings.push(format!("{c}/{w}: {n} {what}; no statistics possible"));
             }
         }
     }
@@ -525,7 +540,11 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         .flat_map(|r| r.samples.values().map(Vec::len))
         .max()
         .unwrap_or(1);
-    let unit_of_replication = if max_samples_per_run > 1 {
+    let unit_of_replication = if let Some(u) =
+        boots::unit_of_replication(&units, max_samples_per_run)
+    {
+        u
+    } else if max_samples_per_run > 1 {
         format!(
             "the run: a run with several samples of a metric (up to {max_samples_per_run}) counts once, by their median"
         )
@@ -541,6 +560,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         ci_method: opts.ci_method,
         equivalence: opts.equivalence,
         unit_of_replication,
+        boots,
         metrics,
         runs_ok,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),

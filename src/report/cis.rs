@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::analysis::{CellRuns, MetricAnalysis, Options, NOT_ESTIMABLE};
+use super::analysis::{MetricAnalysis, Options, NOT_ESTIMABLE};
+use super::boots::CellUnits;
 use crate::stats;
 
 /// False for an interval no ratio of these samples' means can have: one
@@ -62,14 +63,15 @@ pub(super) fn estimable(
 /// Resampled means of every (metric, config) cell, for the bootstrap CIs
 /// of mean(config) / mean(baseline).
 ///
-/// Runs are the unit of resampling. Within one (workload, config) cell all
-/// metrics that every successful run reported are resampled jointly (one
-/// draw of run indices serves them all, see [`stats::joint`]); a metric some
-/// runs lack is resampled alone. Cells run in parallel; every cell has its
+/// Runs are the unit of resampling, or boots where the runs are in boots
+/// (resampling boots alone, see `report::boots`). Within one (workload,
+/// config) cell all metrics that every unit reported are resampled jointly
+/// (one draw of unit indices serves them all, see [`stats::joint`]); a
+/// metric some units lack is resampled alone. Cells run in parallel; every cell has its
 /// own seed stream, so results do not depend on the thread count.
 pub(super) fn bootstrap_cis(
     metrics: &[MetricAnalysis],
-    by_cell: &CellRuns,
+    units: &CellUnits,
     configs: &[String],
     opts: &Options,
 ) -> HashMap<(usize, usize), Vec<f64>> {
@@ -86,9 +88,11 @@ pub(super) fn bootstrap_cis(
         .par_iter()
         .flat_map_iter(|&(wi, ci)| {
             let w = workloads[wi];
-            let runs = by_cell
+            // Units: runs, or boots for runs in boots (whose values are one
+            // per boot), so the bootstrap resamples boots there.
+            let runs = units
                 .get(&(configs[ci].as_str(), w))
-                .map(Vec::len)
+                .map(|u| u.groups.len())
                 .unwrap_or(0);
             let (joint, alone): (Vec<usize>, Vec<usize>) = metrics
                 .iter()

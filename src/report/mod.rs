@@ -5,6 +5,7 @@
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
 pub mod analysis;
+pub mod boots;
 mod cis;
 pub mod compare;
 pub mod csv;

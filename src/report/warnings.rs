@@ -64,18 +64,25 @@ pub(super) fn data_warnings(
     alpha: f64,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let mut too_few: Vec<(usize, usize)> = Vec::new();
+    let mut too_few: Vec<(usize, usize, &str)> = Vec::new();
     let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
+    let mut boot_drift = Vec::new();
     for m in metrics {
+        // Runs in boots count by boot: the tests see one value per boot.
+        let unit = if m.cells.iter().any(|c| c.boots.is_some()) {
+            "boots"
+        } else {
+            "runs"
+        };
         let n0 = m.cells[0].values.len();
         for c in m.cells.iter().skip(1) {
             let n = c.values.len();
             if n0 >= 2
                 && n >= 2
                 && stats::detect::too_few_runs(n0, n, alpha, family)
-                && !too_few.contains(&(n0, n))
+                && !too_few.contains(&(n0, n, unit))
             {
-                too_few.push((n0, n));
+                too_few.push((n0, n, unit));
             }
         }
         for (ci, c) in m.cells.iter().enumerate() {
@@ -84,7 +91,11 @@ pub(super) fn data_warnings(
                 let bc = stats::detect::bimodality_coefficient(&c.values).unwrap_or(f64::NAN);
                 bimodal.push(format!("{name} (BC {bc:.2})"));
             }
-            if c.values.len() >= 8 {
+            let by_boot = c.boots.is_some();
+            // From 6 values on Mann-Kendall can reach p < 0.01 (a boot cell
+            // has few, and the default of 6 boots must be checked); runs
+            // keep the threshold of 8 they always had.
+            if c.values.len() >= if by_boot { 6 } else { 8 } {
                 // Mann-Kendall is O(n^2): long cells are tested on the
                 // medians of at most 200 consecutive bins of runs.
                 let bins = c.values.len().div_ceil(200);
@@ -96,8 +107,13 @@ pub(super) fn data_warnings(
                 if let Some(mk) = crate::series::mannkendall::mann_kendall(&series) {
                     if mk.p < 0.01 {
                         let dir = if mk.s > 0.0 { "rising" } else { "falling" };
-                        drift.push(format!(
-                            "{name} {dir} over run order (Mann-Kendall p {:.1e})",
+                        let (list, order) = if by_boot {
+                            (&mut boot_drift, "boot")
+                        } else {
+                            (&mut drift, "run")
+                        };
+                        list.push(format!(
+                            "{name} {dir} over {order} order (Mann-Kendall p {:.1e})",
                             mk.p
                         ));
                     }
@@ -109,15 +125,16 @@ pub(super) fn data_warnings(
                 Vec::new()
             };
             if !o.is_empty() {
-                outliers.push(format!("{name}: {} of {}", o.len(), c.values.len()));
+                let of = if by_boot { " boots" } else { "" };
+                outliers.push(format!("{name}: {} of {}{of}", o.len(), c.values.len()));
             }
         }
     }
-    for (a, b) in too_few {
+    for (a, b, unit) in too_few {
         let p = stats::detect::min_achievable_p(a, b).unwrap_or(1.0);
         out.push(format!(
-            "{a} vs {b} runs: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
-             correction over {family} comparisons, so no difference can be flagged; add runs"
+            "{a} vs {b} {unit}: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
+             correction over {family} comparisons, so no difference can be flagged; add {unit}"
         ));
     }
     push_grouped(
@@ -126,6 +143,7 @@ pub(super) fn data_warnings(
         bimodal,
     );
     push_grouped(&mut out, "drift within a config's runs", drift);
+    push_grouped(&mut out, "drift across a config's boots", boot_drift);
     push_grouped(
         &mut out,
         "outliers by MAD (|x - median| > 3.5 x 1.4826 MAD)",
