@@ -265,3 +265,117 @@ fn aa_false_positives_stay_rare_over_boots() {
     );
     assert!(run_flags >= 10, "{run_flags} of 40 per-run tests rejected");
 }
+
+/// A store of `AA` with one more boot of k2 that panicked after one run,
+/// its console 30 lines long.
+fn with_failed_boot(sb: &common::Sandbox) {
+    let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape(1));
+    let boot = store.begin_boot(exp, "k2", 6, 0, "TCG", 1.9e9).unwrap();
+    kernels::record(&store, exp, 6, 0, "k2", boot, 1.0);
+    let console: String = (1..=30).map(|i| format!("console line {i}\n")).collect();
+    store
+        .end_boot(
+            boot,
+            &sysdelta::store::BootEnd {
+                ok: false,
+                reason: Some("Kernel panic - not syncing: VFS".into()),
+                console_tail: Some(console),
+                runs: 1,
+            },
+        )
+        .unwrap();
+}
+
+fn report(sb: &common::Sandbox, format: &str) -> String {
+    let out = sb.run(&["report", "--format", format]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    common::stdout(&out)
+}
+
+const TCG: &str =
+    "guests ran under TCG (an emulated CPU): times are emulated times, not the host's";
+
+#[test]
+fn every_format_shows_boots_shares_and_the_tcg_warning() {
+    let sb = common::Sandbox::new();
+    with_failed_boot(&sb);
+
+    let text = report(&sb, "text");
+    assert!(text.lines().all(|l| l.len() <= 80), "{text}");
+    assert!(
+        text.contains("WARNING: guests ran under TCG (an emulated CPU)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("boots: 6-7 per config, 1-5 runs per boot"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("|   boot share |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "a share row per config: {text}");
+    assert!(rows[0].contains("99%"), "{}", rows[0]);
+    assert!(
+        text.contains("k2                 7   6      1  6.1.0-k2"),
+        "{text}"
+    );
+    assert!(text.contains("- k2 boot 13 (block 6, 1 run): Kernel panic - not syncing: VFS"));
+    assert!(text.contains("    | console line 30\n") && text.contains("    | console line 21\n"));
+    assert!(
+        !text.contains("console line 20\n"),
+        "only the last 10 console lines"
+    );
+
+    let md = report(&sb, "markdown");
+    assert!(md.contains(&format!("> **warning:** {TCG}")), "{md}");
+    assert!(md.contains("### Between-boot share of variance") && md.contains("| k1 | 99% | 99% |"));
+    assert!(
+        md.contains("| k2 | 7 | 6 | 1 | 6.1.0-k2 | 2 | TCG |"),
+        "{md}"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&report(&sb, "json")).unwrap();
+    let boots = json["boots"].as_array().unwrap();
+    assert_eq!(boots.len(), 13);
+    assert!(boots[12]["console_tail"]
+        .as_str()
+        .unwrap()
+        .starts_with("console line 1\n"));
+    let ab = &json["analysis"]["boots"];
+    assert_eq!(ab["tcg"], true);
+    assert_eq!(ab["timing_note"], TCG);
+    assert_eq!(
+        ab["configs"][1]["failed_boots"][0]["reason"],
+        "Kernel panic - not syncing: VFS"
+    );
+    let cell = &json["analysis"]["metrics"][0]["cells"][0];
+    assert!(cell["boot_share"].as_f64().unwrap() > 0.9);
+    assert_eq!(cell["boots"], 6);
+    assert_eq!(json["analysis"]["warnings"][0], TCG);
+
+    let csv = report(&sb, "csv");
+    let mut lines = csv.lines();
+    assert!(lines.next().unwrap().ends_with(
+        ",ci_note,boots,runs,boot_share,var_between_boots,var_within_boots,accel,timing_note"
+    ));
+    let first = lines.next().unwrap();
+    assert!(
+        first.contains(",6,30,0.99") && first.ends_with(&format!(",TCG,\"{TCG}\"")),
+        "{first}"
+    );
+
+    let html = report(&sb, "html");
+    let banner = html
+        .find("<div class=\"box warn\" role=\"alert\">")
+        .unwrap();
+    assert!(html[banner..].starts_with(
+        "<div class=\"box warn\" role=\"alert\"><b>Warnings (1).</b><ul><li>guests ran under TCG"
+    ));
+    assert!(html.contains("<h2 id=\"boots\">Boots</h2>"));
+    assert!(
+        html.contains("<pre>console line 1\nconsole line 2\n"),
+        "whole console tail"
+    );
+    assert!(html.contains("<th>n</th><th>boot share</th>"));
+}

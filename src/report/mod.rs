@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod boots;
+pub mod boots_text;
 mod cis;
 pub mod compare;
 pub mod csv;

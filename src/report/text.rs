@@ -164,19 +164,24 @@ pub fn header(a: &Analysis) -> String {
         Some(t) => format!(" (adaptive: until every CI < {:.2}%)", t * 100.0),
         None => String::new(),
     };
-    let _ = writeln!(
-        h,
-        "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {} ok, {} failed",
-        if i.warmup > 0 {
-            format!(" + {} warm-up", i.warmup)
-        } else {
-            String::new()
-        },
-        ascii(&i.order),
-        i.seed,
-        a.runs_ok,
-        a.runs_failed
-    );
+    let by_boot = super::boots_text::by_boot(a);
+    if by_boot {
+        h.push_str(&super::boots_text::header_line(a));
+    } else {
+        let _ = writeln!(
+            h,
+            "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {} ok, {} failed",
+            if i.warmup > 0 {
+                format!(" + {} warm-up", i.warmup)
+            } else {
+                String::new()
+            },
+            ascii(&i.order),
+            i.seed,
+            a.runs_ok,
+            a.runs_failed
+        );
+    }
     let method = match a.ci_method {
         CiMethod::Percentile => "percentile",
         CiMethod::Bca => "BCa",
@@ -186,13 +191,18 @@ pub fn header(a: &Analysis) -> String {
         Correction::Bh => "Benjamini-Hochberg correction",
     };
     let text = format!(
-        "Baseline {}. Values are means over runs; delta is the mean against the \
+        "Baseline {}. Values are means over {}; delta is the mean against the \
          baseline's, with its {:.0}% {method} bootstrap CI ({} resamples). A verdict \
          needs a Mann-Whitney p < {} after {correction} over {} comparisons, with \
          the mean and the rank (Hodges-Lehmann) shift pointing the same way; \
          otherwise the delta is marked ~ (within noise). The CI is widened for small \
          samples so that it keeps its level. Unit of replication: {}.",
         ascii(&a.baseline),
+        if by_boot {
+            "boots (a boot's value is the mean of its runs)"
+        } else {
+            "runs"
+        },
         a.confidence * 100.0,
         a.resamples,
         a.alpha,
@@ -236,6 +246,9 @@ pub fn header(a: &Analysis) -> String {
             ),
             "",
         ));
+    }
+    if by_boot || a.boots.is_some() {
+        h.push_str(&super::boots_text::header_note(a));
     }
     if let Some(m) = a.equivalence {
         h.push_str(&wrap(
@@ -347,6 +360,13 @@ pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
                         .collect();
                     row(&mut out, &format!("  equiv +-{:.1}%", margin * 100.0), &eq);
                 }
+            }
+            if chunk.iter().any(|m| m.cells[ci].boots.is_some()) {
+                let shares: Vec<String> = chunk
+                    .iter()
+                    .map(|m| super::boots_text::share_cell(&m.cells[ci]))
+                    .collect();
+                row(&mut out, "  boot share", &shares);
             }
         }
         rule(&mut out, n);
@@ -520,6 +540,7 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
     } else {
         out.push_str(&tables(a, &metrics));
     }
+    out.push_str(&super::boots_text::text_section(a));
     if with_detail {
         out.push_str(&detail(a));
     }

@@ -165,6 +165,7 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
     series(&mut o, a, x)?;
     profiles(&mut o, data, a);
     super::sweeps::sweeps(&mut o, a)?;
+    super::boots::section(&mut o, a);
     environment(&mut o, x);
     super::runs::runs(&mut o, data, a, x);
     o.push_str("</body></html>\n");
@@ -283,7 +284,11 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
 
 fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
     o.push_str("<h2 id=\"metrics\">Samples per metric</h2>");
-    let _ = write!(
+    if crate::report::boots_text::by_boot(a) {
+        o.push_str(super::boots::SAMPLES_INTRO);
+        o.push_str(&legend(&a.configs));
+    } else {
+        let _ = write!(
         o,
         "<p>Left: every run's value per config (one value per run: the median of its samples), with the median \
          (black bar) and its 95% order-statistic CI (thick vertical bar); above {} values the configs are drawn as \
@@ -291,6 +296,7 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         samples::STRIP_MAX_POINTS,
         legend(&a.configs)
     );
+    }
     // Each metric's section is independent: draw them on all cores, then
     // join in order.
     use rayon::prelude::*;
@@ -321,8 +327,12 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             esc(&m.spec.unit),
             m.spec.direction.as_str()
         );
-        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th><th>median</th>\
-            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>");
+        // Kernel configs: n counts boots, and a column gives each cell's
+        // between-boot share of variance.
+        let boot_col = m.cells.iter().any(|c| c.boots.is_some());
+        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th>{}<th>median</th>\
+            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>",
+            if boot_col { "<th>boot share</th>" } else { "" });
         for (ci, cell) in m.cells.iter().enumerate() {
             let mut sorted = cell.values.clone();
             sorted.sort_by(f64::total_cmp);
@@ -347,11 +357,16 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             };
             let _ = write!(
                 o,
-                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td><td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
+                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td>{}<td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
                 plot::css_color(ci),
                 plot::marker_glyph(ci),
                 esc(&cell.config),
                 cell.values.len(),
+                if boot_col {
+                    format!("<td>{}</td>", crate::report::boots_text::share_cell(cell))
+                } else {
+                    String::new()
+                },
                 esc(&v)
             );
         }
@@ -365,10 +380,18 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             2 * PLOT_WIDTH,
         )?;
         // The table above holds the numbers; the label says what the picture shows.
-        let short = format!(
+        let short = if boot_col {
+            format!(
+                "{}: each boot's value (the mean of its runs) per config (left), and every run in run \
+                 order (right); numbers in the table above",
+                m.spec.name
+            )
+        } else {
+            format!(
             "{}: each run's value per config (left) and in run order (right); numbers in the table above",
             m.spec.name
-        );
+        )
+        };
         figure(o, &[svg], &short, "");
     }
     Ok(section)
