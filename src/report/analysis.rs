@@ -1,13 +1,14 @@
 //! From stored runs to the numbers a report prints: per-cell summaries and
 //! each config against the baseline, with the verdict.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Successful measured runs per (config, workload).
 type CellRuns<'a> = HashMap<(&'a str, &'a str), Vec<&'a StoredRun>>;
 
 use serde::Serialize;
 
+use super::boots::{self, CellUnits};
 use crate::metric::{Direction, MetricSpec};
 use crate::stats;
 use crate::stats::summary::Summary;
@@ -85,9 +86,26 @@ impl Verdict {
 pub struct Cell {
     pub config: String,
     /// One value per successful non-warmup run, in run order (a run with
-    /// several samples of the metric contributes their median).
+    /// several samples of the metric contributes their median); for runs in
+    /// boots (kernel configs), one value per boot, in boot order: the mean
+    /// of its runs' values (see `report::boots`).
     pub values: Vec<f64>,
     pub summary: Option<Summary>,
+    /// Runs in boots: the boots behind `values` (`values.len()`); absent
+    /// for runs on the host, as are the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<usize>,
+    /// Runs in boots: how many runs each value of `values` is the mean of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_runs: Option<Vec<usize>>,
+    /// Runs in boots: the between-boot share of the variance of runs,
+    /// sigma_b^2 / (sigma_b^2 + sigma_w^2) (`boot_variance`'s ICC(1)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_share: Option<f64>,
+    /// Runs in boots: the one-way random-effects ANOVA of the runs' values
+    /// grouped by boot ([`stats::variance::one_way`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_variance: Option<stats::variance::VarianceComponents>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -165,13 +183,16 @@ pub struct Analysis {
     pub equivalence: Option<f64>,
     /// What one independent observation is in the statistics.
     pub unit_of_replication: String,
+    /// Configs that ran in VMs: their boots (absent for host experiments).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<super::boots::BootsReport>,
     pub failed: Vec<FailedRun>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
 }
 
 /// Per-run value of a metric: the median of its samples in that run.
-fn run_value(r: &StoredRun, metric: &str) -> Option<f64> {
+pub(crate) fn run_value(r: &StoredRun, metric: &str) -> Option<f64> {
     r.samples
         .get(metric)
         .and_then(|v| stats::summary::median(v))
@@ -241,265 +262,12 @@ fn pct_ci((lo, hi): (f64, f64), base_sign: f64) -> (f64, f64) {
 /// Why a ratio-of-means CI is "not estimable", said once for every format.
 pub const NOT_ESTIMABLE: &str = "CI not estimable";
 
-/// False for an interval no ratio of these samples' means can have: one
-/// reaching below 0 (-100%) when neither side has a negative value.
-fn possible(base: &[f64], other: &[f64], ci: Option<(f64, f64)>) -> bool {
-    let never_negative = base.iter().chain(other).all(|&x| x >= 0.0);
-    ci.is_some_and(|(lo, _)| !(never_negative && lo < 0.0))
-}
-
-/// The CI of mean(other) / mean(base), or why it is not estimable.
-///
-/// The ratio of means has a bootstrap CI only while the baseline's
-/// resampled mean stays away from 0: a resample of the baseline with mean
-/// 0 makes the ratio infinite (or 0/0), and one whose mean changes sign
-/// turns the ratio over. The bootstrap routines return None then; this
-/// says which happened, from the baseline's resampled means `base_means`.
-/// An interval reaching below 0 (-100%) when no value is negative cannot
-/// be a CI of the ratio (it would be a numerical failure) and is refused.
-/// Metrics whose values are all negative have a well-defined ratio and
-/// keep their CI.
-fn estimable(
-    base: &[f64],
-    other: &[f64],
-    base_means: &[f64],
-    ci: Option<(f64, f64)>,
-) -> Result<(f64, f64), String> {
-    if let Some(ci) = ci {
-        if possible(base, other, Some(ci)) {
-            return Ok(ci);
-        }
-        return Err(format!(
-            "{NOT_ESTIMABLE}: the interval reaches below -100%, which no ratio of non-negative \
-             values can (a numerical failure)"
-        ));
-    }
-    let zero_runs = base.iter().filter(|&&x| x == 0.0).count();
-    let zero_means = base_means.iter().filter(|&&m| m == 0.0).count();
-    let (neg, pos) = (base.iter().any(|&x| x < 0.0), base.iter().any(|&x| x > 0.0));
-    Err(if zero_means > 0 {
-        format!(
-            "{NOT_ESTIMABLE}: {zero_runs} of {} baseline runs are 0, and {zero_means} of {} \
-             bootstrap resamples of the baseline have mean 0, where the ratio is infinite",
-            base.len(),
-            base_means.len()
-        )
-    } else if neg && pos {
-        format!(
-            "{NOT_ESTIMABLE}: the baseline has values of both signs, so its resampled mean \
-             crosses 0 and the ratio of means turns over"
-        )
-    } else {
-        format!("{NOT_ESTIMABLE}: the bootstrap interval is undefined for these samples")
-    })
-}
-
-/// Resampled means of every (metric, config) cell, for the bootstrap CIs
-/// of mean(config) / mean(baseline).
-///
-/// Runs are the unit of resampling. Within one (workload, config) cell all
-/// metrics that every successful run reported are resampled jointly (one
-/// draw of run indices serves them all, see [`stats::joint`]); a metric some
-/// runs lack is resampled alone. Cells run in parallel; every cell has its
-/// own seed stream, so results do not depend on the thread count.
-fn bootstrap_cis(
-    metrics: &[MetricAnalysis],
-    by_cell: &CellRuns,
-    configs: &[String],
-    opts: &Options,
-) -> HashMap<(usize, usize), Vec<f64>> {
-    use rayon::prelude::*;
-
-    let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
-    workloads.sort();
-    workloads.dedup();
-    let cells: Vec<(usize, usize)> = (0..workloads.len())
-        .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
-        .collect();
-    // (metric index, config index) -> resampled means.
-    let means = cells
-        .par_iter()
-        .flat_map_iter(|&(wi, ci)| {
-            let w = workloads[wi];
-            let runs = by_cell
-                .get(&(configs[ci].as_str(), w))
-                .map(Vec::len)
-                .unwrap_or(0);
-            let (joint, alone): (Vec<usize>, Vec<usize>) = metrics
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.workload == w && m.cells[ci].values.len() >= 2)
-                .map(|(mi, _)| mi)
-                .partition(|&mi| metrics[mi].cells[ci].values.len() == runs);
-            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
-            let n = runs;
-            let mut rows = vec![0.0; n * joint.len()];
-            for (j, &mi) in joint.iter().enumerate() {
-                for (i, v) in metrics[mi].cells[ci].values.iter().enumerate() {
-                    rows[i * joint.len() + j] = *v;
-                }
-            }
-            let joint_means =
-                stats::joint::resample_column_means(&rows, n, joint.len(), opts.resamples, seed);
-            let mut out: Vec<((usize, usize), Vec<f64>)> = joint
-                .iter()
-                .copied()
-                .zip(joint_means)
-                .map(|(mi, m)| ((mi, ci), m))
-                .collect();
-            for (k, &mi) in alone.iter().enumerate() {
-                let s = stats::bootstrap::stream_seed(seed, k as u64 + 1);
-                out.push((
-                    (mi, ci),
-                    stats::bootstrap::resample_means(
-                        &metrics[mi].cells[ci].values,
-                        opts.resamples,
-                        s,
-                    ),
-                ));
-            }
-            out
-        })
-        .collect();
-    means
-}
-
-/// One warning line listing the comparisons whose CI is not estimable, with
-/// the reason of each (the table marks them "not estimable").
-fn ci_warnings(metrics: &[MetricAnalysis]) -> Vec<String> {
-    let mut items = Vec::new();
-    for m in metrics {
-        for c in &m.comparisons {
-            if let Some(why) = c
-                .ci_note
-                .as_deref()
-                .and_then(|n| n.strip_prefix(NOT_ESTIMABLE))
-            {
-                items.push(format!(
-                    "{}/{} in {}{}",
-                    m.workload, m.spec.name, c.config, why
-                ));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    push_grouped(
-        &mut out,
-        "CI of the ratio of means not estimable (marked in the table, no verdict)",
-        items,
-    );
-    out
-}
-
 /// True when the comparison's CI was attempted and is not estimable (as
 /// opposed to missing for want of runs).
 pub fn ci_not_estimable(c: &Comparison) -> bool {
     c.ci_note
         .as_deref()
         .is_some_and(|n| n.starts_with(NOT_ESTIMABLE))
-}
-
-/// Most warnings of one kind listed before "... and N more".
-const WARNINGS_PER_KIND: usize = 5;
-
-fn push_grouped(out: &mut Vec<String>, what: &str, items: Vec<String>) {
-    if items.is_empty() {
-        return;
-    }
-    let more = items.len().saturating_sub(WARNINGS_PER_KIND);
-    let mut line = format!(
-        "{what}: {}",
-        items
-            .into_iter()
-            .take(WARNINGS_PER_KIND)
-            .collect::<Vec<_>>()
-            .join("; ")
-    );
-    if more > 0 {
-        line.push_str(&format!("; and {more} more"));
-    }
-    out.push(line);
-}
-
-/// What a reader needs to know before trusting the table: comparisons that
-/// can never reject at these run counts, bimodal cells, drift within a
-/// config's runs (what interleaving protects the comparison from, but which
-/// still widens it), and outliers by MAD.
-fn data_warnings(
-    metrics: &[MetricAnalysis],
-    configs: &[String],
-    family: usize,
-    alpha: f64,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut too_few: Vec<(usize, usize)> = Vec::new();
-    let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
-    for m in metrics {
-        let n0 = m.cells[0].values.len();
-        for c in m.cells.iter().skip(1) {
-            let n = c.values.len();
-            if n0 >= 2
-                && n >= 2
-                && stats::detect::too_few_runs(n0, n, alpha, family)
-                && !too_few.contains(&(n0, n))
-            {
-                too_few.push((n0, n));
-            }
-        }
-        for (ci, c) in m.cells.iter().enumerate() {
-            let name = format!("{}/{} in {}", m.workload, m.spec.name, configs[ci]);
-            if stats::detect::looks_bimodal(&c.values) {
-                let bc = stats::detect::bimodality_coefficient(&c.values).unwrap_or(f64::NAN);
-                bimodal.push(format!("{name} (BC {bc:.2})"));
-            }
-            if c.values.len() >= 8 {
-                // Mann-Kendall is O(n^2): long cells are tested on the
-                // medians of at most 200 consecutive bins of runs.
-                let bins = c.values.len().div_ceil(200);
-                let series: Vec<f64> = c
-                    .values
-                    .chunks(bins)
-                    .filter_map(stats::summary::median)
-                    .collect();
-                if let Some(mk) = crate::series::mannkendall::mann_kendall(&series) {
-                    if mk.p < 0.01 {
-                        let dir = if mk.s > 0.0 { "rising" } else { "falling" };
-                        drift.push(format!(
-                            "{name} {dir} over run order (Mann-Kendall p {:.1e})",
-                            mk.p
-                        ));
-                    }
-                }
-            }
-            let o = if c.values.len() >= 8 {
-                stats::detect::mad_outliers(&c.values)
-            } else {
-                Vec::new()
-            };
-            if !o.is_empty() {
-                outliers.push(format!("{name}: {} of {}", o.len(), c.values.len()));
-            }
-        }
-    }
-    for (a, b) in too_few {
-        let p = stats::detect::min_achievable_p(a, b).unwrap_or(1.0);
-        out.push(format!(
-            "{a} vs {b} runs: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
-             correction over {family} comparisons, so no difference can be flagged; add runs"
-        ));
-    }
-    push_grouped(
-        &mut out,
-        "bimodal samples (bimodality coefficient > 0.555)",
-        bimodal,
-    );
-    push_grouped(&mut out, "drift within a config's runs", drift);
-    push_grouped(
-        &mut out,
-        "outliers by MAD (|x - median| > 3.5 x 1.4826 MAD)",
-        outliers,
-    );
-    out
 }
 
 pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String> {
@@ -532,24 +300,18 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
             .or_default()
             .push(r);
     }
+    // Its units of replication: runs, or boots of runs.
+    let units: CellUnits = by_cell
+        .iter()
+        .map(|(k, runs)| (*k, boots::units(runs)))
+        .collect();
     let mut metrics = Vec::new();
     for m in &data.metrics {
         let cells: Vec<Cell> = configs
             .iter()
             .map(|c| {
-                let values: Vec<f64> = by_cell
-                    .get(&(c.as_str(), m.workload.as_str()))
-                    .map(|runs| {
-                        runs.iter()
-                            .filter_map(|r| run_value(r, &m.spec.name))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Cell {
-                    config: c.clone(),
-                    summary: stats::summary::summarize(&values),
-                    values,
-                }
+                let u = units.get(&(c.as_str(), m.workload.as_str()));
+                boots::cell(c, u, &m.spec.name)
             })
             .collect();
         if cells.iter().all(|c| c.values.is_empty()) {
@@ -563,7 +325,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         });
     }
 
-    let means = bootstrap_cis(&metrics, &by_cell, &configs, opts);
+    let means = super::cis::bootstrap_cis(&metrics, &units, &configs, opts);
 
     // Raw comparisons (metrics in parallel), then one correction over all.
     use rayon::prelude::*;
@@ -626,12 +388,13 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                                     CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
                                 };
                                 let base_sign = b.mean.signum();
-                                match estimable(&base, &cell.values, bm, main) {
+                                match super::cis::estimable(&base, &cell.values, bm, main) {
                                     Ok(ci) => {
                                         cmp.ratio_ci = Some(ci);
                                         cmp.delta_ci_pct = Some(pct_ci(ci, base_sign));
-                                        cmp.ratio_ci_other_method =
-                                            other.filter(|_| possible(&base, &cell.values, other));
+                                        cmp.ratio_ci_other_method = other.filter(|_| {
+                                            super::cis::possible(&base, &cell.values, other)
+                                        });
                                         cmp.delta_ci_pct_other_method = cmp
                                             .ratio_ci_other_method
                                             .map(|ci| pct_ci(ci, base_sign));
@@ -747,32 +510,41 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         ));
     }
 
-    let mut per_cell: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for r in data.runs.iter().filter(|r| !r.warmup && r.status == "ok") {
-        *per_cell.entry((&r.config, &r.workload)).or_default() += 1;
+    let boots = boots::report(data, &configs);
+    if boots.as_ref().is_some_and(|b| b.tcg) {
+        warnings.insert(0, boots::TCG_WARNING.to_string());
     }
     for c in &info.configs {
         for w in &info.workloads {
-            let n = per_cell
-                .get(&(c.as_str(), w.as_str()))
-                .copied()
-                .unwrap_or(0);
+            let (n, what) = match units.get(&(c.as_str(), w.as_str())) {
+                Some(u) if u.by_boot => (u.groups.len(), "boots with successful runs"),
+                Some(u) => (u.groups.len(), "successful runs"),
+                None if boots.is_some() => (0, "boots with successful runs"),
+                None => (0, "successful runs"),
+            };
             if n < 2 {
-                warnings.push(format!(
-                    "{c}/{w}: {n} successful runs; no statistics possible"
-                ));
+                warnings.push(format!("{c}/{w}: {n} {what}; no statistics possible"));
             }
         }
     }
-    warnings.extend(data_warnings(&metrics, &configs, pvals.len(), opts.alpha));
-    warnings.extend(ci_warnings(&metrics));
+    warnings.extend(super::warnings::data_warnings(
+        &metrics,
+        &configs,
+        pvals.len(),
+        opts.alpha,
+    ));
+    warnings.extend(super::warnings::ci_warnings(&metrics));
     let max_samples_per_run = data
         .runs
         .iter()
         .flat_map(|r| r.samples.values().map(Vec::len))
         .max()
         .unwrap_or(1);
-    let unit_of_replication = if max_samples_per_run > 1 {
+    let unit_of_replication = if let Some(u) =
+        boots::unit_of_replication(&units, max_samples_per_run)
+    {
+        u
+    } else if max_samples_per_run > 1 {
         format!(
             "the run: a run with several samples of a metric (up to {max_samples_per_run}) counts once, by their median"
         )
@@ -788,6 +560,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         ci_method: opts.ci_method,
         equivalence: opts.equivalence,
         unit_of_replication,
+        boots,
         metrics,
         runs_ok,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),

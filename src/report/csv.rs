@@ -6,9 +6,28 @@
 use super::analysis::Analysis;
 use super::escape;
 
+/// Columns a kernel experiment adds (a host experiment's CSV has none of
+/// them): `n` then counts boots, and these say how many runs they held,
+/// the between-boot share of variance and its two components, the accel,
+/// and the TCG note.
+const BOOT_COLUMNS: [&str; 7] = [
+    "boots",
+    "runs",
+    "boot_share",
+    "var_between_boots",
+    "var_within_boots",
+    "accel",
+    "timing_note",
+];
+
 pub fn render(a: &Analysis) -> anyhow::Result<String> {
+    let boots = super::boots_text::by_boot(a) || a.boots.is_some();
+    let (accel, note) = match &a.boots {
+        Some(b) => (b.accel.join(","), b.timing_note.clone().unwrap_or_default()),
+        None => (String::new(), String::new()),
+    };
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
+    let mut header = vec![
         "experiment",
         "workload",
         "metric",
@@ -31,7 +50,11 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
         "p_holm",
         "verdict",
         "ci_note",
-    ])?;
+    ];
+    if boots {
+        header.extend(BOOT_COLUMNS);
+    }
+    w.write_record(header)?;
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for m in &a.metrics {
         for (i, c) in m.cells.iter().enumerate() {
@@ -41,7 +64,7 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
             } else {
                 m.comparisons.get(i - 1)
             };
-            let record = [
+            let mut record = vec![
                 a.info.id.to_string(),
                 m.workload.clone(),
                 m.spec.name.clone(),
@@ -66,6 +89,21 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
                     .unwrap_or_else(|| "baseline".into()),
                 cmp.and_then(|c| c.ci_note.clone()).unwrap_or_default(),
             ];
+            if boots {
+                let vc = c.boot_variance.as_ref();
+                record.extend([
+                    c.boots.map(|b| b.to_string()).unwrap_or_default(),
+                    c.boot_runs
+                        .as_ref()
+                        .map(|r| r.iter().sum::<usize>().to_string())
+                        .unwrap_or_default(),
+                    opt(c.boot_share),
+                    opt(vc.map(|v| v.between)),
+                    opt(vc.map(|v| v.within)),
+                    accel.clone(),
+                    note.clone(),
+                ]);
+            }
             w.write_record(record.iter().map(|cell| escape::csv_cell(cell)))?;
         }
     }

@@ -39,6 +39,17 @@ pub fn render(a: &Analysis) -> String {
         a.alpha,
         a.n_comparisons
     );
+    if super::boots_text::by_boot(a) {
+        let _ = writeln!(
+            out,
+            "Configs ran in VMs, several runs per boot: the unit of replication is {} (values, \
+             deltas, CIs and tests are of per-boot values).\n",
+            esc(&a.unit_of_replication)
+        );
+    }
+    if let Some(note) = a.boots.as_ref().and_then(|b| b.timing_note.as_ref()) {
+        let _ = writeln!(out, "> **warning:** {}\n", esc(note));
+    }
     let mut workloads: Vec<&str> = a.metrics.iter().map(|m| m.workload.as_str()).collect();
     workloads.dedup();
     for w in workloads {
@@ -72,6 +83,7 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
+    out.push_str(&super::boots_text::markdown_section(a));
     if !a.failed.is_empty() {
         let _ = writeln!(out, "**Failed runs:** {}\n", a.failed.len());
         for fr in &a.failed {

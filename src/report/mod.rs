@@ -5,8 +5,12 @@
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
 pub mod analysis;
+pub mod boots;
+pub mod boots_text;
+mod cis;
 pub mod compare;
 pub mod csv;
+pub mod detail;
 pub mod escape;
 pub mod html;
 pub mod json;
@@ -14,6 +18,7 @@ pub mod list;
 pub mod markdown;
 pub mod sections;
 pub mod text;
+mod warnings;
 
 use anyhow::Result;
 

@@ -19,3 +19,4 @@ pub mod sequential;
 pub mod special;
 pub mod summary;
 pub mod tost;
+pub mod variance;

@@ -164,3 +164,20 @@ pub fn nct_cdf(t: f64, df: f64, delta: f64) -> f64 {
         result
     }
 }
+
+/// Upper tail of the F distribution with `d1` and `d2` degrees of freedom,
+/// P(F > f) (scipy.stats.f.sf): I_x(d2/2, d1/2) with x = d2 / (d2 + d1 f),
+/// the regularized incomplete beta, which keeps small p-values precise
+/// (1 - CDF would cancel). 1 for f <= 0, 0 for f = infinity.
+pub fn f_sf(f: f64, d1: f64, d2: f64) -> f64 {
+    if f.is_nan() {
+        return f64::NAN;
+    }
+    if f <= 0.0 {
+        return 1.0;
+    }
+    if f.is_infinite() {
+        return 0.0;
+    }
+    beta_reg(d2 / 2.0, d1 / 2.0, d2 / (d2 + d1 * f))
+}

@@ -5,11 +5,14 @@
 //! Plots are drawn by plotters' SVG backend (see `plot.rs`); every piece of
 //! text that comes from a command, plan, host or store is escaped by [`esc`].
 
+mod boots;
 mod forest;
 mod lines;
 mod page;
 mod plot;
+mod runs;
 mod samples;
+mod sweeps;
 
 use std::collections::HashMap;
 

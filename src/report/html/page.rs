@@ -46,7 +46,7 @@ type SeriesEntry = (String, String, crate::store::SeriesRecord);
 
 const FOREST_CHUNK: usize = 60;
 const FOREST_WIDTH: u32 = 860;
-const PLOT_WIDTH: u32 = 420;
+pub(super) const PLOT_WIDTH: u32 = 420;
 
 fn delta_text(c: &Comparison) -> String {
     match c.delta_mean_pct {
@@ -120,7 +120,7 @@ fn run_sequence(
     seq
 }
 
-fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
+pub(super) fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
     let _ = write!(out, "<figure><div class=\"plots\">");
     for s in svgs {
         let _ = write!(
@@ -164,9 +164,10 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
     metrics(&mut o, data, a)?;
     series(&mut o, a, x)?;
     profiles(&mut o, data, a);
-    sweeps(&mut o, a)?;
+    super::sweeps::sweeps(&mut o, a)?;
+    super::boots::section(&mut o, a);
     environment(&mut o, x);
-    runs(&mut o, data, a, x);
+    super::runs::runs(&mut o, data, a, x);
     o.push_str("</body></html>\n");
     Ok(o)
 }
@@ -283,7 +284,11 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
 
 fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
     o.push_str("<h2 id=\"metrics\">Samples per metric</h2>");
-    let _ = write!(
+    if crate::report::boots_text::by_boot(a) {
+        o.push_str(super::boots::SAMPLES_INTRO);
+        o.push_str(&legend(&a.configs));
+    } else {
+        let _ = write!(
         o,
         "<p>Left: every run's value per config (one value per run: the median of its samples), with the median \
          (black bar) and its 95% order-statistic CI (thick vertical bar); above {} values the configs are drawn as \
@@ -291,6 +296,7 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
         samples::STRIP_MAX_POINTS,
         legend(&a.configs)
     );
+    }
     // Each metric's section is independent: draw them on all cores, then
     // join in order.
     use rayon::prelude::*;
@@ -321,8 +327,12 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             esc(&m.spec.unit),
             m.spec.direction.as_str()
         );
-        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th><th>median</th>\
-            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>");
+        // Kernel configs: n counts boots, and a column gives each cell's
+        // between-boot share of variance.
+        let boot_col = m.cells.iter().any(|c| c.boots.is_some());
+        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th>{}<th>median</th>\
+            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>",
+            if boot_col { "<th>boot share</th>" } else { "" });
         for (ci, cell) in m.cells.iter().enumerate() {
             let mut sorted = cell.values.clone();
             sorted.sort_by(f64::total_cmp);
@@ -347,11 +357,16 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             };
             let _ = write!(
                 o,
-                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td><td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
+                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td>{}<td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
                 plot::css_color(ci),
                 plot::marker_glyph(ci),
                 esc(&cell.config),
                 cell.values.len(),
+                if boot_col {
+                    format!("<td>{}</td>", crate::report::boots_text::share_cell(cell))
+                } else {
+                    String::new()
+                },
                 esc(&v)
             );
         }
@@ -365,10 +380,18 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             2 * PLOT_WIDTH,
         )?;
         // The table above holds the numbers; the label says what the picture shows.
-        let short = format!(
+        let short = if boot_col {
+            format!(
+                "{}: each boot's value (the mean of its runs) per config (left), and every run in run \
+                 order (right); numbers in the table above",
+                m.spec.name
+            )
+        } else {
+            format!(
             "{}: each run's value per config (left) and in run order (right); numbers in the table above",
             m.spec.name
-        );
+        )
+        };
         figure(o, &[svg], &short, "");
     }
     Ok(section)
@@ -421,109 +444,6 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
                 );
             }
         }
-        let cap = esc(&alt);
-        figure(o, &[svg], &alt, &cap);
-    }
-    Ok(())
-}
-
-/// Quantities of the transport workload (`builtin = "transport"`, see
-/// docs/transport.md): metric suffix and axis title.
-const TRANSPORT_QUANTITIES: &[(&str, &str)] = &[
-    ("mb_per_s", "MB/s"),
-    ("dropped", "records dropped"),
-    ("cpu_ns_per_record", "CPU ns per record"),
-];
-
-/// Transport sweeps: metrics named `<transport>.mb_per_s` (with
-/// `.dropped`, `.cpu_ns_per_record`) mark a transport workload. With
-/// several such workloads (one per volume, in plan order) the x axis is the
-/// workload and each line a transport (per config when there are several);
-/// with one, the x axis is the config. The value is the median per cell.
-fn sweeps(o: &mut String, a: &Analysis) -> Result<()> {
-    let mut workloads: Vec<&str> = Vec::new();
-    let mut transports: BTreeSet<&str> = BTreeSet::new();
-    for m in &a.metrics {
-        if let Some(t) = m.spec.name.strip_suffix(".mb_per_s") {
-            transports.insert(t);
-            if !workloads.contains(&m.workload.as_str()) {
-                workloads.push(&m.workload);
-            }
-        }
-    }
-    if workloads.is_empty() {
-        return Ok(());
-    }
-    o.push_str("<h2 id=\"sweeps\">Transport sweeps</h2>");
-    let by_workload = workloads.len() > 1;
-    let median = |w: &str, name: &str, ci: usize| {
-        a.metrics
-            .iter()
-            .find(|m| m.workload == w && m.spec.name == name)
-            .and_then(|m| m.cells[ci].summary.as_ref().map(|s| s.median))
-    };
-    let (categories, what_x): (Vec<String>, &str) = if by_workload {
-        (
-            workloads.iter().map(|w| w.to_string()).collect(),
-            "workload",
-        )
-    } else {
-        (a.configs.clone(), "config")
-    };
-    let _ = write!(
-        o,
-        "<p>Median per {what_x}{}.</p>",
-        if by_workload {
-            " (one workload per volume, in plan order)"
-        } else {
-            ""
-        }
-    );
-    for (suffix, what) in TRANSPORT_QUANTITIES {
-        let mut lines: Vec<(String, Vec<Option<f64>>)> = Vec::new();
-        for t in &transports {
-            let name = format!("{t}.{suffix}");
-            if by_workload {
-                for (ci, c) in a.configs.iter().enumerate() {
-                    let vals: Vec<Option<f64>> =
-                        workloads.iter().map(|w| median(w, &name, ci)).collect();
-                    let title = if a.configs.len() > 1 {
-                        format!("{t} [{c}]")
-                    } else {
-                        t.to_string()
-                    };
-                    lines.push((title, vals));
-                }
-            } else {
-                let vals: Vec<Option<f64>> = (0..a.configs.len())
-                    .map(|ci| median(workloads[0], &name, ci))
-                    .collect();
-                lines.push((t.to_string(), vals));
-            }
-        }
-        lines.retain(|l| l.1.iter().any(Option::is_some));
-        if lines.is_empty() {
-            continue;
-        }
-        let mut alt = format!("{what} per transport against {what_x}:");
-        let mut leg = String::from("<p class=\"legend\">");
-        for (li, (t, vals)) in lines.iter().enumerate() {
-            let _ = write!(
-                leg,
-                "<span><b style=\"color:{}\">{}</b> {}</span>",
-                plot::css_color(li),
-                plot::marker_glyph(li),
-                esc(t)
-            );
-            let _ = write!(alt, " {t}:");
-            for (c, v) in categories.iter().zip(vals) {
-                let _ = write!(alt, " {c}={}", v.map(fmt_num).unwrap_or_else(|| "-".into()));
-            }
-            alt.push(';');
-        }
-        leg.push_str("</p>");
-        let _ = write!(o, "<h4>{what}</h4>{leg}");
-        let svg = lines::sweep(&categories, &lines, what, 2 * PLOT_WIDTH)?;
         let cap = esc(&alt);
         figure(o, &[svg], &alt, &cap);
     }
@@ -594,102 +514,5 @@ fn environment(o: &mut String, x: &Extras) {
             esc(&s.info.order),
             esc(&s.info.plan_text)
         );
-    }
-}
-
-fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {
-    let _ = x;
-    o.push_str("<h2 id=\"runs\">Runs</h2>");
-    let workloads: Vec<&String> = {
-        let mut w: Vec<&String> = Vec::new();
-        for r in &data.runs {
-            if !w.contains(&&r.workload) {
-                w.push(&r.workload);
-            }
-        }
-        w
-    };
-    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th>");
-    for w in &workloads {
-        let _ = write!(o, "<th>{}</th>", esc(w));
-    }
-    o.push_str("</tr></thead><tbody>");
-    for c in &a.configs {
-        let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(c));
-        for w in &workloads {
-            let of = |ok: bool, warm: bool| {
-                data.runs
-                    .iter()
-                    .filter(|r| {
-                        r.config == *c
-                            && r.workload == **w
-                            && r.warmup == warm
-                            && (r.status == "ok") == ok
-                    })
-                    .count()
-            };
-            let (ok, failed, warm) = (
-                of(true, false),
-                of(false, false),
-                of(true, true) + of(false, true),
-            );
-            let _ = write!(
-                o,
-                "<td>{ok} ok{}{}</td>",
-                if failed > 0 {
-                    format!(", <b>{failed} failed</b>")
-                } else {
-                    String::new()
-                },
-                if warm > 0 {
-                    format!(", {warm} warm-up")
-                } else {
-                    String::new()
-                }
-            );
-        }
-        o.push_str("</tr>");
-    }
-    o.push_str("</tbody></table></div>");
-    if !a.failed.is_empty() {
-        let _ = write!(
-            o,
-            "<h3>Failed runs ({}), never used as samples</h3>",
-            a.failed.len()
-        );
-        for f in &a.failed {
-            let _ = write!(
-                o,
-                "<p>block {}{} <b>{}/{}</b>: {}</p>",
-                f.block,
-                if f.warmup { " (warm-up)" } else { "" },
-                esc(&f.config),
-                esc(&f.workload),
-                esc(&f.reason)
-            );
-            if !f.stderr_tail.trim().is_empty() {
-                let _ = write!(o, "<pre>{}</pre>", esc(&f.stderr_tail));
-            }
-        }
-    }
-    if !a.events.is_empty() {
-        o.push_str("<h3>Events</h3><ul>");
-        for e in &a.events {
-            let _ = write!(
-                o,
-                "<li>{} {}: {}</li>",
-                esc(&e.at),
-                esc(&e.kind),
-                esc(&e.message)
-            );
-        }
-        o.push_str("</ul>");
-    }
-    if !x.banner.is_empty() || !a.warnings.is_empty() {
-        o.push_str("<h3>Warnings</h3><ul>");
-        for w in x.banner.iter().chain(&a.warnings) {
-            let _ = write!(o, "<li>{}</li>", esc(w));
-        }
-        o.push_str("</ul>");
     }
 }

@@ -1,0 +1,134 @@
+//! The bootstrap CIs of the ratio of means: resampled means of every
+//! cell, and whether a CI is estimable.
+
+use std::collections::HashMap;
+
+use super::analysis::{MetricAnalysis, Options, NOT_ESTIMABLE};
+use super::boots::CellUnits;
+use crate::stats;
+
+/// False for an interval no ratio of these samples' means can have: one
+/// reaching below 0 (-100%) when neither side has a negative value.
+pub(super) fn possible(base: &[f64], other: &[f64], ci: Option<(f64, f64)>) -> bool {
+    let never_negative = base.iter().chain(other).all(|&x| x >= 0.0);
+    ci.is_some_and(|(lo, _)| !(never_negative && lo < 0.0))
+}
+
+/// The CI of mean(other) / mean(base), or why it is not estimable.
+///
+/// The ratio of means has a bootstrap CI only while the baseline's
+/// resampled mean stays away from 0: a resample of the baseline with mean
+/// 0 makes the ratio infinite (or 0/0), and one whose mean changes sign
+/// turns the ratio over. The bootstrap routines return None then; this
+/// says which happened, from the baseline's resampled means `base_means`.
+/// An interval reaching below 0 (-100%) when no value is negative cannot
+/// be a CI of the ratio (it would be a numerical failure) and is refused.
+/// Metrics whose values are all negative have a well-defined ratio and
+/// keep their CI.
+pub(super) fn estimable(
+    base: &[f64],
+    other: &[f64],
+    base_means: &[f64],
+    ci: Option<(f64, f64)>,
+) -> Result<(f64, f64), String> {
+    if let Some(ci) = ci {
+        if possible(base, other, Some(ci)) {
+            return Ok(ci);
+        }
+        return Err(format!(
+            "{NOT_ESTIMABLE}: the interval reaches below -100%, which no ratio of non-negative \
+             values can (a numerical failure)"
+        ));
+    }
+    let zero_runs = base.iter().filter(|&&x| x == 0.0).count();
+    let zero_means = base_means.iter().filter(|&&m| m == 0.0).count();
+    let (neg, pos) = (base.iter().any(|&x| x < 0.0), base.iter().any(|&x| x > 0.0));
+    Err(if zero_means > 0 {
+        format!(
+            "{NOT_ESTIMABLE}: {zero_runs} of {} baseline runs are 0, and {zero_means} of {} \
+             bootstrap resamples of the baseline have mean 0, where the ratio is infinite",
+            base.len(),
+            base_means.len()
+        )
+    } else if neg && pos {
+        format!(
+            "{NOT_ESTIMABLE}: the baseline has values of both signs, so its resampled mean \
+             crosses 0 and the ratio of means turns over"
+        )
+    } else {
+        format!("{NOT_ESTIMABLE}: the bootstrap interval is undefined for these samples")
+    })
+}
+
+/// Resampled means of every (metric, config) cell, for the bootstrap CIs
+/// of mean(config) / mean(baseline).
+///
+/// Runs are the unit of resampling, or boots where the runs are in boots
+/// (resampling boots alone, see `report::boots`). Within one (workload,
+/// config) cell all metrics that every unit reported are resampled jointly
+/// (one draw of unit indices serves them all, see [`stats::joint`]); a
+/// metric some units lack is resampled alone. Cells run in parallel; every cell has its
+/// own seed stream, so results do not depend on the thread count.
+pub(super) fn bootstrap_cis(
+    metrics: &[MetricAnalysis],
+    units: &CellUnits,
+    configs: &[String],
+    opts: &Options,
+) -> HashMap<(usize, usize), Vec<f64>> {
+    use rayon::prelude::*;
+
+    let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
+    workloads.sort();
+    workloads.dedup();
+    let cells: Vec<(usize, usize)> = (0..workloads.len())
+        .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
+        .collect();
+    // (metric index, config index) -> resampled means.
+    let means = cells
+        .par_iter()
+        .flat_map_iter(|&(wi, ci)| {
+            let w = workloads[wi];
+            // Units: runs, or boots for runs in boots (whose values are one
+            // per boot), so the bootstrap resamples boots there.
+            let runs = units
+                .get(&(configs[ci].as_str(), w))
+                .map(|u| u.groups.len())
+                .unwrap_or(0);
+            let (joint, alone): (Vec<usize>, Vec<usize>) = metrics
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.workload == w && m.cells[ci].values.len() >= 2)
+                .map(|(mi, _)| mi)
+                .partition(|&mi| metrics[mi].cells[ci].values.len() == runs);
+            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
+            let n = runs;
+            let mut rows = vec![0.0; n * joint.len()];
+            for (j, &mi) in joint.iter().enumerate() {
+                for (i, v) in metrics[mi].cells[ci].values.iter().enumerate() {
+                    rows[i * joint.len() + j] = *v;
+                }
+            }
+            let joint_means =
+                stats::joint::resample_column_means(&rows, n, joint.len(), opts.resamples, seed);
+            let mut out: Vec<((usize, usize), Vec<f64>)> = joint
+                .iter()
+                .copied()
+                .zip(joint_means)
+                .map(|(mi, m)| ((mi, ci), m))
+                .collect();
+            for (k, &mi) in alone.iter().enumerate() {
+                let s = stats::bootstrap::stream_seed(seed, k as u64 + 1);
+                out.push((
+                    (mi, ci),
+                    stats::bootstrap::resample_means(
+                        &metrics[mi].cells[ci].values,
+                        opts.resamples,
+                        s,
+                    ),
+                ));
+            }
+            out
+        })
+        .collect();
+    means
+}

@@ -1,0 +1,200 @@
+//! The text report's optional parts: per-cell statistics (`--detail`) and
+//! the 2007 blktrace posting's trimmed min/avg/max/stddev table (`--trim`).
+
+use std::fmt::Write as _;
+
+use super::analysis::Analysis;
+use super::escape::ascii;
+use super::text::{ci_cell, clip, column_title, fmt_num, fmt_pct, fmt_pct_bare, wrap};
+
+/// Per-cell statistics: n, mean, median, min, max, stddev, CoV and the mean
+/// with the highest and lowest run dropped.
+pub fn detail(a: &Analysis) -> String {
+    let mut out = String::new();
+    for m in &a.metrics {
+        let (w, t) = column_title(m);
+        let _ = writeln!(
+            out,
+            "{} / {} ({} is better)",
+            ascii(&w),
+            ascii(&t),
+            m.spec.direction.as_str()
+        );
+        let _ = writeln!(
+            out,
+            "{:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
+            "config", "n", "mean", "median", "min", "max", "stddev", "CoV%", "trim1"
+        );
+        for c in &m.cells {
+            match &c.summary {
+                Some(s) => {
+                    let _ = writeln!(
+                        out,
+                        "{:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
+                        clip(&ascii(&c.config), 12),
+                        s.n,
+                        fmt_num(s.mean),
+                        fmt_num(s.median),
+                        fmt_num(s.min),
+                        fmt_num(s.max),
+                        s.stddev.map(fmt_num).unwrap_or_else(|| "n/a".into()),
+                        s.cov
+                            .map(|c| format!("{:.2}", c * 100.0))
+                            .unwrap_or_else(|| "n/a".into()),
+                        s.trimmed_mean.map(fmt_num).unwrap_or_else(|| "n/a".into()),
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "{:<12} {:>4} (no successful runs)",
+                        clip(&ascii(&c.config), 12),
+                        0
+                    );
+                }
+            }
+        }
+        for cmp in &m.comparisons {
+            let na = || "n/a".to_string();
+            let line = format!(
+                "{} vs {}: mean {}, median {} (ratio {}), CI {}, other-method CI {}, \
+                 Hodges-Lehmann shift {} [{}, {}], p {}, adjusted p {}, 80%-power MDE {}{}",
+                ascii(&cmp.config),
+                ascii(&a.baseline),
+                cmp.delta_mean_pct.map(fmt_pct).unwrap_or_else(na),
+                cmp.delta_median_pct.map(fmt_pct).unwrap_or_else(na),
+                cmp.median_ratio
+                    .map(|r| format!("{r:.4}"))
+                    .unwrap_or_else(na),
+                Some(ci_cell(cmp))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(na),
+                cmp.delta_ci_pct_other_method
+                    .map(|(lo, hi)| format!("[{},{}]", fmt_pct_bare(lo), fmt_pct_bare(hi)))
+                    .unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.shift)).unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.lo)).unwrap_or_else(na),
+                cmp.hl_shift.map(|h| fmt_num(h.hi)).unwrap_or_else(na),
+                cmp.p.map(|p| format!("{p:.3}")).unwrap_or_else(na),
+                cmp.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_else(na),
+                cmp.mde_pct.map(|d| format!("{d:.2}%")).unwrap_or_else(na),
+                cmp.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default(),
+            );
+            out.push_str(&wrap(&format!("- {line}"), "  "));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The 2007 blktrace posting's table for each workload's primary metric
+/// (every metric with `all`): min / avg / max / stddev per config after
+/// dropping the `trim` highest and lowest runs, and under it what the
+/// author lacked: delta with CI, corrected p, verdict, and how many runs per
+/// config a 1% difference would need at this noise (80% power).
+pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
+    let mut out = String::new();
+    let mut seen_workloads = Vec::new();
+    for m in &a.metrics {
+        if !all && seen_workloads.contains(&m.workload) {
+            continue;
+        }
+        seen_workloads.push(m.workload.clone());
+        let n_all = m.cells.iter().map(|c| c.values.len()).max().unwrap_or(0);
+        let kept = n_all.saturating_sub(2 * trim);
+        let _ = writeln!(
+            out,
+            "{} / {} ({}): {kept} runs per config (dropped the {trim} highest and {trim} lowest of {n_all})\n",
+            ascii(&m.workload),
+            ascii(&m.spec.name),
+            if m.spec.unit.is_empty() { "-".to_string() } else { ascii(&m.spec.unit) },
+        );
+        let _ = writeln!(
+            out,
+            "{:<18} {:>11} {:>11} {:>11} {:>11}",
+            "config", "Min val", "Avg val", "Max val", "Std Dev"
+        );
+        let _ = writeln!(
+            out,
+            "{} {} {} {} {}",
+            "-".repeat(18),
+            "-".repeat(11),
+            "-".repeat(11),
+            "-".repeat(11),
+            "-".repeat(11)
+        );
+        for c in &m.cells {
+            let mut v = c.values.clone();
+            v.sort_by(|x, y| x.total_cmp(y));
+            if v.len() <= 2 * trim {
+                let _ = writeln!(
+                    out,
+                    "{:<18} (only {} runs: nothing left after trimming)",
+                    clip(&ascii(&c.config), 18),
+                    v.len()
+                );
+                continue;
+            }
+            let t = &v[trim..v.len() - trim];
+            let s = crate::stats::summary::summarize(t);
+            let (mean, sd) = (
+                s.as_ref().map_or(f64::NAN, |s| s.mean),
+                s.and_then(|s| s.stddev),
+            );
+            let _ = writeln!(
+                out,
+                "{:<18} {:>11.6} {:>11.6} {:>11.6} {:>11}",
+                clip(&ascii(&c.config), 18),
+                t[0],
+                mean,
+                t[t.len() - 1],
+                sd.map(|s| format!("{s:.6}"))
+                    .unwrap_or_else(|| "n/a".into())
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nAgainst {} (all runs; trimming above is for display only):",
+            ascii(&a.baseline)
+        );
+        let _ = writeln!(
+            out,
+            "{:<18} {:>8} {:>15} {:>9} {:>8} {:>12}",
+            "config", "delta", "95% CI", "p (corr.)", "verdict", "runs for 1%"
+        );
+        for cmp in &m.comparisons {
+            let base = &m.cells[0].values;
+            let other = &m
+                .cells
+                .iter()
+                .find(|c| c.config == cmp.config)
+                .map(|c| c.values.clone())
+                .unwrap_or_default();
+            let needed = super::analysis::pooled_cov(base, other)
+                .and_then(|cov| crate::stats::power::runs_for_power_u_test(0.01, cov, a.alpha, 0.8))
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "n/a".into());
+            let _ = writeln!(
+                out,
+                "{:<18} {:>8} {:>15} {:>9} {:>8} {:>12}",
+                clip(&ascii(&cmp.config), 18),
+                cmp.delta_mean_pct
+                    .map(fmt_pct)
+                    .unwrap_or_else(|| "n/a".into()),
+                Some(ci_cell(cmp))
+                    .filter(|c| !c.is_empty())
+                    .unwrap_or_else(|| "n/a".into()),
+                cmp.p_adjusted
+                    .map(|p| format!("{p:.2e}"))
+                    .unwrap_or_else(|| "n/a".into()),
+                cmp.verdict.word(),
+                needed
+            );
+        }
+        out.push('\n');
+    }
+    out
+}

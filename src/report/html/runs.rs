@@ -1,0 +1,105 @@
+//! The runs section: ok / failed / warm-up counts per config and
+//! workload, failed runs with their stderr tails, events and warnings.
+
+use std::fmt::Write as _;
+
+use super::{esc, Extras};
+use crate::report::analysis::Analysis;
+use crate::store::ExperimentData;
+
+pub(super) fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {
+    let _ = x;
+    o.push_str("<h2 id=\"runs\">Runs</h2>");
+    let workloads: Vec<&String> = {
+        let mut w: Vec<&String> = Vec::new();
+        for r in &data.runs {
+            if !w.contains(&&r.workload) {
+                w.push(&r.workload);
+            }
+        }
+        w
+    };
+    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th>");
+    for w in &workloads {
+        let _ = write!(o, "<th>{}</th>", esc(w));
+    }
+    o.push_str("</tr></thead><tbody>");
+    for c in &a.configs {
+        let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(c));
+        for w in &workloads {
+            let of = |ok: bool, warm: bool| {
+                data.runs
+                    .iter()
+                    .filter(|r| {
+                        r.config == *c
+                            && r.workload == **w
+                            && r.warmup == warm
+                            && (r.status == "ok") == ok
+                    })
+                    .count()
+            };
+            let (ok, failed, warm) = (
+                of(true, false),
+                of(false, false),
+                of(true, true) + of(false, true),
+            );
+            let _ = write!(
+                o,
+                "<td>{ok} ok{}{}</td>",
+                if failed > 0 {
+                    format!(", <b>{failed} failed</b>")
+                } else {
+                    String::new()
+                },
+                if warm > 0 {
+                    format!(", {warm} warm-up")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        o.push_str("</tr>");
+    }
+    o.push_str("</tbody></table></div>");
+    if !a.failed.is_empty() {
+        let _ = write!(
+            o,
+            "<h3>Failed runs ({}), never used as samples</h3>",
+            a.failed.len()
+        );
+        for f in &a.failed {
+            let _ = write!(
+                o,
+                "<p>block {}{} <b>{}/{}</b>: {}</p>",
+                f.block,
+                if f.warmup { " (warm-up)" } else { "" },
+                esc(&f.config),
+                esc(&f.workload),
+                esc(&f.reason)
+            );
+            if !f.stderr_tail.trim().is_empty() {
+                let _ = write!(o, "<pre>{}</pre>", esc(&f.stderr_tail));
+            }
+        }
+    }
+    if !a.events.is_empty() {
+        o.push_str("<h3>Events</h3><ul>");
+        for e in &a.events {
+            let _ = write!(
+                o,
+                "<li>{} {}: {}</li>",
+                esc(&e.at),
+                esc(&e.kind),
+                esc(&e.message)
+            );
+        }
+        o.push_str("</ul>");
+    }
+    if !x.banner.is_empty() || !a.warnings.is_empty() {
+        o.push_str("<h3>Warnings</h3><ul>");
+        for w in x.banner.iter().chain(&a.warnings) {
+            let _ = write!(o, "<li>{}</li>", esc(w));
+        }
+        o.push_str("</ul>");
+    }
+}

@@ -1,0 +1,153 @@
+//! The report's warnings about the data: what a reader needs to know
+//! before trusting the table.
+
+use super::analysis::{MetricAnalysis, NOT_ESTIMABLE};
+use crate::stats;
+
+/// One warning line listing the comparisons whose CI is not estimable, with
+/// the reason of each (the table marks them "not estimable").
+pub(super) fn ci_warnings(metrics: &[MetricAnalysis]) -> Vec<String> {
+    let mut items = Vec::new();
+    for m in metrics {
+        for c in &m.comparisons {
+            if let Some(why) = c
+                .ci_note
+                .as_deref()
+                .and_then(|n| n.strip_prefix(NOT_ESTIMABLE))
+            {
+                items.push(format!(
+                    "{}/{} in {}{}",
+                    m.workload, m.spec.name, c.config, why
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    push_grouped(
+        &mut out,
+        "CI of the ratio of means not estimable (marked in the table, no verdict)",
+        items,
+    );
+    out
+}
+
+/// Most warnings of one kind listed before "... and N more".
+const WARNINGS_PER_KIND: usize = 5;
+
+fn push_grouped(out: &mut Vec<String>, what: &str, items: Vec<String>) {
+    if items.is_empty() {
+        return;
+    }
+    let more = items.len().saturating_sub(WARNINGS_PER_KIND);
+    let mut line = format!(
+        "{what}: {}",
+        items
+            .into_iter()
+            .take(WARNINGS_PER_KIND)
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if more > 0 {
+        line.push_str(&format!("; and {more} more"));
+    }
+    out.push(line);
+}
+
+/// What a reader needs to know before trusting the table: comparisons that
+/// can never reject at these run counts, bimodal cells, drift within a
+/// config's runs (what interleaving protects the comparison from, but which
+/// still widens it), and outliers by MAD.
+pub(super) fn data_warnings(
+    metrics: &[MetricAnalysis],
+    configs: &[String],
+    family: usize,
+    alpha: f64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut too_few: Vec<(usize, usize, &str)> = Vec::new();
+    let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
+    let mut boot_drift = Vec::new();
+    for m in metrics {
+        // Runs in boots count by boot: the tests see one value per boot.
+        let unit = if m.cells.iter().any(|c| c.boots.is_some()) {
+            "boots"
+        } else {
+            "runs"
+        };
+        let n0 = m.cells[0].values.len();
+        for c in m.cells.iter().skip(1) {
+            let n = c.values.len();
+            if n0 >= 2
+                && n >= 2
+                && stats::detect::too_few_runs(n0, n, alpha, family)
+                && !too_few.contains(&(n0, n, unit))
+            {
+                too_few.push((n0, n, unit));
+            }
+        }
+        for (ci, c) in m.cells.iter().enumerate() {
+            let name = format!("{}/{} in {}", m.workload, m.spec.name, configs[ci]);
+            if stats::detect::looks_bimodal(&c.values) {
+                let bc = stats::detect::bimodality_coefficient(&c.values).unwrap_or(f64::NAN);
+                bimodal.push(format!("{name} (BC {bc:.2})"));
+            }
+            let by_boot = c.boots.is_some();
+            // From 6 values on Mann-Kendall can reach p < 0.01 (a boot cell
+            // has few, and the default of 6 boots must be checked); runs
+            // keep the threshold of 8 they always had.
+            if c.values.len() >= if by_boot { 6 } else { 8 } {
+                // Mann-Kendall is O(n^2): long cells are tested on the
+                // medians of at most 200 consecutive bins of runs.
+                let bins = c.values.len().div_ceil(200);
+                let series: Vec<f64> = c
+                    .values
+                    .chunks(bins)
+                    .filter_map(stats::summary::median)
+                    .collect();
+                if let Some(mk) = crate::series::mannkendall::mann_kendall(&series) {
+                    if mk.p < 0.01 {
+                        let dir = if mk.s > 0.0 { "rising" } else { "falling" };
+                        let (list, order) = if by_boot {
+                            (&mut boot_drift, "boot")
+                        } else {
+                            (&mut drift, "run")
+                        };
+                        list.push(format!(
+                            "{name} {dir} over {order} order (Mann-Kendall p {:.1e})",
+                            mk.p
+                        ));
+                    }
+                }
+            }
+            let o = if c.values.len() >= 8 {
+                stats::detect::mad_outliers(&c.values)
+            } else {
+                Vec::new()
+            };
+            if !o.is_empty() {
+                let of = if by_boot { " boots" } else { "" };
+                outliers.push(format!("{name}: {} of {}{of}", o.len(), c.values.len()));
+            }
+        }
+    }
+    for (a, b, unit) in too_few {
+        let p = stats::detect::min_achievable_p(a, b).unwrap_or(1.0);
+        out.push(format!(
+            "{a} vs {b} {unit}: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
+             correction over {family} comparisons, so no difference can be flagged; add {unit}"
+        ));
+    }
+    push_grouped(
+        &mut out,
+        "bimodal samples (bimodality coefficient > 0.555)",
+        bimodal,
+    );
+    push_grouped(&mut out, "drift within a config's runs", drift);
+    push_grouped(&mut out, "drift across a config's boots", boot_drift);
+    push_grouped(
+        &mut out,
+        "outliers by MAD (|x - median| > 3.5 x 1.4826 MAD)",
+        outliers,
+    );
+    out
+}

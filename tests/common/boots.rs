@@ -1,0 +1,144 @@
+//! Stores of kernel experiments, made through the library as the runner
+//! makes them: boots begun, identified and ended, and each guest's runs
+//! recorded as rows naming their boot. Included by the tests that need it
+//! as `#[path = "common/boots.rs"] mod kernels;` next to `mod common;`.
+
+use std::path::Path;
+
+use sysdelta::metric::{Direction, MetricSpec};
+use sysdelta::store::boots::{BootEnd, BootIdentity};
+use sysdelta::store::runlog::RunRow;
+use sysdelta::store::{RunRecord, RunResult, Store};
+use sysdelta::workload::MetricSamples;
+
+/// A fixed pseudo-random stream (no dependence on rand's version) with
+/// normal deviates by Box-Muller.
+pub struct Noise(u64);
+
+impl Noise {
+    pub fn new(seed: u64) -> Noise {
+        Noise(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn uniform(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+
+    pub fn normal(&mut self) -> f64 {
+        let (u, v) = (self.uniform(), self.uniform());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
+/// One kernel config of a synthetic experiment: every run's `wall` is
+/// `level * (1 + sd_boot * b + sd_run * e)` with b drawn once per boot and
+/// e once per run (standard normal), and `ops` is 1000 / wall.
+#[derive(Clone, Copy)]
+pub struct Kernel<'a> {
+    pub name: &'a str,
+    pub level: f64,
+}
+
+pub struct Shape {
+    pub boots: u32,
+    pub runs: u32,
+    pub sd_boot: f64,
+    pub sd_run: f64,
+    pub accel: &'static str,
+    pub seed: u64,
+}
+
+pub fn metrics() -> Vec<MetricSpec> {
+    vec![
+        MetricSpec::new("wall", "s", Direction::Lower),
+        MetricSpec::new("ops", "ops/s", Direction::Higher),
+    ]
+}
+
+/// Create the experiment in `store` and run it: `shape.boots` boot blocks,
+/// each booting every kernel once (in an order that rotates with the
+/// block), each boot running `shape.runs` runs of workload `w`. Returns
+/// the experiment id.
+pub fn experiment(store: &Store, kernels: &[Kernel], shape: &Shape) -> i64 {
+    let names: Vec<&str> = kernels.iter().map(|k| k.name).collect();
+    let exp = crate::common::create_experiment(
+        store,
+        "kernels",
+        &names,
+        shape.boots * shape.runs,
+        &metrics(),
+    );
+    let mut noise = Noise::new(shape.seed);
+    for block in 0..shape.boots {
+        let mut seq = 0;
+        for pos in 0..kernels.len() {
+            let k = kernels[(pos + block as usize) % kernels.len()];
+            let at = 1_800_000_000.0 + f64::from(block * 100 + pos as u32);
+            let boot = store
+                .begin_boot(exp, k.name, block, pos as u32, shape.accel, at)
+                .unwrap();
+            store
+                .boot_identity(
+                    boot,
+                    &BootIdentity {
+                        launch_to_hello_s: 2.0 + noise.uniform(),
+                        uname: &format!("6.1.0-{}", k.name),
+                        proc_version: "Linux version 6.1.0",
+                        cmdline: "console=ttyS0",
+                        cpus: 2,
+                        mem_total_kib: 480_000,
+                    },
+                )
+                .unwrap();
+            let b = noise.normal();
+            for _ in 0..shape.runs {
+                let wall = k.level * (1.0 + shape.sd_boot * b + shape.sd_run * noise.normal());
+                record(store, exp, block, seq, k.name, boot, wall);
+                seq += 1;
+            }
+            store
+                .end_boot(
+                    boot,
+                    &BootEnd {
+                        ok: true,
+                        runs: shape.runs,
+                        ..Default::default()
+                    },
+                )
+                .unwrap();
+        }
+    }
+    store.set_status(exp, "complete").unwrap();
+    exp
+}
+
+/// Record one measured run of `config` in `boot`, as a guest delivers it.
+pub fn record(store: &Store, exp: i64, block: u32, seq: u32, config: &str, boot: i64, wall: f64) {
+    let samples = [
+        MetricSamples {
+            metric: "wall".into(),
+            values: vec![wall],
+        },
+        MetricSamples {
+            metric: "ops".into(),
+            values: vec![1000.0 / wall],
+        },
+    ];
+    let rec: RunRecord =
+        crate::common::run_record(exp, block, seq, config, RunResult::Ok(&samples));
+    let mut row = RunRow::of(&rec).unwrap();
+    row.boot = Some(boot);
+    store.record_row(row).unwrap();
+}
+
+/// A store file at `path` with one experiment; returns the open store and
+/// the experiment id.
+pub fn store_with(path: &Path, kernels: &[Kernel], shape: &Shape) -> (Store, i64) {
+    let store = Store::open(path, true).unwrap();
+    let exp = experiment(&store, kernels, shape);
+    (store, exp)
+}
