@@ -62,7 +62,16 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
                 format!("config '{config}', kernel: {}", e.message().trim()),
             )
         })?;
-    let image = resolve_image(&raw.image).map_err(|m| at(start, "image", m))?;
+    // Resolved (glob, kernel tree) by preflight on the host, so a plan
+    // validates where the kernels are not installed.
+    if !raw.image.starts_with('/') {
+        return Err(at(
+            start,
+            "image",
+            format!("'{}' must be an absolute path", raw.image),
+        ));
+    }
+    let image = PathBuf::from(&raw.image);
     let modules = raw
         .modules
         .as_ref()
@@ -150,7 +159,7 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
 /// An image path as written: absolute; a glob (`*`, `?`, `[`) picks the
 /// match with the highest version (so `/boot/vmlinuz-*-cloud-amd64` follows
 /// the distribution's updates); a directory is a built kernel tree.
-fn resolve_image(written: &str) -> Result<PathBuf, String> {
+pub fn resolve_image(written: &str) -> Result<PathBuf, String> {
     if !written.starts_with('/') {
         return Err(format!("'{written}' must be an absolute path"));
     }

@@ -79,8 +79,9 @@ pub struct KindDecl {
 /// the image, the modules and the host's limits are checked by preflight.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelDef {
-    /// The image to boot: a bzImage (a `image = "..."` glob resolved to the
-    /// newest match, a kernel tree resolved to its `arch/x86/boot/bzImage`).
+    /// The image to boot as written: a bzImage, a glob (preflight takes
+    /// the highest version that matches) or a built kernel tree (its
+    /// `arch/x86/boot/bzImage`).
     pub image: std::path::PathBuf,
     /// Its modules directory; None: `/lib/modules/<version of the image>`.
     pub modules: Option<std::path::PathBuf>,

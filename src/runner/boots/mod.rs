@@ -107,7 +107,9 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
             }
             Err(e) => problems.push(at("accel", e)),
         }
-        let image = match vm::image::KernelImage::inspect(&def.image) {
+        let image = match crate::plan::kernel::resolve_image(&def.image.to_string_lossy())
+            .and_then(|p| vm::image::KernelImage::inspect(&p))
+        {
             Ok(i) => i,
             Err(e) => {
                 problems.push(at("image", e));
