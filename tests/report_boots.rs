@@ -307,7 +307,9 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
         "{text}"
     );
     assert!(
-        text.contains("boots: 6-7 per config, 1-5 runs per boot"),
+        text.contains(
+            "boots: 6-7 per config, 1-5 runs each, random-blocks order, seed 1; runs 61 ok"
+        ),
         "{text}"
     );
     let rows: Vec<&str> = text
