@@ -381,3 +381,27 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
     );
     assert!(html.contains("<th>n</th><th>boot share</th>"));
 }
+
+/// `compare` of two kernel experiments keeps the boot as the unit and
+/// carries each picked config's boots (and so the TCG warning) along.
+#[test]
+fn compare_of_kernel_experiments_keeps_the_boots() {
+    let sb = common::Sandbox::new();
+    let (store, _) = kernels::store_with(&sb.store(), &AA, &shape(1));
+    kernels::experiment(&store, &AA, &shape(2));
+    drop(store);
+    let out = sb.run(&["compare", "1:k1", "2:k2", "--format", "json"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &v["analysis"];
+    assert_eq!(a["boots"]["tcg"], true);
+    let names: Vec<&str> = a["boots"]["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["config"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["#1:k1", "#2:k2"]);
+    assert_eq!(a["metrics"][0]["cells"][1]["boots"], 6);
+    assert_eq!(a["warnings"][0], TCG);
+}
