@@ -329,6 +329,14 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
         "only the last 10 console lines"
     );
 
+    let out = sb.run(&["report", "--trim", "1"]);
+    let trimmed = common::stdout(&out);
+    assert!(
+        trimmed.contains("w / wall (s): 5 boots per config (dropped the 1 highest"),
+        "{trimmed}"
+    );
+    assert!(trimmed.contains("(all boots; trimming") && trimmed.contains("boots for 1%"));
+
     let md = report(&sb, "markdown");
     assert!(md.contains(&format!("> **warning:** {TCG}")), "{md}");
     assert!(md.contains("### Between-boot share of variance") && md.contains("| k1 | 99% | 99% |"));
