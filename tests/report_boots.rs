@@ -307,7 +307,9 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
         "{text}"
     );
     assert!(
-        text.contains("boots: 6-7 per config, 1-5 runs per boot"),
+        text.contains(
+            "boots: 6-7 per config, 1-5 runs each, random-blocks order, seed 1; runs 61 ok"
+        ),
         "{text}"
     );
     let rows: Vec<&str> = text
@@ -326,6 +328,14 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
         !text.contains("console line 20\n"),
         "only the last 10 console lines"
     );
+
+    let out = sb.run(&["report", "--trim", "1"]);
+    let trimmed = common::stdout(&out);
+    assert!(
+        trimmed.contains("w / wall (s): 5 boots per config (dropped the 1 highest"),
+        "{trimmed}"
+    );
+    assert!(trimmed.contains("(all boots; trimming") && trimmed.contains("boots for 1%"));
 
     let md = report(&sb, "markdown");
     assert!(md.contains(&format!("> **warning:** {TCG}")), "{md}");
@@ -378,4 +388,28 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
         "whole console tail"
     );
     assert!(html.contains("<th>n</th><th>boot share</th>"));
+}
+
+/// `compare` of two kernel experiments keeps the boot as the unit and
+/// carries each picked config's boots (and so the TCG warning) along.
+#[test]
+fn compare_of_kernel_experiments_keeps_the_boots() {
+    let sb = common::Sandbox::new();
+    let (store, _) = kernels::store_with(&sb.store(), &AA, &shape(1));
+    kernels::experiment(&store, &AA, &shape(2));
+    drop(store);
+    let out = sb.run(&["compare", "1:k1", "2:k2", "--format", "json"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let a = &v["analysis"];
+    assert_eq!(a["boots"]["tcg"], true);
+    let names: Vec<&str> = a["boots"]["configs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["config"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["#1:k1", "#2:k2"]);
+    assert_eq!(a["metrics"][0]["cells"][1]["boots"], 6);
+    assert_eq!(a["warnings"][0], TCG);
 }

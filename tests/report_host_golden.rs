@@ -169,7 +169,10 @@ fn render(data: &ExperimentData, format: Format, detail: bool, trim: Option<usiz
 fn host_reports_are_unchanged_in_every_format() {
     let data = host_data();
     check("host.txt", &render(&data, Format::Text, false, None));
-    check("host-detail.txt", &render(&data, Format::Text, true, Some(1)));
+    check(
+        "host-detail.txt",
+        &render(&data, Format::Text, true, Some(1)),
+    );
     check("host.md", &render(&data, Format::Markdown, false, None));
     check("host.json", &render(&data, Format::Json, false, None));
     check("host.csv", &render(&data, Format::Csv, false, None));

@@ -20,6 +20,17 @@
 //! An experiment with a single config has nothing to compare: its rows use
 //! the baseline's own CoV, which is what a comparison with a similar config
 //! would see.
+//!
+//! Kernel configs (runs in boots) count boots, not runs: the report's unit
+//! is the boot, whose value is the mean of its m runs. From the variance
+//! components of the runs grouped by boot (`stats::variance`) the variance
+//! of a boot's mean is sigma_b^2 + sigma_w^2 / m, so its CoV is
+//! sqrt(sigma_b^2 + sigma_w^2 / m) / |mean| (each config's components over
+//! its own mean squared, pooled with the baseline's with weights boots - 1,
+//! as the CoVs above are), and the boots per config follow as runs do
+//! above. The same at 2m and with unlimited runs per boot (sigma_b^2 alone)
+//! says whether more runs per boot would help: when sigma_b^2 dominates,
+//! they would not, and only more boots narrow the comparison (`boots.rs`).
 
 use std::path::Path;
 
@@ -31,6 +42,10 @@ use crate::error::bad;
 use crate::report::analysis::{self, Cell};
 use crate::stats::power;
 use crate::store::{ExperimentData, Store};
+
+mod boots;
+pub use boots::BootPlan;
+use boots::{boot_row, render_boot_text};
 
 pub const ALPHA: f64 = 0.05;
 pub const POWER: f64 = 0.8;
@@ -85,10 +100,18 @@ pub struct Row {
     pub detectable: Option<f64>,
     /// Why numbers are missing, when they are.
     pub note: Option<String>,
+    /// Kernel configs: the boot is the unit (`n_*`, `runs_*` then count
+    /// boots) and this says what more runs per boot would do. Absent for
+    /// runs on the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boots: Option<BootPlan>,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct RunPlan {
+    /// Kernel configs: rows count boots (absent for host experiments).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub by_boot: bool,
     pub experiment: i64,
     pub name: String,
     pub label: Option<String>,
@@ -137,12 +160,18 @@ fn row(workload: &str, spec: &crate::metric::MetricSpec, base: &Cell, cfg: &Cell
         runs_t_test: None,
         detectable: None,
         note: None,
+        boots: None,
+    };
+    let unit = if base.boots.is_some() || cfg.boots.is_some() {
+        "boots"
+    } else {
+        "runs"
     };
     if n1 < 2 || n2 < 2 {
         r.note = Some(if base.config == cfg.config {
-            format!("fewer than 2 runs ({n1})")
+            format!("fewer than 2 {unit} ({n1})")
         } else {
-            format!("fewer than 2 runs ({n1} and {n2})")
+            format!("fewer than 2 {unit} ({n1} and {n2})")
         });
         return r;
     }
@@ -161,6 +190,21 @@ fn row(workload: &str, spec: &crate::metric::MetricSpec, base: &Cell, cfg: &Cell
     r
 }
 
+/// [`row`], and for kernel configs the same from the variance components.
+fn any_row(
+    workload: &str,
+    spec: &crate::metric::MetricSpec,
+    base: &Cell,
+    cfg: &Cell,
+    d: f64,
+) -> Row {
+    let mut r = row(workload, spec, base, cfg, d);
+    if r.n_baseline >= 2 && r.n_config >= 2 {
+        boot_row(&mut r, base, cfg, d);
+    }
+    r
+}
+
 /// Rows for every metric and compared config of a loaded experiment.
 pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, String> {
     // The run values and summaries are the report's; its CIs are not used,
@@ -174,13 +218,14 @@ pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, String> {
     for m in &a.metrics {
         let base = &m.cells[0];
         if m.cells.len() == 1 {
-            rows.push(row(&m.workload, &m.spec, base, base, detect));
+            rows.push(any_row(&m.workload, &m.spec, base, base, detect));
         }
         for cfg in &m.cells[1..] {
-            rows.push(row(&m.workload, &m.spec, base, cfg, detect));
+            rows.push(any_row(&m.workload, &m.spec, base, cfg, detect));
         }
     }
     Ok(RunPlan {
+        by_boot: crate::report::boots_text::by_boot(&a),
         experiment: a.info.id,
         name: a.info.name.clone(),
         label: a.info.label.clone(),
@@ -224,6 +269,9 @@ const CONFIG_W: usize = 14;
 /// Plain text, at most 80 columns (a name wider than its column goes on a
 /// line of its own, so nothing is cut).
 pub fn render_text(p: &RunPlan) -> String {
+    if p.by_boot {
+        return render_boot_text(p);
+    }
     let mut out = String::new();
     let label = p
         .label

@@ -58,7 +58,7 @@ pub fn header_line(a: &Analysis) -> String {
     let runs = range(cells().flat_map(|c| c.boot_runs.iter().flatten().copied()))
         .unwrap_or_else(|| "0".into());
     format!(
-        "boots: {boots} per config, {runs} runs per boot{}, {} order, seed {}; {} runs ok, {} \
+        "boots: {boots} per config, {runs} runs each{}, {} order, seed {}; runs {} ok, {} \
          failed\n",
         if i.warmup > 0 {
             format!(" + {} warm-up", i.warmup)

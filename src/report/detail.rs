@@ -104,10 +104,16 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
         }
         seen_workloads.push(m.workload.clone());
         let n_all = m.cells.iter().map(|c| c.values.len()).max().unwrap_or(0);
+        // Kernel configs: the values, and the power calculation, are boots.
+        let unit = if m.cells.iter().any(|c| c.boots.is_some()) {
+            "boots"
+        } else {
+            "runs"
+        };
         let kept = n_all.saturating_sub(2 * trim);
         let _ = writeln!(
             out,
-            "{} / {} ({}): {kept} runs per config (dropped the {trim} highest and {trim} lowest of {n_all})\n",
+            "{} / {} ({}): {kept} {unit} per config (dropped the {trim} highest and {trim} lowest of {n_all})\n",
             ascii(&m.workload),
             ascii(&m.spec.name),
             if m.spec.unit.is_empty() { "-".to_string() } else { ascii(&m.spec.unit) },
@@ -132,7 +138,7 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
             if v.len() <= 2 * trim {
                 let _ = writeln!(
                     out,
-                    "{:<18} (only {} runs: nothing left after trimming)",
+                    "{:<18} (only {} {unit}: nothing left after trimming)",
                     clip(&ascii(&c.config), 18),
                     v.len()
                 );
@@ -157,13 +163,18 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
         }
         let _ = writeln!(
             out,
-            "\nAgainst {} (all runs; trimming above is for display only):",
+            "\nAgainst {} (all {unit}; trimming above is for display only):",
             ascii(&a.baseline)
         );
         let _ = writeln!(
             out,
             "{:<18} {:>8} {:>15} {:>9} {:>8} {:>12}",
-            "config", "delta", "95% CI", "p (corr.)", "verdict", "runs for 1%"
+            "config",
+            "delta",
+            "95% CI",
+            "p (corr.)",
+            "verdict",
+            format!("{unit} for 1%")
         );
         for cmp in &m.comparisons {
             let base = &m.cells[0].values;

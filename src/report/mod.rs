@@ -12,6 +12,7 @@ pub mod compare;
 pub mod csv;
 pub mod detail;
 pub mod escape;
+mod history;
 pub mod html;
 pub mod json;
 pub mod list;

@@ -90,7 +90,8 @@ fn sums(groups: &[&[f64]]) -> (usize, usize, f64, f64, f64, f64) {
 /// MSB has expectation sigma_w^2 + n0 sigma_b^2, so the moment estimates
 /// are sigma_w^2 = MSW and sigma_b^2 = (MSB - MSW) / n0, with n0 = (N -
 /// sum n_i^2 / N) / (k - 1) for groups of unequal sizes n_i (Searle,
-/// Casella & McCulloch 1992, "Variance Components", 3.5-3.6). When the
+/// Casella & McCulloch 1992, "Variance Components", ch. 3, the 1-way
+/// classification). When the
 /// boots differ less than their runs' noise alone would make them, MSB <
 /// MSW and the estimate is negative; it is set to 0, where REML puts it
 /// too. On balanced groups a positive estimate equals the REML estimate

@@ -1,0 +1,275 @@
+//! A metric's history across many labelled experiments, with change
+//! points (`sysdelta history`).
+
+use anyhow::Result;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::Serialize;
+
+use super::escape::{self, terminal_safe as safe};
+use super::text;
+use crate::error::bad;
+use crate::store::{Store, StoredMetric};
+
+/// One experiment in a metric's history.
+#[derive(Clone, Debug, Serialize)]
+pub struct HistoryPoint {
+    pub id: i64,
+    pub label: String,
+    pub n: usize,
+    pub median: f64,
+    /// Per-run values in run order.
+    pub values: Vec<f64>,
+}
+
+/// A change between `points[index - 1]` and `points[index]`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChangePoint {
+    pub index: usize,
+    pub p: f64,
+    pub median_before: f64,
+    pub median_after: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct History {
+    pub workload: String,
+    pub metric: String,
+    pub unit: String,
+    pub direction: String,
+    pub points: Vec<HistoryPoint>,
+    pub change_points: Vec<ChangePoint>,
+    /// Experiments with the label prefix that lack the metric.
+    pub skipped: Vec<String>,
+    pub alpha: f64,
+    pub permutations: usize,
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The split statistic of `x` at `k`: |mean(x[..k]) - mean(x[k..])| *
+/// sqrt(k (n-k) / n) (a standardised CUSUM), maximised over k; (k, stat).
+fn best_split(x: &[f64]) -> (usize, f64) {
+    let n = x.len() as f64;
+    (1..x.len())
+        .map(|k| {
+            let (l, r) = x.split_at(k);
+            let s = (mean(l) - mean(r)).abs() * ((k as f64) * (n - k as f64) / n).sqrt();
+            (k, s)
+        })
+        .fold((0, f64::NEG_INFINITY), |b, c| if c.1 > b.1 { c } else { b })
+}
+
+/// Change points of a sequence of per-experiment medians by binary
+/// segmentation: the best split of a segment (see [`best_split`]) is kept
+/// when a permutation test (the segment's medians shuffled `perms` times,
+/// seeded) finds a split statistic at least as large in fewer than `alpha`
+/// of the orderings; both halves are then searched again. The experiment,
+/// not the run, is the unit here (boots differ more than runs), so a
+/// segment needs at least 5 experiments before any split can reach p < 0.05
+/// (4! = 24 orderings). Returns (index of first point after the change, p).
+pub fn change_points(medians: &[f64], alpha: f64, perms: usize, seed: u64) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut stack = vec![(0usize, medians.len())];
+    while let Some((lo, hi)) = stack.pop() {
+        if hi - lo < 2 {
+            continue;
+        }
+        let seg = &medians[lo..hi];
+        let (k, obs) = best_split(seg);
+        if obs.is_nan() || obs <= 0.0 {
+            continue;
+        }
+        let mut shuffled = seg.to_vec();
+        let mut ge = 0usize;
+        for _ in 0..perms {
+            shuffled.shuffle(&mut rng);
+            if best_split(&shuffled).1 >= obs * (1.0 - 1e-12) {
+                ge += 1;
+            }
+        }
+        let p = (ge + 1) as f64 / (perms + 1) as f64;
+        if p < alpha {
+            out.push((lo + k, p));
+            stack.push((lo, lo + k));
+            stack.push((lo + k, hi));
+        }
+    }
+    out.sort_by_key(|c| c.0);
+    out
+}
+
+/// The history of `metric` (`WORKLOAD/METRIC`, or `METRIC` when one
+/// workload has it) across experiments whose label starts with `prefix`,
+/// oldest first.
+pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<History> {
+    let exps = store.labelled(prefix)?;
+    if exps.is_empty() {
+        return Err(bad(format!(
+            "no experiment has a label starting with '{}' in {}",
+            safe(prefix),
+            safe(&store.path().display().to_string())
+        )));
+    }
+    let (want_w, want_m) = match metric.split_once('/') {
+        Some((w, m)) => (Some(w), m),
+        None => (None, metric),
+    };
+    let mut h = History {
+        workload: String::new(),
+        metric: want_m.to_string(),
+        unit: String::new(),
+        direction: String::new(),
+        points: Vec::new(),
+        change_points: Vec::new(),
+        skipped: Vec::new(),
+        alpha,
+        permutations: 999,
+    };
+    for (id, label) in exps {
+        let d = store.load(id)?;
+        let found: Vec<&StoredMetric> = d
+            .metrics
+            .iter()
+            .filter(|m| m.spec.name == want_m && want_w.is_none_or(|w| m.workload == w))
+            .collect();
+        let m = match found.as_slice() {
+            [] => {
+                h.skipped.push(format!("{label} (#{id})"));
+                continue;
+            }
+            [m] => *m,
+            many => {
+                return Err(bad(format!(
+                "metric '{}' is in several workloads of {} (#{id}): {}; name one as WORKLOAD/{}",
+                safe(metric),
+                safe(&label),
+                safe(
+                    &many
+                        .iter()
+                        .map(|m| m.workload.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                safe(want_m)
+            )))
+            }
+        };
+        if h.workload.is_empty() {
+            h.workload = m.workload.clone();
+            h.unit = m.spec.unit.clone();
+            h.direction = m.spec.direction.as_str().into();
+        }
+        let values: Vec<f64> = d
+            .runs
+            .iter()
+            .filter(|r| !r.warmup && r.status == "ok" && r.workload == m.workload)
+            .filter_map(|r| {
+                r.samples
+                    .get(want_m)
+                    .and_then(|v| crate::stats::summary::median(v))
+            })
+            .collect();
+        let Some(median) = crate::stats::summary::median(&values) else {
+            h.skipped.push(format!("{label} (#{id})"));
+            continue;
+        };
+        h.points.push(HistoryPoint {
+            id,
+            label,
+            n: values.len(),
+            median,
+            values,
+        });
+    }
+    if h.points.is_empty() {
+        return Err(bad(format!(
+            "no experiment labelled '{}*' has samples of '{}'",
+            safe(prefix),
+            safe(metric)
+        )));
+    }
+    let medians: Vec<f64> = h.points.iter().map(|p| p.median).collect();
+    for (index, p) in change_points(&medians, alpha, h.permutations, 0x5d_e17a) {
+        let before = crate::stats::summary::median(&medians[..index]).unwrap_or(f64::NAN);
+        let after = crate::stats::summary::median(&medians[index..]).unwrap_or(f64::NAN);
+        h.change_points.push(ChangePoint {
+            index,
+            p,
+            median_before: before,
+            median_after: after,
+        });
+    }
+    Ok(h)
+}
+
+/// The history as JSON (`history --json`), terminal-safe like the JSON
+/// report (see [`escape::json_text`]).
+pub fn history_json(h: &History) -> Result<String> {
+    Ok(escape::json_text(serde_json::to_string_pretty(h)?) + "\n")
+}
+
+/// The history as mail-ready text: one line per experiment, change points
+/// marked between the lines where they fall. Labels and names are shown
+/// terminal-safe.
+pub fn history_text(h: &History) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "history of {}/{} ({}, {} is better): {} experiments",
+        safe(&h.workload),
+        safe(&h.metric),
+        safe(&h.unit),
+        h.direction,
+        h.points.len()
+    );
+    let _ = writeln!(
+        o,
+        "{:>5}  {:<24} {:>4} {:>12} {:>10}",
+        "id", "label", "n", "median", "vs prev"
+    );
+    for (i, p) in h.points.iter().enumerate() {
+        if let Some(c) = h.change_points.iter().find(|c| c.index == i) {
+            let _ = writeln!(
+                o,
+                "  ---- change point (p = {:.3}): median {} -> {} ({:+.1}%)",
+                c.p,
+                text::fmt_num(c.median_before),
+                text::fmt_num(c.median_after),
+                100.0 * (c.median_after / c.median_before - 1.0)
+            );
+        }
+        let vs = if i == 0 || h.points[i - 1].median == 0.0 {
+            String::new()
+        } else {
+            format!("{:+.1}%", 100.0 * (p.median / h.points[i - 1].median - 1.0))
+        };
+        let _ = writeln!(
+            o,
+            "{:>5}  {:<24} {:>4} {:>12} {:>10}",
+            p.id,
+            safe(&p.label),
+            p.n,
+            text::fmt_num(p.median),
+            vs
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nChange points: binary segmentation of the per-experiment medians, each split kept when a\n\
+         permutation test ({} orderings) gives p < {}; needs >= 5 experiments per segment to fire.",
+        h.permutations, h.alpha
+    );
+    if !h.skipped.is_empty() {
+        let _ = writeln!(
+            o,
+            "Without this metric (skipped): {}",
+            safe(&h.skipped.join(", "))
+        );
+    }
+    escape::terminal_safe_lines(&o)
+}
