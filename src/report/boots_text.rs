@@ -54,7 +54,9 @@ fn range(xs: impl Iterator<Item = usize>) -> Option<String> {
 pub fn header_line(a: &Analysis) -> String {
     let i = &a.info;
     let cells = || a.metrics.iter().flat_map(|m| m.cells.iter());
-    let boots = range(cells().filter_map(|c| c.boots)).unwrap_or_else(|| "0".into());
+    // Cells a config cannot measure (cross-CPU on one CPU) have no boots.
+    let boots =
+        range(cells().filter_map(|c| c.boots).filter(|&n| n > 0)).unwrap_or_else(|| "0".into());
     let runs = range(cells().flat_map(|c| c.boot_runs.iter().flatten().copied()))
         .unwrap_or_else(|| "0".into());
     format!(
