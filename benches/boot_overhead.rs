@@ -60,8 +60,21 @@ fn bare_initramfs(out: &Path) {
 fn bare(image: &Path, initrd: &Path) -> f64 {
     let t = Instant::now();
     let st = Command::new("qemu-system-x86_64")
-        .args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"])
-        .args(["-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max"])
+        .args([
+            "-nodefaults",
+            "-no-user-config",
+            "-display",
+            "none",
+            "-no-reboot",
+        ])
+        .args([
+            "-machine",
+            "pc",
+            "-accel",
+            "tcg,thread=multi",
+            "-cpu",
+            "max",
+        ])
         .args(["-smp", "1", "-m", "512", "-serial", "null"])
         .arg("-kernel")
         .arg(image)
@@ -112,7 +125,11 @@ fn sysdelta(dir: &Path, image: &Path, runs: u32, round: usize) -> (f64, f64) {
         .output()
         .expect("sysdelta");
     let wall = t.elapsed().as_secs_f64();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let c = rusqlite::Connection::open(&store).unwrap();
     let hello: f64 = c
         .query_row("SELECT launch_to_hello_s FROM boots", [], |r| r.get(0))
@@ -136,12 +153,20 @@ fn main() {
         println!("boot_overhead: skipped: not root (kernel configs need root)");
         return;
     }
-    if Command::new("qemu-system-x86_64").arg("--version").output().is_err() {
-        println!("boot_overhead: skipped: qemu-system-x86_64 missing (scripts/install-vm-tools.sh)");
+    if Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!(
+            "boot_overhead: skipped: qemu-system-x86_64 missing (scripts/install-vm-tools.sh)"
+        );
         return;
     }
     let Some(image) = cloud_image() else {
-        println!("boot_overhead: skipped: no /boot/vmlinuz-*-cloud-amd64 (scripts/install-vm-tools.sh)");
+        println!(
+            "boot_overhead: skipped: no /boot/vmlinuz-*-cloud-amd64 (scripts/install-vm-tools.sh)"
+        );
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -174,11 +199,21 @@ fn main() {
         .collect();
     let per_boot: Vec<f64> = s1.iter().zip(&slopes).map(|(a, s)| a - s).collect();
     let over: Vec<f64> = per_boot.iter().zip(&b).map(|(p, b)| p - b).collect();
-    println!("kernel {} under TCG, 1 CPU, {ROUNDS} rounds", image.display());
+    println!(
+        "kernel {} under TCG, 1 CPU, {ROUNDS} rounds",
+        image.display()
+    );
     println!("bare qemu, boot to `true` and poweroff   {}", stats(&b));
     println!("sysdelta, whole run of 1 boot x 1 run    {}", stats(&s1));
-    println!("sysdelta, whole run of 1 boot x {:2} runs  {}", 1 + EXTRA_RUNS, stats(&sn));
-    println!("sysdelta per boot (1-run time - slope)   {}", stats(&per_boot));
+    println!(
+        "sysdelta, whole run of 1 boot x {:2} runs  {}",
+        1 + EXTRA_RUNS,
+        stats(&sn)
+    );
+    println!(
+        "sysdelta per boot (1-run time - slope)   {}",
+        stats(&per_boot)
+    );
     println!("  of which launch to the guest's hello   {}", stats(&hello));
     println!("  above bare qemu, paired per round      {}", stats(&over));
     println!(
