@@ -230,15 +230,7 @@ pub fn markdown_section(a: &Analysis) -> String {
             md(&join(&c.kernels)),
             join(&c.cpus),
             md(&join(&c.accel)),
-            c.launch_to_hello_s
-                .as_ref()
-                .map(|h| format!(
-                    "{} [{}, {}]",
-                    fmt_num(h.median),
-                    fmt_num(h.min),
-                    fmt_num(h.max)
-                ))
-                .unwrap_or_else(|| "-".into())
+            super::boots::HelloTimes::median_range(c.launch_to_hello_s.as_ref())
         );
     }
     out.push('\n');

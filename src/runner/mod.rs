@@ -611,6 +611,26 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
     Ok(Some(msg))
 }
 
+/// Declare every workload's metrics, with the metrics config kinds add to
+/// each run (trace bytes, events lost), before the first run.
+pub(crate) fn declare_metrics(store: &Store, exp: i64, p: &Prepared) -> Result<()> {
+    let kind_metrics: Vec<MetricSpec> = p
+        .configs
+        .iter()
+        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
+        .collect();
+    for (def, w) in &p.workloads {
+        let mut specs = w.metrics();
+        for m in &kind_metrics {
+            if !specs.iter().any(|s| s.name == m.name) {
+                specs.push(m.clone());
+            }
+        }
+        store.declare_metrics(exp, &def.name, &specs)?;
+    }
+    Ok(())
+}
+
 /// Execute the runs of `exp` that are not yet in the store.
 pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) -> Result<Outcome> {
     if p.kernels.is_some() {
@@ -666,20 +686,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         (target, plan.warmup + max)
     });
 
-    let kind_metrics: Vec<MetricSpec> = p
-        .configs
-        .iter()
-        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
-        .collect();
-    for (def, w) in &p.workloads {
-        let mut specs = w.metrics();
-        for m in &kind_metrics {
-            if !specs.iter().any(|s| s.name == m.name) {
-                specs.push(m.clone());
-            }
-        }
-        store.declare_metrics(exp, &def.name, &specs)?;
-    }
+    declare_metrics(store, exp, p)?;
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
     // Workload notes already recorded as events (each distinct line once,

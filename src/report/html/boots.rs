@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 use super::esc;
 use crate::report::analysis::Analysis;
 use crate::report::boots_text::runs;
-use crate::report::text::fmt_num;
 
 /// The "Samples per metric" introduction when values are per boot.
 pub(super) const SAMPLES_INTRO: &str = "<p>Left: each boot's value per config (the mean of \
@@ -60,15 +59,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             esc(&join(&c.kernels)),
             join(&c.cpus),
             esc(&join(&c.accel)),
-            c.launch_to_hello_s
-                .as_ref()
-                .map(|h| format!(
-                    "{} [{}, {}]",
-                    fmt_num(h.median),
-                    fmt_num(h.min),
-                    fmt_num(h.max)
-                ))
-                .unwrap_or_else(|| "-".into())
+            crate::report::boots::HelloTimes::median_range(c.launch_to_hello_s.as_ref())
         );
     }
     o.push_str("</tbody></table></div>");

@@ -103,20 +103,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             store.add_event(exp, "accel", &line)?;
         }
     }
-    let kind_metrics: Vec<MetricSpec> = p
-        .configs
-        .iter()
-        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
-        .collect();
-    for (def, w) in &p.workloads {
-        let mut specs = w.metrics();
-        for m in &kind_metrics {
-            if !specs.iter().any(|s| s.name == m.name) {
-                specs.push(m.clone());
-            }
-        }
-        store.declare_metrics(exp, &def.name, &specs)?;
-    }
+    crate::runner::declare_metrics(store, exp, p)?;
     let initramfs = build_initramfs(&setup, p.scratch())?;
     let shape = schedule::Shape {
         configs: plan.configs.len(),
