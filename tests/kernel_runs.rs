@@ -479,3 +479,46 @@ fn bad_kernel_input_is_one_line_naming_config_and_field_and_stores_nothing() {
         assert!(!sb.store().exists(), "{table}: nothing stored");
     }
 }
+
+#[test]
+fn ab_gives_configs_kernels_in_one_line_each() {
+    need_vm!();
+    let _vm = lock();
+    let sb = Sandbox::new();
+    let img = cloud_image().unwrap().display().to_string();
+    let out = sb.run(&[
+        "ab",
+        "-k",
+        &format!("one={img} cpus=1"),
+        "-k",
+        &format!("two={img} cpus=2 memory=768M cmdline=\"quiet loglevel=3\""),
+        "--runs",
+        "1",
+        "--boots",
+        "1",
+        "--quiet",
+        "--no-report",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = db(&sb.store());
+    let boots: Vec<(String, i64, String)> = c
+        .prepare("SELECT config, cpus, cmdline FROM boots ORDER BY config")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(boots.len(), 2);
+    assert_eq!((boots[0].0.as_str(), boots[0].1), ("one", 1));
+    assert_eq!((boots[1].0.as_str(), boots[1].1), ("two", 2));
+    assert!(boots[1].2.ends_with(" quiet loglevel=3"), "{:?}", boots[1]);
+    let plan: String = c
+        .query_row("SELECT plan_text FROM experiments", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        plan.contains("[config.kernel]"),
+        "the stored plan runs again: {plan}"
+    );
+}
