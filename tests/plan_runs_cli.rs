@@ -153,6 +153,22 @@ fn plan_runs_says_when_there_are_too_few_runs() {
     assert!(line.contains("fewer than 2 runs (1 and 1)"), "{line}");
 }
 
+#[test]
+fn plan_runs_takes_last_as_report_does() {
+    // The README's own command: `sysdelta plan-runs --last --detect 1%`.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("s.db");
+    run_experiment(&store, 4);
+    let flag = sysdelta(&store, &["plan-runs", "--last", "--detect", "1%"]);
+    assert!(
+        flag.status.success(),
+        "{}",
+        String::from_utf8_lossy(&flag.stderr)
+    );
+    let word = sysdelta(&store, &["plan-runs", "last", "--detect", "1%"]);
+    assert_eq!(flag.stdout, word.stdout);
+}
+
 fn assert_bad(out: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");

@@ -60,6 +60,9 @@ pub enum PlanFormat {
 pub struct PlanRunsArgs {
     /// Experiment id, label or `last` (default: the last one).
     pub experiment: Option<String>,
+    /// The last experiment (as `report --last`).
+    #[arg(long, conflicts_with = "experiment")]
+    pub last: bool,
     /// The relative shift to detect, as a percentage: `1%`, `0.5%` (or `1`).
     #[arg(long, default_value = "1%")]
     pub detect: String,
