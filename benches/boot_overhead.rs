@@ -59,7 +59,9 @@ fn bare_initramfs(out: &Path) {
 
 fn bare(image: &Path, initrd: &Path) -> f64 {
     let t = Instant::now();
-    let st = Command::new("qemu-system-x86_64")
+    // A bare boot that hangs is ended, not left behind.
+    let st = Command::new("timeout")
+        .args(["120", "qemu-system-x86_64"])
         .args([
             "-nodefaults",
             "-no-user-config",

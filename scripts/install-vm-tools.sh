@@ -8,7 +8,8 @@ set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "install-vm-tools: run as root" >&2; exit 1; }
 need=()
 command -v qemu-system-x86_64 >/dev/null 2>&1 && [ -x /usr/lib/qemu/virtiofsd ] || need+=(qemu-system-x86)
-[ -x /bin/busybox ] && ! file -L /bin/busybox 2>/dev/null | grep -q dynamic || need+=(busybox-static)
+# Debian's plain busybox is dynamically linked: the initramfs needs the static one.
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 ls /boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1 && ls /boot/vmlinuz-*-rt-amd64 >/dev/null 2>&1 || need+=(kernels)
 [ ${#need[@]} = 0 ] && exit 0
 export DEBIAN_FRONTEND=noninteractive
@@ -23,4 +24,4 @@ for n in "${need[@]}"; do
         pkgs+=("$n")
     fi
 done
-apt-get install -y -qq --no-install-recommends file "${pkgs[@]}" >/dev/null
+apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null

@@ -230,7 +230,9 @@ fn check_cmdline(s: &str) -> Result<String, String> {
         ));
     }
     for word in s.split_whitespace() {
-        if let Some(own) = OWNED_OPTIONS.iter().find(|o| word.starts_with(**o)) {
+        // The kernel drops a quote around a parameter ("panic=0").
+        let bare = word.trim_start_matches('"');
+        if let Some(own) = OWNED_OPTIONS.iter().find(|o| bare.starts_with(**o)) {
             return Err(format!(
                 "'{word}': sysdelta sets {own}... itself (the console it reads, how a panic ends the boot, the init it runs)"
             ));

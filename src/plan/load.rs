@@ -485,6 +485,17 @@ fn kernel_boots(
                 "boots is for plans whose configs name a kernel ([config.kernel])",
             ));
         }
+        if let Some(b) = raw.quick.as_ref().and_then(|q| q.get_ref().boots.as_ref()) {
+            return Err(origin.at(
+                b.span().start,
+                "quick.boots is for plans whose configs name a kernel ([config.kernel])",
+            ));
+        }
+        if ov.boots.is_some() {
+            return Err(
+                "--boots is for plans whose configs name a kernel ([config.kernel])".into(),
+            );
+        }
         return Ok(0);
     }
     if with < configs.len() {
@@ -495,7 +506,8 @@ fn kernel_boots(
         return Err(origin.at(
             0,
             format!(
-                "config '{}' has no [config.kernel] while others do: either every config boots a                  kernel or none does (a host baseline against VMs would measure the VM)",
+                "config '{}' has no [config.kernel] while others do: either every config boots a \
+                 kernel or none does (a host baseline against VMs would measure the VM)",
                 host.unwrap_or("?")
             ),
         ));

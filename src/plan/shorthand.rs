@@ -40,8 +40,9 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), String> {
         let (k, v) = w
             .split_once('=')
             .ok_or_else(|| bad(&format!("'{w}' is not KEY=VALUE")))?;
+        // A bare number is a count of CPUs or of MiB, as in a plan file.
         let value = match v.parse::<i64>() {
-            Ok(n) if k == "cpus" => toml::Value::Integer(n),
+            Ok(n) if k == "cpus" || k == "memory" => toml::Value::Integer(n),
             _ => toml::Value::String(v.to_string()),
         };
         if t.insert(k.to_string(), value).is_some() {

@@ -40,7 +40,7 @@ pub struct StoredBoot {
     pub cmdline: Option<String>,
     pub cpus: Option<u32>,
     pub mem_total_kib: Option<u64>,
-    /// Runs the guest delivered.
+    /// Measured runs (not warm-up) the guest delivered.
     pub runs: u32,
 }
 
@@ -120,7 +120,9 @@ impl Store {
     /// Boots a sysdelta that died left `running`: failed, with why.
     pub fn fail_running_boots(&self, exp: i64, reason: &str) -> Result<usize> {
         Ok(self.conn.execute(
-            "UPDATE boots SET status = 'failed', reason = ?2 WHERE experiment_id = ?1 AND status = 'running'",
+            "UPDATE boots SET status = 'failed', reason = ?2,
+             runs = (SELECT COUNT(*) FROM runs WHERE runs.boot_id = boots.id AND runs.warmup = 0)
+             WHERE experiment_id = ?1 AND status = 'running'",
             params![exp, reason],
         )?)
     }

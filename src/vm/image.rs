@@ -36,6 +36,10 @@ const SETUP_MAX: u64 = 64 * 1024;
 
 const BANNER_PREFIX: &[u8] = b"Linux version ";
 
+/// The largest file taken for a kernel image (a debug vmlinux is a few
+/// hundred MB).
+const MAX_IMAGE: u64 = 1 << 30;
+
 impl KernelImage {
     pub fn inspect(path: &Path) -> Result<KernelImage, String> {
         let what = |msg: &str| format!("kernel image {}: {msg}", path.display());
@@ -46,6 +50,14 @@ impl KernelImage {
         };
         if !meta.is_file() {
             return Err(what("is not a regular file"));
+        }
+        // Kernel images are tens of MB; /proc/kcore and the like claim
+        // terabytes and must not be read.
+        if meta.len() > MAX_IMAGE {
+            return Err(what(&format!(
+                "is {} bytes, larger than any kernel image",
+                meta.len()
+            )));
         }
         let mut head = Vec::new();
         File::open(path)

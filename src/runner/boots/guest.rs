@@ -36,8 +36,11 @@ pub fn serve(port: &str) -> Result<()> {
     let mut line = String::new();
     input.read_line(&mut line)?;
     let HostMsg::Assign(a) =
-        serde_json::from_str(&line).map_err(|e| anyhow!("the host's assignment: {e}"))?;
-    match run(&a, &mut out) {
+        serde_json::from_str(&line).map_err(|e| anyhow!("the host's assignment: {e}"))?
+    else {
+        anyhow::bail!("the host's first message was not an assignment");
+    };
+    match run(&a, &mut out, &mut input) {
         Ok(()) => send(&mut out, &GuestMsg::Done),
         Err(e) => {
             let message = format!("{e:#}");
@@ -72,6 +75,7 @@ fn hello() -> Result<GuestMsg> {
         cmdline: read("/proc/cmdline")?,
         cpus: online_cpus(&read("/sys/devices/system/cpu/online")?),
         mem_total_kib,
+        exe: protocol::exe_identity(&std::fs::read_link("/proc/self/exe")?),
     })
 }
 
@@ -90,11 +94,11 @@ fn online_cpus(list: &str) -> u32 {
 }
 
 /// Measure the assigned runs, sending each.
-fn run(a: &Assignment, out: &mut impl Write) -> Result<()> {
+fn run(a: &Assignment, out: &mut impl Write, input: &mut impl BufRead) -> Result<()> {
     if let Some(d) = &a.cwd {
-        // Best effort: a directory on another file system than the host's
-        // root is not in the guest, and commands then run from /.
-        let _ = std::env::set_current_dir(d);
+        // The host's preflight checked it is on the root file system.
+        std::env::set_current_dir(d)
+            .with_context(|| format!("the host's working directory {d}"))?;
     }
     let plan = crate::plan::parse(&a.plan_source, &a.plan_text, &a.overrides)
         .map_err(|e| anyhow!("the plan: {e}"))?;
@@ -179,6 +183,18 @@ fn run(a: &Assignment, out: &mut impl Write) -> Result<()> {
                 profile: &extras.profile,
             })?;
             send(out, &GuestMsg::Run { row: Box::new(row) })?;
+            // Wait until the host stored it: its fold and progress output
+            // do not overlap the next run.
+            let mut line = String::new();
+            input.read_line(&mut line)?;
+            match serde_json::from_str(&line) {
+                Ok(HostMsg::Stored { block, seq }) if (block, seq) == (s.block, s.seq) => {}
+                _ => anyhow::bail!(
+                    "expected the host's stored {}/{}, got {line:?}",
+                    s.block,
+                    s.seq
+                ),
+            }
         }
         Ok(())
     })();

@@ -23,6 +23,7 @@ use super::protocol::{self, AssignedSlot, Assignment, GuestMsg, HostMsg};
 use super::schedule::{self, BootSlot};
 use super::{KernelPrep, KernelSetup};
 use crate::config::journal::UndoAction;
+use crate::config::shell::SHELL_STEP_TIMEOUT;
 use crate::metric::MetricSpec;
 use crate::runner::progress::Progress;
 use crate::runner::{now_unix, ExecOptions, Outcome, Prepared};
@@ -40,6 +41,9 @@ const RUN_GRACE: Duration = Duration::from_secs(30);
 const POWEROFF: Duration = Duration::from_secs(30);
 /// Console lines kept with a failed boot.
 const TAIL_LINES: usize = 64;
+/// The most notes (events) and metric declarations one boot may send: a
+/// guest that sends more is flooding, not measuring.
+const MAX_GUEST_NOTES: usize = 10_000;
 
 /// Why a boot failed.
 struct Fault {
@@ -397,6 +401,7 @@ impl Session<'_> {
             cmdline,
             cpus,
             mem_total_kib,
+            exe,
         } = hello
         else {
             return Err(Fault::new("the guest's first message was not a hello"));
@@ -413,6 +418,14 @@ impl Session<'_> {
             },
         );
         check_identity(v, &uname, &proc_version, &cmdline, cpus, spec, k).map_err(Fault::new)?;
+        if exe != self.setup.exe_identity {
+            return Err(Fault::new(format!(
+                "the guest's sysdelta ({exe}) is not the one this experiment started with ({}): \
+                 {} was rebuilt or replaced",
+                self.setup.exe_identity,
+                self.setup.exe.display()
+            )));
+        }
         let plan = &self.p.plan;
         let assign = HostMsg::Assign(Box::new(Assignment {
             experiment: self.exp,
@@ -426,15 +439,29 @@ impl Session<'_> {
                 .map(|d| d.display().to_string()),
             slots: slots.to_vec(),
         }));
+        // A guest that stops reading must not block the host.
+        let _ = writer.set_write_timeout(Some(Duration::from_secs(10)));
         (&writer)
             .write_all(&protocol::line(&assign))
             .map_err(|e| Fault::new(format!("sending the assignment: {e}")))?;
         let mut waiting: HashMap<(u32, u32), AssignedSlot> =
             slots.iter().map(|s| ((s.block, s.seq), *s)).collect();
         let mut in_flight: Option<AssignedSlot> = None;
-        let mut deadline = Instant::now() + boot_timeout;
+        let mut started: HashSet<(u32, u32)> = HashSet::new();
+        let mut noted: HashSet<String> = HashSet::new();
+        // Before the first run the guest prepares the workloads and enters
+        // the config (a setup shell may take its whole step timeout), and
+        // after the last it leaves it; between runs it does little.
+        let setup_allowance = boot_timeout + SHELL_STEP_TIMEOUT;
+        let mut deadline = Instant::now() + setup_allowance;
         loop {
-            let msg = match self.next(vm, &mut lines, deadline, in_flight) {
+            let got = match self.next(vm, &mut lines, deadline, in_flight) {
+                // A guest that keeps talking is held to the same deadline
+                // as a silent one.
+                Ok(Some(_)) if Instant::now() > deadline => Ok(None),
+                other => other,
+            };
+            let msg = match got {
                 Ok(Some(m)) => m,
                 Ok(None) => {
                     let what = match in_flight {
@@ -446,8 +473,12 @@ impl Session<'_> {
                             self.p.plan.workloads[s.workload].name
                         ),
                         None => format!(
-                            "the guest was silent for {}s between runs (boot_timeout)",
-                            boot_timeout.as_secs()
+                            "the guest sent no run for {}s: hung or panicked outside a run",
+                            if started.is_empty() || waiting.is_empty() {
+                                setup_allowance.as_secs()
+                            } else {
+                                boot_timeout.as_secs()
+                            }
                         ),
                     };
                     return Err(Fault {
@@ -463,6 +494,11 @@ impl Session<'_> {
             };
             match msg {
                 GuestMsg::Start { block, seq } => {
+                    if !started.insert((block, seq)) {
+                        return Err(Fault::new(format!(
+                            "the guest started run block {block} seq {seq} twice"
+                        )));
+                    }
                     let s = *waiting.get(&(block, seq)).ok_or_else(|| {
                         Fault::new(format!(
                             "the guest started run block {block} seq {seq}, which this boot was not assigned"
@@ -487,16 +523,40 @@ impl Session<'_> {
                             row.block, row.seq, row.config, row.workload
                         )));
                     }
+                    check_row(&row).map_err(|e| {
+                        Fault::new(format!(
+                            "the guest's run block {} seq {} is not a run: {e}",
+                            row.block, row.seq
+                        ))
+                    })?;
                     in_flight = None;
-                    deadline = Instant::now() + boot_timeout;
-                    *received += 1;
+                    deadline = Instant::now()
+                        + if waiting.is_empty() {
+                            setup_allowance
+                        } else {
+                            boot_timeout
+                        };
+                    *received += u32::from(!s.warmup);
                     self.store_run(*row, b, &s, id)
                         .map_err(|e| Fault::new(format!("{e:#}")))?;
+                    (&writer)
+                        .write_all(&protocol::line(&HostMsg::Stored {
+                            block: s.block,
+                            seq: s.seq,
+                        }))
+                        .map_err(|e| {
+                            Fault::new(format!("telling the guest a run is stored: {e}"))
+                        })?;
                     if self.stopped.is_some() {
                         return Err(Fault::new(self.stopped.clone().unwrap_or_default()));
                     }
                 }
                 GuestMsg::Metrics { workload, specs } => {
+                    if self.declared.len() + specs.len() > MAX_GUEST_NOTES {
+                        return Err(Fault::new(
+                            "the guest declared more metrics than any workload reports",
+                        ));
+                    }
                     let new: Vec<MetricSpec> = specs
                         .into_iter()
                         .filter(|m| self.declared.insert((workload.clone(), m.name.clone())))
@@ -513,11 +573,17 @@ impl Session<'_> {
                     } else {
                         "skipped"
                     };
-                    if !self
-                        .store
-                        .event_messages(self.exp, kind)
-                        .unwrap_or_default()
-                        .contains(&message)
+                    if noted.len() >= MAX_GUEST_NOTES {
+                        return Err(Fault::new(
+                            "the guest sent more notes than a boot has runs to explain",
+                        ));
+                    }
+                    if noted.insert(message.clone())
+                        && !self
+                            .store
+                            .event_messages(self.exp, kind)
+                            .unwrap_or_default()
+                            .contains(&message)
                     {
                         let _ = self.store.add_event(self.exp, kind, &message);
                         self.progress.note(&message);
@@ -575,6 +641,16 @@ impl Session<'_> {
                 }
                 Ok(Got::Timeout) => {
                     if let Some(st) = vm.try_wait() {
+                        // What the guest wrote just before it powered off
+                        // may still be in the socket: read it first.
+                        let drain = Instant::now() + Duration::from_secs(2);
+                        if let Ok(Got::Line(l)) = lines.next(drain, SLICE) {
+                            return serde_json::from_slice(&l).map(Some).map_err(|e| {
+                                Fault::new(format!(
+                                    "the guest sent a line that is not a message: {e}"
+                                ))
+                            });
+                        }
                         return Err(Fault::new(format!(
                             "the VM stopped ({st}) before the guest sent every run"
                         )));
@@ -693,6 +769,36 @@ impl Session<'_> {
     }
 }
 
+/// A guest's run row holds what the host's own rows hold: a known status,
+/// each metric once, numbers (no NaN), and series of numbers. Anything
+/// else would be refused by the store's fold, after the row was logged.
+fn check_row(row: &crate::store::runlog::RunRow) -> Result<(), String> {
+    if row.status != "ok" && row.status != "failed" {
+        return Err(format!("status '{}'", row.status));
+    }
+    let mut names = HashSet::new();
+    for (metric, values) in &row.samples {
+        if !names.insert(metric) {
+            return Err(format!("metric '{metric}' twice"));
+        }
+        if values.iter().any(|v| f64::from_bits(*v).is_nan()) {
+            return Err(format!("metric '{metric}' has a NaN value"));
+        }
+    }
+    for (name, _, t, v) in &row.series {
+        let t: Vec<f64> = serde_json::from_str(t).map_err(|e| format!("series '{name}': {e}"))?;
+        let v: Vec<f64> = serde_json::from_str(v).map_err(|e| format!("series '{name}': {e}"))?;
+        if t.len() != v.len() {
+            return Err(format!(
+                "series '{name}' has {} times and {} values",
+                t.len(),
+                v.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A boot whose guest is not what the config asked for is a failed boot,
 /// never a sample: the kernel's release and build, the command line
 /// (which carries this boot's own id) and the CPU count must all match.
@@ -744,4 +850,50 @@ fn check_identity(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_row;
+    use crate::store::runlog::RunRow;
+
+    fn row() -> RunRow {
+        RunRow {
+            experiment_id: 1,
+            block: 0,
+            seq: 0,
+            config: "k".into(),
+            workload: "w".into(),
+            warmup: false,
+            started_at: 0.0,
+            status: "ok".into(),
+            reason: None,
+            stderr_tail: None,
+            exit_code: None,
+            samples: vec![("wall".into(), vec![1.5f64.to_bits()])],
+            series: vec![("s".into(), "u".into(), "[0.5]".into(), "[2.0]".into())],
+            profile: vec![],
+            boot: None,
+        }
+    }
+
+    #[test]
+    fn a_guest_row_the_store_would_refuse_is_refused_before_it_is_logged() {
+        assert_eq!(check_row(&row()), Ok(()));
+        let mut r = row();
+        r.status = "x".into();
+        assert!(check_row(&r).unwrap_err().contains("status"));
+        let mut r = row();
+        r.samples.push(("wall".into(), vec![2.0f64.to_bits()]));
+        assert!(check_row(&r).unwrap_err().contains("twice"));
+        let mut r = row();
+        r.samples[0].1.push(f64::NAN.to_bits());
+        assert!(check_row(&r).unwrap_err().contains("NaN"));
+        let mut r = row();
+        r.series[0].3 = "[1, 2]".into();
+        assert!(check_row(&r).unwrap_err().contains("1 times and 2 values"));
+        let mut r = row();
+        r.series[0].2 = "nope".into();
+        assert!(check_row(&r).is_err());
+    }
 }

@@ -19,6 +19,8 @@ pub enum Got {
 pub struct Lines<R> {
     inner: R,
     buf: Vec<u8>,
+    /// How much of `buf` is known to hold no newline.
+    scanned: usize,
     max: usize,
     /// Bytes received so far, for messages about a bad line.
     pub offset: u64,
@@ -40,21 +42,28 @@ impl<R: TimedRead> Lines<R> {
         Lines {
             inner,
             buf: Vec::new(),
+            scanned: 0,
             max,
             offset: 0,
         }
     }
 
     /// The next line (without its newline), waiting at most until `until`
-    /// and never longer than `slice` per read, so the caller can look at
+    /// and returning [`Got::Timeout`] after `slice` at the latest, even
+    /// while bytes of a long line keep arriving, so the caller can look at
     /// other things (the VM's exit, a stop request) between calls.
     pub fn next(&mut self, until: Instant, slice: Duration) -> std::io::Result<Got> {
+        let give_back = (Instant::now() + slice).min(until);
         loop {
-            if let Some(i) = self.buf.iter().position(|&b| b == b'\n') {
-                let mut line: Vec<u8> = self.buf.drain(..=i).collect();
+            // Only the bytes not yet looked at are scanned for the newline.
+            if let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+                let end = self.scanned + i;
+                let mut line: Vec<u8> = self.buf.drain(..=end).collect();
                 line.pop();
+                self.scanned = 0;
                 return Ok(Got::Line(line));
             }
+            self.scanned = self.buf.len();
             if self.buf.len() > self.max {
                 return Err(std::io::Error::other(format!(
                     "a line longer than {} bytes at byte {}",
@@ -63,10 +72,10 @@ impl<R: TimedRead> Lines<R> {
                 )));
             }
             let now = Instant::now();
-            if now >= until {
+            if now >= give_back {
                 return Ok(Got::Timeout);
             }
-            self.inner.set_timeout((until - now).min(slice))?;
+            self.inner.set_timeout(give_back - now)?;
             let mut chunk = [0u8; 64 * 1024];
             match self.inner.read(&mut chunk) {
                 Ok(0) => return Ok(Got::Eof),

@@ -44,6 +44,8 @@ pub struct KernelSetup {
     pub accel_note: Option<String>,
     /// sysdelta's own binary, run in the guest.
     pub exe: PathBuf,
+    /// Its size and mtime when the experiment started (`protocol::exe_identity`).
+    pub exe_identity: String,
     pub busybox: PathBuf,
 }
 
@@ -70,8 +72,31 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
         problems.push(format!("kernel configs: {}: {e}", busybox.display()));
     }
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    if let Err(e) = same_file_system_as_root(&exe) {
+    if let Err(e) = same_file_system_as_root(&exe, "sysdelta's binary") {
         problems.push(format!("kernel configs: {e}"));
+    }
+    // Commands with relative paths run from the same directory in the guest.
+    if let Err(e) = std::env::current_dir()
+        .map_err(|e| format!("the working directory: {e}"))
+        .and_then(|d| same_file_system_as_root(&d, "the working directory"))
+    {
+        problems.push(format!("kernel configs: {e}"));
+    }
+    // Every config boots under one accel: the report says which.
+    let accel_of = |c: &crate::plan::ConfigDef| c.kernel.as_ref().map(|k| k.accel.clone());
+    let first = plan.configs.iter().find_map(accel_of);
+    if let Some(c) = plan
+        .configs
+        .iter()
+        .find(|c| accel_of(c).is_some() && accel_of(c) != first)
+    {
+        problems.push(format!(
+            "config '{}', kernel.accel: '{}' differs from the first kernel config's '{}': \
+             every kernel config of a plan boots under one accel",
+            c.name,
+            accel_of(c).unwrap_or_default(),
+            first.clone().unwrap_or_default()
+        ));
     }
     let host_cpus = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
         .ok()
@@ -138,6 +163,7 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
         kernels,
         accel,
         accel_note,
+        exe_identity: protocol::exe_identity(&exe),
         exe,
         busybox,
     })
@@ -145,16 +171,16 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
 
 /// The guest sees the host's root file system only (a bind mount of `/`
 /// that does not follow mounts below it), so sysdelta's binary must be on it.
-fn same_file_system_as_root(exe: &std::path::Path) -> Result<(), String> {
+fn same_file_system_as_root(p: &std::path::Path, what: &str) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let dev = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev());
-    match (dev(exe), dev(std::path::Path::new("/"))) {
+    match (dev(p), dev(std::path::Path::new("/"))) {
         (Ok(a), Ok(b)) if a == b => Ok(()),
         (Ok(_), Ok(_)) => Err(format!(
-            "sysdelta's binary {} is on another file system than /, which the guest does not see",
-            exe.display()
+            "{what} {} is on another file system than /, which the guest does not see",
+            p.display()
         )),
-        _ => Err(format!("cannot read sysdelta's binary {}", exe.display())),
+        _ => Err(format!("cannot read {what} {}", p.display())),
     }
 }
 

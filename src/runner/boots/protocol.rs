@@ -3,8 +3,9 @@
 //!
 //! The guest says hello (who it is), the host assigns the boot's runs
 //! (the plan's text, the config, the slots), and the guest sends each run
-//! as soon as it is measured, in the run log's own row shape, so the host
-//! writes it into its store before the guest starts the next.
+//! as soon as it is measured, in the run log's own row shape; the host
+//! writes it into its run log and says `stored`, and only then does the
+//! guest start the next.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +31,10 @@ pub enum GuestMsg {
         cmdline: String,
         cpus: u32,
         mem_total_kib: u64,
+        /// Size and modification time of the sysdelta binary the guest
+        /// runs: the host's own, unless it was rebuilt meanwhile.
+        #[serde(default)]
+        exe: String,
     },
     /// A run starts (so the host knows which run a hang or panic hit).
     Start { block: u32, seq: u32 },
@@ -53,6 +58,12 @@ pub enum GuestMsg {
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum HostMsg {
     Assign(Box<Assignment>),
+    /// The run is in the host's run log: the guest may start the next, so
+    /// storing one run never overlaps measuring the next.
+    Stored {
+        block: u32,
+        seq: u32,
+    },
 }
 
 /// The runs of one boot.
@@ -86,6 +97,22 @@ pub fn line<T: Serialize>(msg: &T) -> Vec<u8> {
     let mut v = serde_json::to_vec(msg).expect("protocol messages serialize");
     v.push(b'\n');
     v
+}
+
+/// What identifies a sysdelta binary cheaply: its size and modification
+/// time (the guest sees the host's file through virtiofs, times included).
+pub fn exe_identity(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path)
+        .map(|m| {
+            format!(
+                "{} bytes, mtime {}.{:09}",
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec()
+            )
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
