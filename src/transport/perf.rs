@@ -19,9 +19,9 @@ use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use super::pair::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::producer::{produce, Sent};
 use super::sink::Sink;
-use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::tracefs::Tracefs;
 
 const PERF_TYPE_TRACEPOINT: u64 = 2;

@@ -10,6 +10,14 @@ use std::time::Duration;
 
 use crate::metric::MetricSpec;
 
+/// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
+/// setup, teardown and command (e.g. for a generated input file). It lives
+/// here, below the runner, because a command workload sets it for its own
+/// child and must not reach up into the runner for it.
+pub fn scratch_var(dir: &Path) -> (String, String) {
+    ("SYSDELTA_SCRATCH".to_string(), dir.display().to_string())
+}
+
 /// Everything a workload needs to know about the run it is asked to do.
 pub struct RunContext<'a> {
     /// Environment variables added by the entered configuration.
