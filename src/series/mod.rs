@@ -90,6 +90,11 @@ pub fn analyze(values: &[f64], interval_s: f64) -> Trend {
 /// (2) the 95% Theil-Sen slope interval excludes 0, and (3) the fitted change
 /// over the run is more than 5% of the series' median. The sign of the slope
 /// and `direction` then say degrading or improving; otherwise it is flat.
+///
+/// Assumes what [`mannkendall::mann_kendall`], [`theilsen::theil_sen`] and
+/// [`changepoint::change_points`] assume: serially independent noise around a
+/// trend; not checked. The 5% change threshold keeps a significant but tiny
+/// slope of a long, autocorrelated series from being flagged.
 pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Trend {
     let n = values.len();
     let asymptotic_level = asymptotic_level(values);
@@ -161,6 +166,10 @@ pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Tre
 }
 
 /// Median of the last ceil(n/3) values; NaN for an empty series.
+///
+/// Assumes the series has settled in its last third: a median there is the
+/// level it tends to only if the trend has flattened by then. Not checked;
+/// the series' flag says whether it still trends.
 pub fn asymptotic_level(values: &[f64]) -> f64 {
     let n = values.len();
     let k = n.div_ceil(3);

@@ -103,6 +103,8 @@ pub fn bca_interval(
 /// already has (e.g. the baseline's, shared across configs as in
 /// `ratio_cis_batch`, from `resample_means` with `stream_seed(seed, 0)` and
 /// `stream_seed(seed, j)`). Same None cases as [`bca_ratio_ci`].
+///
+/// Assumes what [`bca_ratio_ci`] assumes.
 pub fn bca_ratio_ci_from_means(
     base: &[f64],
     other: &[f64],
@@ -136,6 +138,17 @@ pub fn bca_ratio_ci_from_means(
 /// from `seed` (streams 0 and 1, as the percentile CI uses). None when a
 /// side has fewer than 2 values or a non-finite one, the base mean is 0 or
 /// a resampled base mean crosses 0, or the acceleration is undefined.
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Independent, identically distributed runs on each side, the sides
+///   independent. Not checked.
+/// * A monotone transform of the ratio that makes its distribution normal
+///   with a bias and a variance linear in the parameter (Efron's BCa model);
+///   z0 and a estimate that transform's bias and skew. Not checked: BCa
+///   corrects for skew a percentile CI ignores, but like it stays too narrow
+///   at small n (`sysdelta calibrate` measures its coverage).
+/// * A base mean away from 0: checked (None).
 pub fn bca_ratio_ci(
     base: &[f64],
     other: &[f64],

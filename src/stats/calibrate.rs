@@ -91,6 +91,11 @@ pub fn draw(shape: Shape, cov: f64, rng: &mut SmallRng) -> f64 {
 /// ratio of means pointing the same way as the Hodges-Lehmann shift.
 /// `resamples` and `seed` are unused (the verdict needs no bootstrap); they
 /// keep the signature of the CI-based checks.
+///
+/// Assumes what [`crate::stats::mannwhitney::mann_whitney_u`] and
+/// [`crate::stats::hodges_lehmann::hodges_lehmann`] assume; the simulations
+/// below draw i.i.d. samples, so they measure the verdict where those
+/// assumptions hold, under four distribution shapes.
 pub fn verdict(base: &[f64], other: &[f64], _resamples: usize, _seed: u64) -> bool {
     let Some(u) = mann_whitney_u(base, other) else {
         return false;

@@ -26,6 +26,10 @@ pub struct Summary {
 /// precision when the mean is large relative to the spread, as timings are.
 /// The median of an even count is the mean of the two middle values
 /// (numpy.median). CoV is None when the mean is 0.
+///
+/// Descriptive: assumes nothing about the distribution. The standard
+/// deviation and CoV describe spread usefully only for a roughly unimodal
+/// sample (the report warns on bimodality and outliers).
 pub fn summarize(xs: &[f64]) -> Option<Summary> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;
