@@ -80,6 +80,8 @@ pub struct Trend {
 }
 
 /// [`analyze_dir`] for a higher-is-better series (throughput).
+///
+/// Assumes what [`analyze_dir`] assumes.
 pub fn analyze(values: &[f64], interval_s: f64) -> Trend {
     analyze_dir(values, interval_s, Direction::Higher)
 }
@@ -178,6 +180,9 @@ pub fn asymptotic_level(values: &[f64]) -> f64 {
 
 /// Asymptotic level of `other` divided by that of `base` (e.g. 2.4.14 over
 /// 2.4.7); None when the base level is zero or either is not finite.
+///
+/// Assumes what [`asymptotic_level`] assumes for both series; a point
+/// estimate with no interval.
 pub fn asymptotic_ratio(base: &Trend, other: &Trend) -> Option<f64> {
     let (b, o) = (base.asymptotic_level, other.asymptotic_level);
     (b != 0.0 && b.is_finite() && o.is_finite()).then(|| o / b)

@@ -72,6 +72,9 @@ pub fn resample_means(xs: &[f64], resamples: usize, seed: u64) -> Vec<f64> {
 
 /// Quantile of `xs` at probability q in [0, 1] with numpy's default linear
 /// interpolation between order statistics. Reorders `xs`.
+///
+/// Descriptive: assumes nothing about the values (ordered by
+/// `f64::total_cmp`; the callers pass finite values).
 pub fn quantile_linear(xs: &mut [f64], q: f64) -> f64 {
     let n = xs.len();
     let h = (n - 1) as f64 * q;

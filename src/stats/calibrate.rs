@@ -143,6 +143,10 @@ where
 
 /// A/A false-positive rate of [`verdict`]: both configs from the same
 /// `shape` with CoV `cov`, n runs each, over `trials` experiments.
+///
+/// Assumes, by construction, what the verdict needs: i.i.d. runs from one
+/// shape on both sides. The rate says nothing about drift, autocorrelation or
+/// configs that differ in spread only, which real machines can add.
 pub fn aa_false_positive_rate(
     shape: Shape,
     n: usize,
@@ -174,6 +178,9 @@ where
 /// Coverage of the 95% percentile CI: the fraction of experiments whose CI
 /// contains the true ratio 1 + shift. Experiments where the CI is
 /// undefined count as not covering.
+///
+/// Assumes, by construction, i.i.d. runs and independent sides; real
+/// coverage is lower where runs drift or correlate.
 pub fn ci_coverage(
     shape: Shape,
     n: usize,
@@ -205,6 +212,9 @@ pub fn bca_coverage(
 }
 
 /// Detection rate of [`verdict`] for a true relative shift.
+///
+/// Assumes, by construction, i.i.d. runs and a pure multiplicative shift of
+/// one shape: the case the verdict's tests are built for.
 pub fn detection_rate(
     shape: Shape,
     n: usize,

@@ -26,6 +26,11 @@ pub fn min_achievable_p(n1: usize, n2: usize) -> Option<f64> {
 /// p-value above `alpha` after the Holm correction over `family_size`
 /// tests (whose strictest step multiplies the smallest p by the family
 /// size). E.g. 3 vs 3 runs: min p = 0.1 > 0.05 even alone.
+///
+/// Assumes the tie-free minimum of [`min_achievable_p`] and Holm's
+/// strictest step; with ties, or under BH (whose strictest step is the same
+/// but whose later ones are milder), the true bound differs a little.
+/// Nothing about the data is used, only the sizes.
 pub fn too_few_runs(n1: usize, n2: usize, alpha: f64, family_size: usize) -> bool {
     match min_achievable_p(n1, n2) {
         Some(p) => (p * family_size.max(1) as f64).min(1.0) > alpha,
@@ -70,6 +75,9 @@ pub fn bimodality_coefficient(xs: &[f64]) -> Option<f64> {
 }
 
 /// Bimodality warning: n >= 10 and bimodality coefficient > 5/9 (0.555).
+///
+/// Assumes what [`bimodality_coefficient`] assumes; the n >= 10 floor keeps
+/// its sampling noise (large at small n) from raising warnings.
 pub fn looks_bimodal(xs: &[f64]) -> bool {
     xs.len() >= 10 && bimodality_coefficient(xs).is_some_and(|b| b > 5.0 / 9.0)
 }

@@ -32,6 +32,9 @@ pub(crate) fn uniform_index(rng: &mut SmallRng, n: usize) -> usize {
 
 /// Grand means of `resamples` two-level resamples of `runs` (each run a
 /// slice of samples). Empty when there are no runs or a run is empty.
+///
+/// Assumes runs independent of each other and samples independent given
+/// their run; see [`hierarchical_ratio_ci`] for what follows.
 pub fn hierarchical_resample_means(runs: &[&[f64]], resamples: usize, seed: u64) -> Vec<f64> {
     if runs.is_empty() || runs.iter().any(|r| r.is_empty()) {
         return Vec::new();

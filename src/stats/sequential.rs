@@ -26,6 +26,9 @@ pub fn precision_reached(cis: &[Option<(f64, f64)>], target_width: f64) -> bool 
 
 /// Computes the percentile ratio CIs of every metric and compared config
 /// (`ratio_cis_batch`) and applies [`precision_reached`] to all of them.
+///
+/// Assumes what [`precision_reached`] and the percentile CI
+/// ([`crate::stats::bootstrap::ratio_ci`]) assume.
 pub fn batch_precision_reached(
     items: &[BatchItem<'_>],
     resamples: usize,

@@ -82,6 +82,8 @@ pub fn median_of_sorted(sorted: &[f64]) -> f64 {
 }
 
 /// Median of finite values; None when empty or any value is not finite.
+///
+/// Descriptive: assumes nothing about the distribution.
 pub fn median(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;
