@@ -37,13 +37,10 @@ pub struct RunContext<'a> {
     pub scratch: &'a Path,
 }
 
-/// All samples of one metric from one run. Most workloads give one value per
-/// metric per run; micro benchmarks give many (the run's value is their median).
-#[derive(Clone, Debug, PartialEq)]
-pub struct MetricSamples {
-    pub metric: String,
-    pub values: Vec<f64>,
-}
+// A value type config kinds report too (tracer counters, memory peaks), so
+// it lives on the ground floor, in `metric`; re-exported where workloads
+// have always named it.
+pub use crate::metric::MetricSamples;
 
 /// The result of one run.
 #[derive(Clone, Debug, PartialEq)]

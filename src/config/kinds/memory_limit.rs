@@ -20,8 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::{check, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
-use crate::metric::{Direction, MetricSpec};
-use crate::workload::MetricSamples;
+use crate::metric::{Direction, MetricSamples, MetricSpec};
 
 pub const PEAK_METRIC: &str = "memory_limit.peak_mib";
 pub const OOM_METRIC: &str = "memory_limit.oom_kills";
