@@ -14,6 +14,7 @@ pub mod runner;
 pub mod series;
 pub mod stats;
 pub mod store;
+pub mod sys;
 pub mod transport;
 pub mod vm;
 pub mod workload;

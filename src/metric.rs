@@ -46,3 +46,11 @@ impl MetricSpec {
         }
     }
 }
+
+/// All samples of one metric from one run. Most workloads give one value per
+/// metric per run; micro benchmarks give many (the run's value is their median).
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricSamples {
+    pub metric: String,
+    pub values: Vec<f64>,
+}

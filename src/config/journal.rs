@@ -654,46 +654,16 @@ fn cstring(p: &Path) -> Result<std::ffi::CString> {
     std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| anyhow!("path has a NUL byte"))
 }
 
-/// Undo the octal escapes /proc/self/mountinfo uses for spaces and the like.
-fn unescape_mount_field(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| c.is_ascii_digit()) {
-            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
-            out.push(v);
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+// The escapes are undone by the one mountinfo parser; the name is kept for
+// this file's tests.
+#[cfg(test)]
+use crate::sys::mountinfo::unescape as unescape_mount_field;
 
 /// Whether `target` is a mount point (with `source` as its source, if given).
 pub fn is_mounted(target: &Path, source: Option<&str>) -> Result<bool> {
     let info = fs::read_to_string("/proc/self/mountinfo").context("cannot read mountinfo")?;
     let want = fs::canonicalize(target).unwrap_or_else(|_| target.to_path_buf());
-    for line in info.lines() {
-        let mut halves = line.splitn(2, " - ");
-        let left: Vec<&str> = halves.next().unwrap_or("").split_whitespace().collect();
-        let right: Vec<&str> = halves.next().unwrap_or("").split_whitespace().collect();
-        let Some(mp) = left.get(4) else { continue };
-        if Path::new(&unescape_mount_field(mp)) != want {
-            continue;
-        }
-        match source {
-            None => return Ok(true),
-            Some(src) => {
-                if right.get(1).map(|s| unescape_mount_field(s)) == Some(src.to_string()) {
-                    return Ok(true);
-                }
-            }
-        }
-    }
-    Ok(false)
+    Ok(crate::sys::mountinfo::has_mount(&info, &want, source))
 }
 
 /// Unmount, retrying briefly while busy (a just-exited writer), then

@@ -1,8 +1,8 @@
 //! The interface every kind of configuration implements (shell
 //! setup/teardown, sysctl, ftrace, trace reader, cpus, memory limit, ...).
 
+use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
-use crate::workload::MetricSamples;
 
 /// How the workload's processes must be launched while a config is entered.
 #[derive(Clone, Debug, Default, PartialEq)]

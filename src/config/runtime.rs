@@ -4,7 +4,7 @@
 use anyhow::Result;
 
 use super::kind::{ConfigKind, LaunchMods};
-use crate::workload::MetricSamples;
+use crate::metric::MetricSamples;
 
 pub struct ConfigRuntime {
     pub name: String,

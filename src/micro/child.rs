@@ -18,28 +18,16 @@ pub struct Child {
 
 /// A CPU set prepared before `fork` so the child only has to make one call.
 #[derive(Clone, Copy)]
-pub struct CpuMask(libc::cpu_set_t);
+pub struct CpuMask(nix::sched::CpuSet);
 
 impl CpuMask {
     pub fn one(cpu: usize) -> CpuMask {
-        // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it.
-        unsafe {
-            let mut s: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut s);
-            CpuMask(s)
-        }
+        CpuMask(crate::sys::affinity::cpu_set(&[cpu]))
     }
 
     /// Apply to the calling thread (in a child: the whole child).
     pub fn apply(&self) -> io::Result<()> {
-        // SAFETY: passes a valid cpu_set_t of the right size.
-        let r =
-            unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.0) };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::sys::affinity::set_affinity(0, &self.0)
     }
 }
 

@@ -74,16 +74,10 @@ impl CacheInfo {
     }
 }
 
-/// "48K", "2048K", "32M", "1024" -> bytes.
+/// "48K", "2048K", "32M", "1024" -> bytes (the one size grammar,
+/// `crate::sys::size`, in the `usize` the buffers are sized in).
 pub fn parse_size(s: &str) -> Option<usize> {
-    let s = s.trim();
-    let (num, mult) = match s.chars().last()? {
-        'K' | 'k' => (&s[..s.len() - 1], 1024),
-        'M' | 'm' => (&s[..s.len() - 1], MIB),
-        'G' | 'g' => (&s[..s.len() - 1], 1024 * MIB),
-        _ => (s, 1),
-    };
-    num.trim().parse::<usize>().ok().map(|n| n * mult)
+    crate::sys::size::parse_size(s).and_then(|b| usize::try_from(b).ok())
 }
 
 /// A page-aligned anonymous buffer (huge pages requested), unmapped on drop.

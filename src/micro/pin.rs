@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::io;
 
 use super::child::CpuMask;
+use crate::sys::affinity;
 
 /// How the processes of one measurement were placed; recorded with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -40,50 +41,27 @@ impl Pinning {
 
 /// CPUs the calling thread may run on.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: zeroed cpu_set_t is valid; sched_getaffinity fills it.
-    unsafe {
-        let mut s: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &s))
-            .collect())
-    }
+    affinity::allowed_cpus()
 }
 
 /// Restores the calling thread's CPU affinity when dropped.
 pub struct AffinityGuard {
-    saved: libc::cpu_set_t,
+    saved: nix::sched::CpuSet,
 }
 
 impl AffinityGuard {
     /// Restrict the calling thread to `cpus`, remembering the old mask.
     pub fn set(cpus: &[usize]) -> io::Result<AffinityGuard> {
-        // SAFETY: plain-data cpu sets, sizes passed correctly.
-        unsafe {
-            let mut saved: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut saved) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let mut s: libc::cpu_set_t = std::mem::zeroed();
-            for &c in cpus {
-                libc::CPU_SET(c, &mut s);
-            }
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(AffinityGuard { saved })
-        }
+        let saved = affinity::affinity()?;
+        affinity::pin_current(cpus)?;
+        Ok(AffinityGuard { saved })
     }
 }
 
 impl Drop for AffinityGuard {
     fn drop(&mut self) {
-        // SAFETY: restores the mask saved in `set`.
-        unsafe {
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &self.saved);
-        }
+        // Best effort: a thread left pinned only narrows later placements.
+        let _ = affinity::set_affinity(0, &self.saved);
     }
 }
 

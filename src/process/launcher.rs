@@ -167,18 +167,13 @@ fn cpu_words(list: &[usize]) -> io::Result<[u64; CPU_WORDS]> {
 /// The calling thread's CPU affinity, which a child it spawned itself
 /// would have inherited.
 fn calling_thread_cpus() -> io::Result<[u64; CPU_WORDS]> {
+    use nix::sched::CpuSet;
+    let set = crate::sys::affinity::affinity()?;
     let mut words = [0u64; CPU_WORDS];
-    // SAFETY: cpu_set_t is plain data; the calls get valid pointers, a
-    // valid size and CPU numbers below CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        for c in 0..(CPU_WORDS * 64).min(libc::CPU_SETSIZE as usize) {
-            if libc::CPU_ISSET(c, &set) {
-                words[c / 64] |= 1 << (c % 64);
-            }
+    // No allocation: this runs once per spawned command.
+    for c in 0..(CPU_WORDS * 64).min(CpuSet::count()) {
+        if set.is_set(c).unwrap_or(false) {
+            words[c / 64] |= 1 << (c % 64);
         }
     }
     Ok(words)

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::analysis::Analysis;
+use super::cells::{ci_cell, clip, column_title, fmt_num, fmt_pct, fmt_pct_bare, wrap};
 use super::escape::ascii;
-use super::text::{ci_cell, clip, column_title, fmt_num, fmt_pct, fmt_pct_bare, wrap};
 
 /// Per-cell statistics: n, mean, median, min, max, stddev, CoV and the mean
 /// with the highest and lowest run dropped.

@@ -7,6 +7,7 @@
 pub mod analysis;
 pub mod boots;
 pub mod boots_text;
+mod cells;
 mod cis;
 pub mod compare;
 pub mod csv;

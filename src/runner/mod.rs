@@ -157,11 +157,10 @@ pub fn step_path(store: &Path) -> PathBuf {
     Store::beside(store, ".step")
 }
 
-/// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
-/// setup, teardown and command (e.g. for a generated input file).
-pub fn scratch_var(dir: &std::path::Path) -> (String, String) {
-    ("SYSDELTA_SCRATCH".to_string(), dir.display().to_string())
-}
+// `SYSDELTA_SCRATCH` is defined by the workloads, which hand it to their
+// commands; the runner gives it to setups and teardowns too. Re-exported so
+// that `runner::scratch_var` keeps working.
+pub use crate::workload::scratch_var;
 
 /// Build workloads, configs and monitors and run every preflight; nothing on
 /// the system, in the temporary directory or next to the store is changed

@@ -20,6 +20,9 @@ pub fn penalty(n: usize) -> f64 {
 
 /// Robust noise scale of a series: 1.4826 * MAD of first differences / sqrt 2,
 /// falling back to the sample standard deviation when that is zero.
+///
+/// Assumes independent noise whose first differences have variance
+/// 2 sigma^2 (no autocorrelation), and normal noise for the 1.4826 factor.
 pub fn noise_sigma(xs: &[f64]) -> f64 {
     if xs.len() < 3 {
         return 0.0;
@@ -38,6 +41,14 @@ pub fn noise_sigma(xs: &[f64]) -> f64 {
 
 /// Indices where a new segment starts (each in 1..n), in increasing order.
 /// Empty when the series is too short, constant, or not finite.
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Piecewise-constant mean with independent Gaussian noise of one variance
+///   (the cost function's model). Not checked; the robust sigma keeps a step
+///   or drift from inflating the noise estimate, and the 3 ln n penalty keeps
+///   heavy-tailed noise from producing change points easily.
+/// * A slow drift is not a step: it may be cut into several segments.
 pub fn change_points(xs: &[f64]) -> Vec<usize> {
     let n = xs.len();
     if n < 2 * MIN_SEGMENT || xs.iter().any(|v| !v.is_finite()) {

@@ -23,6 +23,14 @@ pub struct MannKendall {
 
 /// Mann-Kendall test of a series in time order; None for fewer than 3
 /// values or non-finite values.
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Values are serially independent under H0. Not checked: positive
+///   autocorrelation (e.g. a sampler's smoothing) makes the test reject too
+///   often; no pre-whitening is done.
+/// * A continuous distribution; ties are handled by the variance correction
+///   above. The normal approximation needs about 10 values to be accurate.
 pub fn mann_kendall(xs: &[f64]) -> Option<MannKendall> {
     let n = xs.len();
     if n < 3 || xs.iter().any(|v| !v.is_finite()) {

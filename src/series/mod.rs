@@ -80,6 +80,8 @@ pub struct Trend {
 }
 
 /// [`analyze_dir`] for a higher-is-better series (throughput).
+///
+/// Assumes what [`analyze_dir`] assumes.
 pub fn analyze(values: &[f64], interval_s: f64) -> Trend {
     analyze_dir(values, interval_s, Direction::Higher)
 }
@@ -90,6 +92,11 @@ pub fn analyze(values: &[f64], interval_s: f64) -> Trend {
 /// (2) the 95% Theil-Sen slope interval excludes 0, and (3) the fitted change
 /// over the run is more than 5% of the series' median. The sign of the slope
 /// and `direction` then say degrading or improving; otherwise it is flat.
+///
+/// Assumes what [`mannkendall::mann_kendall`], [`theilsen::theil_sen`] and
+/// [`changepoint::change_points`] assume: serially independent noise around a
+/// trend; not checked. The 5% change threshold keeps a significant but tiny
+/// slope of a long, autocorrelated series from being flagged.
 pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Trend {
     let n = values.len();
     let asymptotic_level = asymptotic_level(values);
@@ -161,6 +168,10 @@ pub fn analyze_dir(values: &[f64], interval_s: f64, direction: Direction) -> Tre
 }
 
 /// Median of the last ceil(n/3) values; NaN for an empty series.
+///
+/// Assumes the series has settled in its last third: a median there is the
+/// level it tends to only if the trend has flattened by then. Not checked;
+/// the series' flag says whether it still trends.
 pub fn asymptotic_level(values: &[f64]) -> f64 {
     let n = values.len();
     let k = n.div_ceil(3);
@@ -169,6 +180,9 @@ pub fn asymptotic_level(values: &[f64]) -> f64 {
 
 /// Asymptotic level of `other` divided by that of `base` (e.g. 2.4.14 over
 /// 2.4.7); None when the base level is zero or either is not finite.
+///
+/// Assumes what [`asymptotic_level`] assumes for both series; a point
+/// estimate with no interval.
 pub fn asymptotic_ratio(base: &Trend, other: &Trend) -> Option<f64> {
     let (b, o) = (base.asymptotic_level, other.asymptotic_level);
     (b != 0.0 && b.is_finite() && o.is_finite()).then(|| o / b)

@@ -56,6 +56,14 @@ pub(crate) fn tie_groups(xs: &[f64]) -> Vec<usize> {
 
 /// Theil-Sen fit of `y` against `x` with a `confidence` (e.g. 0.95) interval.
 /// None when fewer than two distinct x values or any value is not finite.
+///
+/// What it assumes, and which of it is checked:
+///
+/// * A linear trend with independent errors of one distribution (not
+///   necessarily normal); the slope is robust to up to 29% outliers. Not
+///   checked: serial correlation makes the interval too narrow.
+/// * Sen's interval uses the Kendall-S variance (normal approximation, tie
+///   corrected), accurate from about 10 points.
 pub fn theil_sen(x: &[f64], y: &[f64], confidence: f64) -> Option<TheilSen> {
     if x.len() != y.len() || x.len() < 2 || x.iter().chain(y).any(|v| !v.is_finite()) {
         return None;

@@ -25,6 +25,10 @@ use crate::stats::special::{normal_cdf, normal_quantile};
 /// computes for two independent samples). None when a side has fewer than
 /// 2 values, the base mean (or a leave-one-out base mean) is 0, or every
 /// jackknife value is equal (a is then 0/0).
+///
+/// Assumes the two samples are independent and each i.i.d.; the jackknife
+/// treats each value as exchangeable with the others of its sample. Not
+/// checked.
 pub fn ratio_acceleration(base: &[f64], other: &[f64]) -> Option<f64> {
     if base.len() < 2 || other.len() < 2 {
         return None;
@@ -64,6 +68,9 @@ pub fn ratio_acceleration(base: &[f64], other: &[f64]) -> Option<f64> {
 /// The BCa quantile levels (alpha_1, alpha_2) for a bootstrap
 /// distribution `theta_b` of an estimate `theta_hat` with acceleration
 /// `a_hat`. None when z0 is infinite (theta_hat outside the distribution).
+///
+/// Assumes Efron's BCa model (a monotone normalizing transform with constant
+/// bias and a variance linear in the parameter); see [`bca_ratio_ci`].
 pub fn bca_levels(
     theta_b: &[f64],
     theta_hat: f64,
@@ -89,6 +96,9 @@ pub fn bca_levels(
 
 /// BCa CI from a bootstrap distribution: the quantiles of `theta_b` at
 /// [`bca_levels`]. Reorders `theta_b`.
+///
+/// Assumes what [`bca_levels`] assumes, and enough resamples that the
+/// quantiles at the adjusted levels are stable (none is checked).
 pub fn bca_interval(
     theta_b: &mut [f64],
     theta_hat: f64,
@@ -103,6 +113,8 @@ pub fn bca_interval(
 /// already has (e.g. the baseline's, shared across configs as in
 /// `ratio_cis_batch`, from `resample_means` with `stream_seed(seed, 0)` and
 /// `stream_seed(seed, j)`). Same None cases as [`bca_ratio_ci`].
+///
+/// Assumes what [`bca_ratio_ci`] assumes.
 pub fn bca_ratio_ci_from_means(
     base: &[f64],
     other: &[f64],
@@ -136,6 +148,17 @@ pub fn bca_ratio_ci_from_means(
 /// from `seed` (streams 0 and 1, as the percentile CI uses). None when a
 /// side has fewer than 2 values or a non-finite one, the base mean is 0 or
 /// a resampled base mean crosses 0, or the acceleration is undefined.
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Independent, identically distributed runs on each side, the sides
+///   independent. Not checked.
+/// * A monotone transform of the ratio that makes its distribution normal
+///   with a bias and a variance linear in the parameter (Efron's BCa model);
+///   z0 and a estimate that transform's bias and skew. Not checked: BCa
+///   corrects for skew a percentile CI ignores, but like it stays too narrow
+///   at small n (`sysdelta calibrate` measures its coverage).
+/// * A base mean away from 0: checked (None).
 pub fn bca_ratio_ci(
     base: &[f64],
     other: &[f64],

@@ -91,6 +91,11 @@ pub fn draw(shape: Shape, cov: f64, rng: &mut SmallRng) -> f64 {
 /// ratio of means pointing the same way as the Hodges-Lehmann shift.
 /// `resamples` and `seed` are unused (the verdict needs no bootstrap); they
 /// keep the signature of the CI-based checks.
+///
+/// Assumes what [`crate::stats::mannwhitney::mann_whitney_u`] and
+/// [`crate::stats::hodges_lehmann::hodges_lehmann`] assume; the simulations
+/// below draw i.i.d. samples, so they measure the verdict where those
+/// assumptions hold, under four distribution shapes.
 pub fn verdict(base: &[f64], other: &[f64], _resamples: usize, _seed: u64) -> bool {
     let Some(u) = mann_whitney_u(base, other) else {
         return false;
@@ -138,6 +143,10 @@ where
 
 /// A/A false-positive rate of [`verdict`]: both configs from the same
 /// `shape` with CoV `cov`, n runs each, over `trials` experiments.
+///
+/// Assumes, by construction, what the verdict needs: i.i.d. runs from one
+/// shape on both sides. The rate says nothing about drift, autocorrelation or
+/// configs that differ in spread only, which real machines can add.
 pub fn aa_false_positive_rate(
     shape: Shape,
     n: usize,
@@ -169,6 +178,9 @@ where
 /// Coverage of the 95% percentile CI: the fraction of experiments whose CI
 /// contains the true ratio 1 + shift. Experiments where the CI is
 /// undefined count as not covering.
+///
+/// Assumes, by construction, i.i.d. runs and independent sides; real
+/// coverage is lower where runs drift or correlate.
 pub fn ci_coverage(
     shape: Shape,
     n: usize,
@@ -200,6 +212,9 @@ pub fn bca_coverage(
 }
 
 /// Detection rate of [`verdict`] for a true relative shift.
+///
+/// Assumes, by construction, i.i.d. runs and a pure multiplicative shift of
+/// one shape: the case the verdict's tests are built for.
 pub fn detection_rate(
     shape: Shape,
     n: usize,

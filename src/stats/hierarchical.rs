@@ -32,6 +32,9 @@ pub(crate) fn uniform_index(rng: &mut SmallRng, n: usize) -> usize {
 
 /// Grand means of `resamples` two-level resamples of `runs` (each run a
 /// slice of samples). Empty when there are no runs or a run is empty.
+///
+/// Assumes runs independent of each other and samples independent given
+/// their run; see [`hierarchical_ratio_ci`] for what follows.
 pub fn hierarchical_resample_means(runs: &[&[f64]], resamples: usize, seed: u64) -> Vec<f64> {
     if runs.is_empty() || runs.iter().any(|r| r.is_empty()) {
         return Vec::new();
@@ -56,6 +59,17 @@ pub fn hierarchical_resample_means(runs: &[&[f64]], resamples: usize, seed: u64)
 /// Percentile CI of the ratio of grand means, other / base, by the
 /// two-level bootstrap. None when a side has fewer than 2 runs, an empty
 /// run, a non-finite value, or a zero base mean (see `ratio_ci`).
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Runs are independent of each other, and samples independent given
+///   their run (two-level exchangeability). Not checked.
+/// * Resampling samples inside runs as well as runs adds the within-run
+///   variance a second time, so the interval is conservative (wider) when
+///   runs hold few samples; the percentile interval's small-n narrowness
+///   ([`crate::stats::bootstrap::ratio_ci`]) pulls the other way. Neither is
+///   corrected here.
+/// * A base mean away from 0: checked (None).
 pub fn hierarchical_ratio_ci(
     base_runs: &[&[f64]],
     other_runs: &[&[f64]],

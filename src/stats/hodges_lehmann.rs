@@ -154,6 +154,19 @@ fn sorted(xs: &[f64]) -> Vec<f64> {
 /// Hodges-Lehmann shift other - base with its Moses CI at `confidence`.
 /// None when a side is empty, a value is not finite, or confidence is not
 /// in (0, 1).
+///
+/// Method: median of pairwise differences, Moses CI (module doc).
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Independent runs, as [`crate::stats::mannwhitney::mann_whitney_u`]. Not
+///   checked here (the report's drift check catches a trend).
+/// * A pure shift model: other is base moved by a constant (same shape and
+///   spread). Only then is the estimate "the" shift and the CI's coverage
+///   nominal; with different spreads it estimates the median of the
+///   differences, and the interval can cover less. Not checked.
+/// * Continuity (no ties) for the exact k; with ties the tie-corrected normal
+///   k is used, which is approximate at small n. Not warned.
 pub fn hodges_lehmann(base: &[f64], other: &[f64], confidence: f64) -> Option<ShiftEstimate> {
     if base.is_empty()
         || other.is_empty()
@@ -213,6 +226,10 @@ pub fn hodges_lehmann(base: &[f64], other: &[f64], confidence: f64) -> Option<Sh
 
 /// median(other) / median(base); None when either is empty or not finite,
 /// or the base median is 0.
+///
+/// A point estimate only: it assumes nothing beyond a positive base median
+/// and carries no interval; the report uses it for display, not for the
+/// verdict.
 pub fn median_ratio(base: &[f64], other: &[f64]) -> Option<f64> {
     let mb = median(base)?;
     let mo = median(other)?;

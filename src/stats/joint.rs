@@ -112,6 +112,10 @@ fn anchor_and_range(column: impl Iterator<Item = f64>) -> (f64, f64, f64) {
 /// Columns are processed in blocks of up to `LANES * MAX_CHUNKS` so that the
 /// block's accumulators stay in registers; every block regenerates the same
 /// index stream from `seed`. Empty when n is 0. Deterministic for a seed.
+///
+/// Assumes, like any bootstrap of runs, that the runs are independent and
+/// identically distributed (not checked); finite values (the caller's
+/// duty, see the module doc).
 pub fn resample_column_means(
     rows: &[f64],
     n: usize,

@@ -90,6 +90,25 @@ pub fn choose_method(n1: usize, n2: usize, ties: bool) -> Method {
 /// Two-sided Mann-Whitney U test of `a` against `b`.
 ///
 /// None when either sample is empty or any value is not finite.
+///
+/// Method: the rank-sum test of the module doc (exact null distribution or
+/// the tie- and continuity-corrected normal approximation).
+///
+/// What it assumes, and which of it is checked:
+///
+/// * Runs are independent within and across samples. Not checked here;
+///   randomized interleaved blocks make it plausible, and the report's drift
+///   check (Mann-Kendall over a config's runs) catches a trend over time.
+/// * Under H0 both samples come from one distribution (exchangeable runs):
+///   the p-value is that of "same distribution", not of "same median" or
+///   "same mean". Samples of equal location but different spread or shape
+///   are rejected more often than alpha. Not checked.
+/// * A continuous distribution, hence no ties, for the exact p-value. Checked:
+///   any tie switches to the tie-corrected normal approximation, which is
+///   approximate at small n (heavily tied data, e.g. maxrss in KiB, get a
+///   p-value that is only roughly calibrated). No warning is given.
+/// * Enough runs to reject at all: checked by the report
+///   ([`crate::stats::detect::too_few_runs`]).
 pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     if a.is_empty() || b.is_empty() || a.iter().chain(b).any(|x| !x.is_finite()) {
         return None;

@@ -16,6 +16,10 @@ fn sorted_valid(p: &[f64]) -> Vec<usize> {
 ///
 /// With the m p-values sorted ascending, p_(i) (i from 0) becomes
 /// max over j <= i of min(1, (m - j) * p_(j)) (statsmodels 'holm').
+///
+/// Assumes valid p-values (uniform or stochastically larger under their null)
+/// and nothing about their dependence: Holm controls the family-wise error
+/// under any dependence between the tests.
 pub fn holm(p: &[f64]) -> Vec<f64> {
     let idx = sorted_valid(p);
     let m = idx.len();
@@ -34,6 +38,11 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 ///
 /// With the m p-values sorted ascending, p_(i) (rank i + 1) becomes
 /// min over j >= i of min(1, p_(j) * m / (j + 1)) (statsmodels 'fdr_bh').
+///
+/// Assumes valid p-values that are independent or positively dependent
+/// (PRDS, Benjamini & Yekutieli 2001); not checked. Comparisons that share a
+/// baseline are positively correlated, where it holds in practice; under
+/// arbitrary dependence the FDR can exceed its level.
 pub fn benjamini_hochberg(p: &[f64]) -> Vec<f64> {
     let idx = sorted_valid(p);
     let m = idx.len();

@@ -18,6 +18,10 @@ use crate::stats::special::{nct_cdf, normal_quantile, t_quantile};
 /// Power of the two-sided two-sample t-test at level `alpha` with `n` runs
 /// per config, for standardized effect size `es` (shift / sd). None for
 /// n < 2 or non-positive alpha/effect inputs that make it undefined.
+///
+/// Assumes normal runs, independent, with equal variances in both configs
+/// (the pooled t-test's model). Not checked; for the rank test the report
+/// uses see [`runs_for_power_u_test`].
 pub fn t_test_power(es: f64, n: f64, alpha: f64) -> Option<f64> {
     if n < 2.0 || !(alpha > 0.0 && alpha < 1.0) || !es.is_finite() {
         return None;
@@ -31,6 +35,10 @@ pub fn t_test_power(es: f64, n: f64, alpha: f64) -> Option<f64> {
 /// Real-valued runs per config at which the t-test reaches `power`
 /// (statsmodels `solve_power(nobs1=None)`), found by bisection to 1e-10.
 /// None when `d` or `cov` is not positive or the inputs are out of range.
+///
+/// Assumes what [`t_test_power`] assumes, and that `cov` (usually observed on
+/// a few runs) is the true relative spread; its own uncertainty is not
+/// carried into the answer.
 pub fn runs_for_power_exact(d: f64, cov: f64, alpha: f64, power: f64) -> Option<f64> {
     if !(d > 0.0 && cov > 0.0 && power > alpha && power < 1.0 && alpha > 0.0 && alpha < 1.0) {
         return None;
@@ -67,6 +75,10 @@ pub fn runs_for_power(d: f64, cov: f64, alpha: f64, power: f64) -> Option<usize>
 
 /// Runs per config for the Mann-Whitney U test: the t-test runs scaled by
 /// pi / 3 (its efficiency for normal data), rounded up.
+///
+/// Assumes normal data (where the efficiency is 3/pi) and a pure shift;
+/// for heavier tails the U test needs fewer runs, so the answer is then
+/// conservative. Not checked.
 pub fn runs_for_power_u_test(d: f64, cov: f64, alpha: f64, power: f64) -> Option<usize> {
     runs_for_power_exact(d, cov, alpha, power)
         .map(|n| (n * std::f64::consts::PI / 3.0 - 1e-9).ceil() as usize)
@@ -75,6 +87,8 @@ pub fn runs_for_power_u_test(d: f64, cov: f64, alpha: f64, power: f64) -> Option
 /// Known-variance (z-test) runs per config:
 /// n = 2 (z_{1-alpha/2} + z_power)^2 (cov / d)^2, rounded up. The
 /// theoretical minimum: any test that estimates the variance needs more.
+///
+/// Assumes normal runs with a known, common `cov`: a lower bound, not a plan.
 pub fn runs_known_variance(d: f64, cov: f64, alpha: f64, power: f64) -> Option<usize> {
     if !(d > 0.0 && cov > 0.0 && power > 0.0 && power < 1.0 && alpha > 0.0 && alpha < 1.0) {
         return None;
@@ -87,6 +101,9 @@ pub fn runs_known_variance(d: f64, cov: f64, alpha: f64, power: f64) -> Option<u
 /// Minimum detectable relative shift with `n` runs per config: the d at
 /// which the t-test has `power` (statsmodels `solve_power(effect_size=None)`
 /// times `cov`). None for n < 2 or out-of-range inputs.
+///
+/// Assumes what [`t_test_power`] assumes, with `cov` taken as the true
+/// relative spread.
 pub fn minimum_detectable_effect(n: usize, cov: f64, alpha: f64, power: f64) -> Option<f64> {
     if n < 2 || !(cov > 0.0 && power > alpha && power < 1.0 && alpha > 0.0 && alpha < 1.0) {
         return None;

@@ -12,6 +12,11 @@ use crate::stats::bootstrap::{ratio_cis_batch, BatchItem};
 /// True when every CI is defined and hi - lo < `target_width` (in ratio
 /// units: 0.02 means the whole interval spans less than 2%). False when
 /// there are no CIs.
+///
+/// Assumes the CIs' widths do not depend on the difference between configs,
+/// which is what keeps the false-positive rate of a test run after stopping
+/// near its level; true for ratio CIs to first order (the width scales with
+/// the ratio itself), not checked.
 pub fn precision_reached(cis: &[Option<(f64, f64)>], target_width: f64) -> bool {
     !cis.is_empty()
         && cis
@@ -21,6 +26,9 @@ pub fn precision_reached(cis: &[Option<(f64, f64)>], target_width: f64) -> bool 
 
 /// Computes the percentile ratio CIs of every metric and compared config
 /// (`ratio_cis_batch`) and applies [`precision_reached`] to all of them.
+///
+/// Assumes what [`precision_reached`] and the percentile CI
+/// ([`crate::stats::bootstrap::ratio_ci`]) assume.
 pub fn batch_precision_reached(
     items: &[BatchItem<'_>],
     resamples: usize,

@@ -26,6 +26,10 @@ pub struct Summary {
 /// precision when the mean is large relative to the spread, as timings are.
 /// The median of an even count is the mean of the two middle values
 /// (numpy.median). CoV is None when the mean is 0.
+///
+/// Descriptive: assumes nothing about the distribution. The standard
+/// deviation and CoV describe spread usefully only for a roughly unimodal
+/// sample (the report warns on bimodality and outliers).
 pub fn summarize(xs: &[f64]) -> Option<Summary> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;
@@ -78,6 +82,8 @@ pub fn median_of_sorted(sorted: &[f64]) -> f64 {
 }
 
 /// Median of finite values; None when empty or any value is not finite.
+///
+/// Descriptive: assumes nothing about the distribution.
 pub fn median(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() || xs.iter().any(|x| !x.is_finite()) {
         return None;

@@ -27,6 +27,10 @@ pub const TOST_CONFIDENCE: f64 = 0.90;
 /// Classify a 90% CI of a ratio against the band 1 +/- `margin`
 /// (margin 0.01 = 1%). An endpoint exactly on the band edge counts as
 /// inside.
+///
+/// Assumes the CI has its nominal 90% coverage (then each one-sided test has
+/// level 5%); a CI too narrow at small n makes "equivalent" too easy. The
+/// caller chooses the CI and its level.
 pub fn tost_from_ci(ci: (f64, f64), margin: f64) -> Equivalence {
     let (lo, hi) = ci;
     let (band_lo, band_hi) = (1.0 - margin, 1.0 + margin);
@@ -42,6 +46,11 @@ pub fn tost_from_ci(ci: (f64, f64), margin: f64) -> Equivalence {
 /// TOST of mean(other) / mean(base) against 1 +/- `margin`, with the 90%
 /// percentile bootstrap CI (`resamples`, `seed`). None when the CI is
 /// undefined (see `ratio_of_means_ci`) or margin is not positive.
+///
+/// Assumes what the percentile CI assumes ([`crate::stats::bootstrap::ratio_ci`]):
+/// i.i.d. runs, independent sides, a base mean away from 0 (checked). The
+/// CI is read at exactly 90%, not expanded, so at small n it is too narrow
+/// and the rule leans toward a decision. Not corrected here.
 pub fn tost_ratio(
     base: &[f64],
     other: &[f64],

@@ -159,6 +159,10 @@ pub fn one_way(groups: &[&[f64]]) -> Option<VarianceComponents> {
 /// (scipy.stats.levene(center='median')). None when the deviations have no
 /// spread within groups (every group constant, or of one or two values
 /// placed alike), or for fewer than 2 groups or N <= k.
+///
+/// Assumes independent values and groups; robust to non-normal (skewed)
+/// data, which is why the median centre is used; its F p-value is
+/// approximate for small groups. Not checked.
 pub fn brown_forsythe_p(groups: &[&[f64]]) -> Option<f64> {
     if groups.len() < 2 || groups.iter().any(|g| g.is_empty()) {
         return None;
@@ -182,6 +186,9 @@ pub fn brown_forsythe_p(groups: &[&[f64]]) -> Option<f64> {
 /// Coefficient of variation of a boot's mean of `m` runs: sqrt(sigma_b^2 +
 /// sigma_w^2 / m) / |mean|, the noise a comparison of boot means works
 /// against. None for a zero mean or m = 0.
+///
+/// Assumes what [`one_way`] assumes (independent boots, the same within-boot
+/// variance in every boot), with the estimates taken as the true variances.
 pub fn boot_mean_cov(vc: &VarianceComponents, m: f64) -> Option<f64> {
     (vc.grand_mean != 0.0 && m > 0.0).then(|| vc.boot_mean_variance(m).sqrt() / vc.grand_mean.abs())
 }

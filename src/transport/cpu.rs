@@ -71,34 +71,18 @@ impl CpuTime {
     }
 }
 
-/// The CPUs this process may run on.
+/// The CPUs this process may run on (CPU 0 when that cannot be read).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity writes at most sizeof(cpu_set_t) into `set`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return vec![0];
-    }
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    if cpus.is_empty() {
-        vec![0]
-    } else {
-        cpus
+    match crate::sys::affinity::allowed_cpus() {
+        Ok(cpus) if !cpus.is_empty() => cpus,
+        _ => vec![0],
     }
 }
 
 /// Pin the calling thread to one CPU (best effort: a failure leaves the
 /// thread where the scheduler puts it).
 pub fn pin_current_thread(cpu: usize) {
-    // SAFETY: plain cpu_set_t manipulation and a syscall on the calling thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    let _ = crate::sys::affinity::pin_current(&[cpu]);
 }
 
 /// Producer and consumer CPUs: different ones when two are available, so the

@@ -12,10 +12,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::pair::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::producer::{produce, Sent};
 use super::rbpage;
 use super::sink::Sink;
-use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::tracefs::{Instance, Tracefs};
 
 /// The event id of ftrace's print entry (what a trace_marker write becomes).

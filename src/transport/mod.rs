@@ -6,7 +6,8 @@
 //!
 //! Layout: one file per transport (`ftrace`, `netlink`, `sockets` for the
 //! unix-dgram and pipe baselines, `perf` with its mmap ring), the shared producer loop
-//! (`producer`), the consumer's file (`sink`), one step (`step`), the ramp
+//! (`producer`), the consumer's file (`sink`), what the transports share (`pair`: a step's parameters, its
+//! raw result, the pinned producer/consumer pair), one step (`step`), the ramp
 //! (`sweep`), the text output (`report`), the harness-cost and memcpy
 //! figures (`calib`), and the `Workload` adapter (`workload`).
 
@@ -15,6 +16,7 @@ pub mod cli;
 pub mod cpu;
 pub mod ftrace;
 pub mod netlink;
+pub mod pair;
 pub mod perf;
 pub mod producer;
 pub mod rbpage;

@@ -12,10 +12,10 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::AtomicBool;
 
+use super::pair::{cvt, run_pair, stop_check, Raw, StepParams};
 use super::producer::produce;
 use super::sink::Sink;
 use super::sockets::{buffer_error, consume_dgrams, sent_or_refused, set_buffer};
-use super::step::{cvt, run_pair, stop_check, Raw, StepParams};
 
 fn nl_socket() -> anyhow::Result<OwnedFd> {
     // SAFETY: plain socket creation; the fd is owned right away.

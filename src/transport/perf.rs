@@ -14,22 +14,21 @@
 //! sample, it reports what it could not store in `PERF_RECORD_LOST`.
 //! Buffer is the ring's data size (a power of two of pages).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{fence, AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
+use super::pair::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::producer::{produce, Sent};
 use super::sink::Sink;
-use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::tracefs::Tracefs;
+use crate::sys::perf::{
+    perf_event_open, PerfEventAttr, FLAG_WATERMARK, PERF_RECORD_LOST, PERF_RECORD_SAMPLE,
+    PERF_TYPE_TRACEPOINT,
+};
 
-const PERF_TYPE_TRACEPOINT: u64 = 2;
 const PERF_SAMPLE_STACK_USER: u64 = 1 << 13;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_SAMPLE: u32 = 9;
-const FLAG_WATERMARK: u64 = 1 << 14;
 const PAGE: usize = 4096;
 
 fn tracepoint_id(fs: &Tracefs, event: &str) -> Option<u64> {
@@ -38,37 +37,26 @@ fn tracepoint_id(fs: &Tracefs, event: &str) -> Option<u64> {
         .and_then(|s| s.trim().parse().ok())
 }
 
-/// perf_event_attr, PERF_ATTR_SIZE_VER5 (112 bytes), as 14 u64 words.
-fn attr(config: u64, sample_type: u64, stack_user: u32, watermark: u32) -> [u64; 14] {
-    let mut a = [0u64; 14];
-    a[0] = PERF_TYPE_TRACEPOINT | (112u64 << 32);
-    a[1] = config;
-    a[2] = 1; // sample_period: every event
-    a[3] = sample_type;
+/// A tracepoint event sampled at every hit, with `stack_user` bytes of the
+/// user stack per sample, waking the reader every `watermark` bytes (0: at
+/// every sample).
+fn attr(config: u64, sample_type: u64, stack_user: u32, watermark: u32) -> PerfEventAttr {
+    let mut a = PerfEventAttr {
+        sample_period: 1,
+        sample_type,
+        sample_stack_user: stack_user,
+        ..PerfEventAttr::new(PERF_TYPE_TRACEPOINT, config)
+    };
     if watermark > 0 {
-        a[5] = FLAG_WATERMARK;
-        a[6] = watermark as u64; // wakeup_watermark (bytes)
+        a.flags = FLAG_WATERMARK;
+        a.wakeup_events = watermark;
     }
-    a[11] = stack_user as u64; // sample_stack_user (low half of word 11)
     a
 }
 
-fn perf_open(a: &[u64; 14], tid: libc::pid_t) -> std::io::Result<OwnedFd> {
-    // SAFETY: `a` is a valid perf_event_attr of the size it states.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            a.as_ptr(),
-            tid,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+/// The event for thread `tid` (0: this one) on any CPU.
+fn perf_open(a: &PerfEventAttr, tid: libc::pid_t) -> std::io::Result<OwnedFd> {
+    perf_event_open(a, tid, -1)
 }
 
 /// Ok(()) when this kernel offers the perf stream used here.

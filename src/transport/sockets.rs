@@ -7,9 +7,9 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::pair::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::producer::{produce, Sent, SeqTracker};
 use super::sink::Sink;
-use super::step::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::BufferRefused;
 
 /// Pipe: buffer is F_SETPIPE_SZ of the pipe; records are at most PIPE_BUF so

@@ -65,7 +65,7 @@ impl Workload for CommandWorkload {
     }
 
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
-        let mut env = vec![crate::runner::scratch_var(ctx.scratch)];
+        let mut env = vec![super::scratch_var(ctx.scratch)];
         env.extend(ctx.env.iter().cloned());
         let spec = ShellSpec {
             command: &self.command,

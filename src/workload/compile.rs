@@ -433,17 +433,7 @@ pub mod launch {
         }
         // Everything the child needs is prepared before fork: between fork
         // and exec only async-signal-safe calls, no allocation.
-        // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-        let affinity = ctx.cpus.map(|cpus| {
-            for &c in cpus {
-                // SAFETY: CPU_SET on our own set; c is bounds-checked below.
-                if c < libc::CPU_SETSIZE as usize {
-                    unsafe { libc::CPU_SET(c, &mut set) };
-                }
-            }
-            set
-        });
+        let affinity = ctx.cpus.map(crate::sys::affinity::cpu_set);
         let cgroup = ctx
             .cgroup_procs
             .map(|p| std::ffi::CString::new(p.to_string_lossy().as_bytes()).unwrap_or_default());
@@ -452,10 +442,7 @@ pub mod launch {
             cmd.pre_exec(move || {
                 libc::setpgid(0, 0);
                 if let Some(set) = &affinity {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
-                        return Err(std::io::Error::last_os_error());
-                    }
+                    crate::sys::affinity::set_affinity(0, set)?;
                 }
                 if let Some(path) = &cgroup {
                     let fd = libc::open(path.as_ptr(), libc::O_WRONLY);

@@ -621,14 +621,8 @@ impl Drop for FsopsWorkload {
 }
 
 fn pin_thread(cpus: &[usize]) {
-    // SAFETY: cpu_set_t is plain data; sched_setaffinity(0) pins this thread.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
-            libc::CPU_SET(c, &mut set);
-        }
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
+    // Best effort, as before: an unpinned worker still measures.
+    let _ = crate::sys::affinity::pin_current(cpus);
 }
 
 #[cfg(test)]

@@ -45,25 +45,9 @@ pub struct MemsweepWorkload {
     pub params: MemsweepParams,
 }
 
-/// Parse a size: bytes, or a number with K/M/G/T (optionally "iB"/"B"),
-/// powers of 1024.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().ok()?;
-    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        "T" | "TB" | "TIB" => 1 << 40,
-        _ => return None,
-    };
-    (v >= 0.0 && v.is_finite()).then_some((v * mult as f64) as u64)
-}
+// The one size grammar (`crate::sys::size`), re-exported where the memsweep
+// parameters have always been parsed.
+pub use crate::sys::size::parse_size;
 
 /// Parse a duration: "500ms", "10s", "2m", "1h", or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Option<Duration> {
@@ -396,16 +380,8 @@ impl MemsweepWorkload {
             }
         }
         if let Some(cpus) = ctx.cpus {
-            // SAFETY: cpu_set_t is plain data, CPU_SET writes inside it.
-            let rc = unsafe {
-                let mut set: libc::cpu_set_t = std::mem::zeroed();
-                for &c in cpus {
-                    libc::CPU_SET(c, &mut set);
-                }
-                libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set)
-            };
-            if rc != 0 {
-                let e = std::io::Error::last_os_error();
+            let set = crate::sys::affinity::cpu_set(cpus);
+            if let Err(e) = crate::sys::affinity::set_affinity(pid, &set) {
                 return failed(format!("memsweep: sched_setaffinity {cpus:?}: {e}"), None);
             }
         }

@@ -10,6 +10,14 @@ use std::time::Duration;
 
 use crate::metric::MetricSpec;
 
+/// `SYSDELTA_SCRATCH`: the experiment's scratch directory, given to every
+/// setup, teardown and command (e.g. for a generated input file). It lives
+/// here, below the runner, because a command workload sets it for its own
+/// child and must not reach up into the runner for it.
+pub fn scratch_var(dir: &Path) -> (String, String) {
+    ("SYSDELTA_SCRATCH".to_string(), dir.display().to_string())
+}
+
 /// Everything a workload needs to know about the run it is asked to do.
 pub struct RunContext<'a> {
     /// Environment variables added by the entered configuration.
@@ -29,13 +37,10 @@ pub struct RunContext<'a> {
     pub scratch: &'a Path,
 }
 
-/// All samples of one metric from one run. Most workloads give one value per
-/// metric per run; micro benchmarks give many (the run's value is their median).
-#[derive(Clone, Debug, PartialEq)]
-pub struct MetricSamples {
-    pub metric: String,
-    pub values: Vec<f64>,
-}
+// A value type config kinds report too (tracer counters, memory peaks), so
+// it lives on the ground floor, in `metric`; re-exported where workloads
+// have always named it.
+pub use crate::metric::MetricSamples;
 
 /// The result of one run.
 #[derive(Clone, Debug, PartialEq)]

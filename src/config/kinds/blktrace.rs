@@ -19,8 +19,8 @@ use super::trace_reader::{journal_outputs, leave_outputs};
 use super::{check, registry, tracefs, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
-use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-blktrace";
 

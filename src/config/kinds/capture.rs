@@ -58,13 +58,13 @@ pub struct RunTotals {
 
 impl RunTotals {
     /// The run's metrics `<prefix>_bytes` and `<prefix>_events_lost`.
-    pub fn samples(&self, prefix: &str) -> Vec<crate::workload::MetricSamples> {
+    pub fn samples(&self, prefix: &str) -> Vec<crate::metric::MetricSamples> {
         vec![
-            crate::workload::MetricSamples {
+            crate::metric::MetricSamples {
                 metric: format!("{prefix}_bytes"),
                 values: vec![self.bytes as f64],
             },
-            crate::workload::MetricSamples {
+            crate::metric::MetricSamples {
                 metric: format!("{prefix}_events_lost"),
                 values: vec![self.lost as f64],
             },
@@ -94,7 +94,7 @@ impl Capture {
     pub fn stop_opt(
         c: &mut Option<Capture>,
         prefix: &str,
-    ) -> Result<Vec<crate::workload::MetricSamples>> {
+    ) -> Result<Vec<crate::metric::MetricSamples>> {
         match c {
             Some(c) => Ok(c.stop()?.samples(prefix)),
             None => Ok(Vec::new()),

@@ -20,42 +20,16 @@ use anyhow::{anyhow, bail, Context, Result};
 use super::{check, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
-use crate::metric::{Direction, MetricSpec};
-use crate::workload::MetricSamples;
+use crate::metric::{Direction, MetricSamples, MetricSpec};
 
 pub const PEAK_METRIC: &str = "memory_limit.peak_mib";
 pub const OOM_METRIC: &str = "memory_limit.oom_kills";
 
 const KEYS: &[&str] = &["limit", "swap"];
 
-/// Parse a size: an integer or decimal number with an optional binary
-/// suffix, K, M, G or T (also KB/KiB and so on; all powers of 1024), or B.
-/// "1G", "512M", "1.5g", "65536". None for anything else.
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let unit = unit.trim().to_ascii_uppercase();
-    let shift = match unit.as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => return None,
-    };
-    if num.is_empty() || num.matches('.').count() > 1 {
-        return None;
-    }
-    let n: f64 = num.parse().ok()?;
-    let bytes = n * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
-        return None;
-    }
-    Some(bytes.round() as u64)
-}
+// One grammar for every size in sysdelta (`crate::sys::size`); re-exported
+// because the swap kind and kernel configs name it from here.
+pub use crate::sys::size::parse_size;
 
 /// A size for messages: "1.0 GiB", "64 MiB".
 pub fn show_size(bytes: u64) -> String {
@@ -110,15 +84,11 @@ pub struct Hierarchy {
 pub fn locate(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy, String> {
     let mut v1 = None;
     let mut v2 = None;
-    for line in mountinfo.lines() {
-        let mut halves = line.splitn(2, " - ");
-        let left: Vec<&str> = halves.next().unwrap_or("").split_whitespace().collect();
-        let right: Vec<&str> = halves.next().unwrap_or("").split_whitespace().collect();
-        let (Some(root), Some(mp), Some(fstype)) = (left.get(3), left.get(4), right.first()) else {
-            continue;
-        };
-        let supers = right.get(2).copied().unwrap_or("");
-        match *fstype {
+    // Root and mount point are taken as written (escaped), as they always
+    // were here.
+    for m in crate::sys::mountinfo::parse(mountinfo) {
+        let (root, mp, supers) = (m.root, m.mount_point, m.super_options);
+        match m.fstype {
             "cgroup2" if v2.is_none() => v2 = Some((root.to_string(), PathBuf::from(mp))),
             "cgroup" if v1.is_none() && supers.split(',').any(|o| o == "memory") => {
                 v1 = Some((root.to_string(), PathBuf::from(mp)))

@@ -13,8 +13,7 @@ use super::child::{self, Tracked};
 use super::{check, value};
 use crate::config::journal::{EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
-use crate::metric::{Direction, MetricSpec};
-use crate::workload::MetricSamples;
+use crate::metric::{Direction, MetricSamples, MetricSpec};
 
 pub const DEFAULT_OUTPUT: &str = "/var/tmp/sysdelta-perf.data";
 

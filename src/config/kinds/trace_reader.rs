@@ -12,8 +12,8 @@ use super::capture::{Capture, RunTotals};
 use super::{check, tracefs, value};
 use crate::config::journal::{EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
-use crate::workload::MetricSamples;
 
 pub const DEFAULT_DIR: &str = "/var/tmp/sysdelta-trace";
 

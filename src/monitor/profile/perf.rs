@@ -3,20 +3,19 @@
 //! ring buffer that the monitor thread drains.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{fence, Ordering};
 
-const PERF_TYPE_SOFTWARE: u32 = 1;
+use crate::sys::perf::{
+    perf_event_open, PerfEventAttr, FLAG_DISABLED, FLAG_EXCLUDE_HV, PERF_RECORD_LOST,
+    PERF_RECORD_SAMPLE, PERF_TYPE_SOFTWARE,
+};
+
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_SAMPLE_IP: u64 = 1 << 0;
 const PERF_SAMPLE_TID: u64 = 1 << 1;
-const FLAG_DISABLED: u64 = 1 << 0;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
-const PERF_RECORD_LOST: u32 = 2;
-const PERF_RECORD_SAMPLE: u32 = 9;
 const PERF_RECORD_MISC_CPUMODE_MASK: u16 = 7;
 const PERF_RECORD_MISC_KERNEL: u16 = 1;
 /// Offsets of data_head / data_tail / data_offset / data_size in
@@ -25,31 +24,6 @@ const HEAD_OFF: usize = 1024;
 const TAIL_OFF: usize = 1032;
 const DATA_OFF_OFF: usize = 1040;
 const DATA_SIZE_OFF: usize = 1048;
-
-/// struct perf_event_attr up to PERF_ATTR_SIZE_VER5 (112 bytes).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-    config2: u64,
-    branch_sample_type: u64,
-    sample_regs_user: u64,
-    sample_stack_user: u32,
-    clockid: i32,
-    sample_regs_intr: u64,
-    aux_watermark: u32,
-    sample_max_stack: u16,
-    reserved2: u16,
-}
 
 /// Online CPUs from /sys/devices/system/cpu/online ("0-3,5").
 pub fn online_cpus() -> io::Result<Vec<usize>> {
@@ -73,31 +47,12 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<usize>> {
 /// sample every `period_ns` of CPU-clock time.
 pub fn open_cpu_clock(cpu: usize, period_ns: u64) -> io::Result<OwnedFd> {
     let attr = PerfEventAttr {
-        type_: PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: PERF_COUNT_SW_CPU_CLOCK,
         sample_period: period_ns,
         sample_type: PERF_SAMPLE_IP | PERF_SAMPLE_TID,
         flags: FLAG_DISABLED | FLAG_EXCLUDE_HV,
-        ..Default::default()
+        ..PerfEventAttr::new(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK)
     };
-    // SAFETY: attr is a valid, fully initialised perf_event_attr of the size
-    // it declares; the other arguments are plain integers.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &attr as *const PerfEventAttr,
-            -1 as libc::pid_t,
-            cpu as libc::c_int,
-            -1 as libc::c_int,
-            PERF_FLAG_FD_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just returned this fd and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    perf_event_open(&attr, -1, cpu as i32)
 }
 
 /// What one drained sample says.

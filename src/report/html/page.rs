@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
+use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, forest, lines, plot, samples, Extras};
 use crate::report::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::text::fmt_num;
@@ -46,7 +47,6 @@ type SeriesEntry = (String, String, crate::store::SeriesRecord);
 
 const FOREST_CHUNK: usize = 60;
 const FOREST_WIDTH: u32 = 860;
-pub(super) const PLOT_WIDTH: u32 = 420;
 
 fn delta_text(c: &Comparison) -> String {
     match c.delta_mean_pct {
@@ -118,19 +118,6 @@ fn run_sequence(
         }
     }
     seq
-}
-
-pub(super) fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
-    let _ = write!(out, "<figure><div class=\"plots\">");
-    for s in svgs {
-        let _ = write!(
-            out,
-            "<div role=\"img\" aria-label=\"{}\">{}</div>",
-            esc(alt),
-            s
-        );
-    }
-    let _ = write!(out, "</div><figcaption>{caption}</figcaption></figure>");
 }
 
 pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {

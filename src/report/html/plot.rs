@@ -1,10 +1,15 @@
-//! Shared pieces of the plots: the palette, fonts, and error mapping.
+//! Shared pieces of the plots: the palette, fonts, error mapping, and the
+//! `<figure>` a plot is shown in.
 //!
 //! Every plot is drawn by plotters' SVG backend into a string; nothing here
 //! builds SVG by hand.
 
+use std::fmt::Write as _;
+
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::esc;
 
 /// Config colours: the Okabe-Ito palette reordered so that neighbours differ
 /// in lightness as well as hue (baseline near-black, then light, mid, ...),
@@ -155,4 +160,25 @@ pub fn padded_range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     }
     let pad = (hi - lo) * 0.06;
     Some((lo - pad, hi + pad))
+}
+
+// The page and the sweep section both wrap plots in a figure; these live
+// here, below both, so that neither imports the other for them.
+
+/// Width in pixels of one plot (a wide plot is two).
+pub(super) const PLOT_WIDTH: u32 = 420;
+
+/// One `<figure>` of `svgs` side by side, each with `alt` as its text
+/// alternative, and `caption` (already HTML) under them.
+pub(super) fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
+    let _ = write!(out, "<figure><div class=\"plots\">");
+    for s in svgs {
+        let _ = write!(
+            out,
+            "<div role=\"img\" aria-label=\"{}\">{}</div>",
+            esc(alt),
+            s
+        );
+    }
+    let _ = write!(out, "</div><figcaption>{caption}</figcaption></figure>");
 }

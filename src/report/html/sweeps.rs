@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::page::{figure, PLOT_WIDTH};
+use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, lines, plot};
 use crate::report::analysis::Analysis;
 use crate::report::text::fmt_num;

@@ -1,0 +1,124 @@
+//! One table cell and one line of the text reports: numbers, percentages,
+//! the delta and CI cells, clipping and wrapping to the 80 columns a mail
+//! allows. Shared by the text report and its detail tables (and, through
+//! `text`, by the markdown, boots and HTML reports).
+
+use super::analysis::{Comparison, MetricAnalysis, Verdict};
+
+/// Width of a mail-ready line.
+pub const WIDTH: usize = 80;
+
+/// A number in at most about 10 characters with 4-5 significant digits.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        "n/a".into()
+    } else if v == 0.0 {
+        "0".into()
+    } else if !(1e-3..1e7).contains(&a) {
+        format!("{v:.3e}")
+    } else if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else if a >= 1.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+pub(super) fn fmt_pct(p: f64) -> String {
+    if p.abs() >= 100.0 {
+        format!("{p:+.0}%")
+    } else {
+        format!("{p:+.1}%")
+    }
+}
+
+pub(super) fn fmt_pct_bare(p: f64) -> String {
+    if p.abs() >= 100.0 {
+        format!("{p:+.0}")
+    } else {
+        format!("{p:+.1}")
+    }
+}
+
+/// "+6.7% worse", "~ +0.3%", or "n/a".
+pub fn delta_cell(c: &Comparison) -> String {
+    match (c.verdict, c.delta_mean_pct) {
+        (Verdict::Undefined, _) | (_, None) => "n/a".into(),
+        (Verdict::Noise, Some(d)) => format!("~ {}", fmt_pct(d)),
+        (v, Some(d)) => format!("{} {}", fmt_pct(d), v.word()),
+    }
+}
+
+/// "[+5.9,+7.4]" (percent), "not estimable" (the warnings say why), or "".
+pub fn ci_cell(c: &Comparison) -> String {
+    match c.delta_ci_pct {
+        Some((lo, hi)) => format!("[{},{}]", fmt_pct_bare(lo), fmt_pct_bare(hi)),
+        None if super::analysis::ci_not_estimable(c) => "not estimable".into(),
+        None => String::new(),
+    }
+}
+
+pub(super) fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(w - 1).collect();
+        t.push('~');
+        t
+    }
+}
+
+pub(super) fn column_title(m: &MetricAnalysis) -> (String, String) {
+    let unit = if m.spec.unit.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", m.spec.unit)
+    };
+    (m.workload.clone(), format!("{}{}", m.spec.name, unit))
+}
+
+pub(super) fn wrap(text: &str, indent: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from(indent);
+    for word in text.split_whitespace() {
+        // A word longer than a line (a path, a hash) is broken where it must.
+        let mut word = word;
+        while word.len() > WIDTH - indent.len() {
+            if !line.trim().is_empty() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+            }
+            let cut = floor_boundary(word, WIDTH - indent.len());
+            out.push_str(indent);
+            out.push_str(&word[..cut]);
+            out.push('\n');
+            word = &word[cut..];
+            line = String::from(indent);
+        }
+        if line.len() + word.len() + 1 > WIDTH && !line.trim().is_empty() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = String::from(indent);
+        }
+        line.push_str(word);
+        line.push(' ');
+    }
+    if !line.trim().is_empty() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i.max(1)
+}
