@@ -132,7 +132,7 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
     };
     let boot_timeout = match &raw.boot_timeout {
         Some(t) => {
-            let d = super::load::parse_duration(t).map_err(|m| at(start, "boot_timeout", m))?;
+            let d = super::duration::parse_duration(t).map_err(|m| at(start, "boot_timeout", m))?;
             if d > MAX_BOOT_TIMEOUT {
                 return Err(at(
                     start,
@@ -246,7 +246,7 @@ fn memory_mib(v: &toml::Value) -> Result<u64, String> {
     match v {
         toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
         toml::Value::String(s) => {
-            let bytes = crate::config::kinds::memory_limit::parse_size(s)
+            let bytes = crate::sys::size::parse_size(s)
                 .ok_or_else(|| format!("'{s}' is not a size (use e.g. \"512M\", \"2G\")"))?;
             Ok(bytes >> 20)
         }

@@ -3,6 +3,7 @@
 //! Nothing runs until the whole plan validates; every error names
 //! `file:line:col`.
 
+pub mod duration;
 pub mod kernel;
 pub mod load;
 pub mod model;

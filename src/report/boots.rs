@@ -143,22 +143,6 @@ pub struct HelloTimes {
     pub max: f64,
 }
 
-impl HelloTimes {
-    /// "2.9 [2.7, 3.1]": the median and the range, as the tables print it.
-    pub fn median_range(t: Option<&HelloTimes>) -> String {
-        use super::text::fmt_num;
-        t.map(|h| {
-            format!(
-                "{} [{}, {}]",
-                fmt_num(h.median),
-                fmt_num(h.min),
-                fmt_num(h.max)
-            )
-        })
-        .unwrap_or_else(|| "-".into())
-    }
-}
-
 /// A boot that failed: why, and the end of its console.
 #[derive(Clone, Debug, Serialize)]
 pub struct FailedBoot {

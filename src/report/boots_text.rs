@@ -38,6 +38,20 @@ pub fn share_cell(c: &Cell) -> String {
     }
 }
 
+/// "2.9 [2.7, 3.1]": the median launch-to-hello time and its range, as
+/// the text, markdown and HTML tables print it.
+pub fn hello_range(t: Option<&super::boots::HelloTimes>) -> String {
+    t.map(|h| {
+        format!(
+            "{} [{}, {}]",
+            fmt_num(h.median),
+            fmt_num(h.min),
+            fmt_num(h.max)
+        )
+    })
+    .unwrap_or_else(|| "-".into())
+}
+
 /// "a-b" or "a" for the range of `xs` (None when empty).
 fn range(xs: impl Iterator<Item = usize>) -> Option<String> {
     let v: Vec<usize> = xs.collect();
@@ -230,7 +244,7 @@ pub fn markdown_section(a: &Analysis) -> String {
             md(&join(&c.kernels)),
             join(&c.cpus),
             md(&join(&c.accel)),
-            super::boots::HelloTimes::median_range(c.launch_to_hello_s.as_ref())
+            hello_range(c.launch_to_hello_s.as_ref())
         );
     }
     out.push('\n');

@@ -12,8 +12,20 @@ use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
 use nix::sys::signal::Signal;
 
-use super::launch::VmSpec;
+use super::accel::Accel;
 use super::PORT_NAME;
+
+/// What one boot is: the kernel, its initramfs and command line, the
+/// CPUs, the memory and the accel.
+#[derive(Clone, Debug)]
+pub struct VmSpec {
+    pub kernel: PathBuf,
+    pub initramfs: PathBuf,
+    pub cmdline: String,
+    pub cpus: u32,
+    pub memory_mib: u64,
+    pub accel: Accel,
+}
 
 /// `sun_path` holds 108 bytes with its NUL.
 const SUN_PATH_MAX: usize = 107;

@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::accel::Accel;
+pub use super::command::VmSpec;
 use super::command::{check_spec, child_setup, virtiofsd_command};
 pub use super::command::{find_qemu, find_virtiofsd, qemu_args};
 use super::console::{self, Console};
@@ -47,16 +47,6 @@ pub const BASE_CMDLINE: &str = "console=ttyS0 panic=-1";
 const SOCKET_WAIT: Duration = Duration::from_secs(5);
 /// How long virtiofsd may take to exit by itself once QEMU is gone.
 const VIRTIOFSD_GRACE: Duration = Duration::from_secs(2);
-
-#[derive(Clone, Debug)]
-pub struct VmSpec {
-    pub kernel: PathBuf,
-    pub initramfs: PathBuf,
-    pub cmdline: String,
-    pub cpus: u32,
-    pub memory_mib: u64,
-    pub accel: Accel,
-}
 
 /// One boot: its virtiofsd, its QEMU and QEMU's console.
 pub struct Boot {

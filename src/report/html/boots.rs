@@ -59,7 +59,7 @@ pub(super) fn section(o: &mut String, a: &Analysis) {
             esc(&join(&c.kernels)),
             join(&c.cpus),
             esc(&join(&c.accel)),
-            crate::report::boots::HelloTimes::median_range(c.launch_to_hello_s.as_ref())
+            crate::report::boots_text::hello_range(c.launch_to_hello_s.as_ref())
         );
     }
     o.push_str("</tbody></table></div>");
