@@ -442,6 +442,7 @@ fn execute(
     }
     let id = match resume {
         Some(id) => {
+            prepared.check_resume(&store.info(id)?)?;
             if let Some(msg) = runner::teardown_after_crash(&store, id, &mut prepared)? {
                 eprintln!("sysdelta: {msg}");
             }

@@ -522,3 +522,71 @@ fn ab_gives_configs_kernels_in_one_line_each() {
         "the stored plan runs again: {plan}"
     );
 }
+
+#[test]
+fn resume_refuses_a_kernel_config_that_now_resolves_to_another_image() {
+    need_vm!();
+    let _vm = lock();
+    let sb = Sandbox::new();
+    let plan = kernel_plan(
+        &sb,
+        &format!(
+            r#"
+runs = 1
+boots = 1
+[[config]]
+name = "k"
+[config.kernel]
+image = "IMAGE"
+boot_timeout = "1s"
+{MICRO}"#
+        ),
+    );
+    let out = sb.run(&["run", plan.to_str().unwrap(), "--quiet", "--no-report"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // As if a newer kernel had been installed since: the image the
+    // experiment booted is not the one the plan resolves to now.
+    {
+        let c = rusqlite::Connection::open(sb.store()).unwrap();
+        let fp: String = c
+            .query_row("SELECT fingerprint FROM experiments", [], |r| r.get(0))
+            .unwrap();
+        let mut fp: serde_json::Value = serde_json::from_str(&fp).unwrap();
+        assert!(
+            fp["vm_kernel.k"].as_str().unwrap().contains("vmlinuz"),
+            "{fp}"
+        );
+        fp["vm_kernel.k"] = "/boot/vmlinuz-older (6.1.0-1-cloud-amd64 #1 SMP)".into();
+        c.execute(
+            "UPDATE experiments SET fingerprint = ?1, status = 'interrupted'",
+            [fp.to_string()],
+        )
+        .unwrap();
+    }
+    let snapshot = || {
+        let c = db(&sb.store());
+        c.query_row(
+            "SELECT (SELECT status || fingerprint FROM experiments), \
+             (SELECT COUNT(*) FROM runs), (SELECT COUNT(*) FROM boots)",
+            [],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            },
+        )
+        .unwrap()
+    };
+    let before = snapshot();
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("config 'k', kernel.image") && err.contains("vmlinuz-older"),
+        "{err}"
+    );
+    assert_eq!(snapshot(), before, "nothing stored changed");
+}

@@ -70,23 +70,32 @@ fn syscalls_keep_every_sample_and_are_positive() {
 fn ctx_with_64k_is_not_cheaper_than_with_0k() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // Pinned to one CPU so every hop is a real switch on the same cache.
-    let out = run(&["ctx.2p_0k", "ctx.2p_64k"], |o| o.pin = Pinning::SameCpu);
-    let k0 = measured(&out, "ctx.2p_0k");
-    let k64 = measured(&out, "ctx.2p_64k");
-    check_result(k0, 11);
-    assert_eq!(k64.pinning, Pinning::SameCpu);
     // Compared per hop before the data-touch overhead is subtracted: a ring
     // that touches 64 KB per hop must cost more than one that touches
     // nothing. (After subtraction the 64 KB switch estimate is within noise
     // of the 0 KB one on this VM and can come out lower; see docs/micro.md.)
+    // One measurement of each can be hit by a stall of the shared machine
+    // (once: 0 KB at 3.32 us against 64 KB at 3.27 us); stalls only add
+    // time, so the fastest of up to three measurements of each is compared.
     let raw = |r: &MicroResult| r.median + subtracted_us(&r.detail);
+    let (mut best0, mut best64) = (f64::INFINITY, f64::INFINITY);
+    let mut details = Vec::new();
+    for _ in 0..3 {
+        let out = run(&["ctx.2p_0k", "ctx.2p_64k"], |o| o.pin = Pinning::SameCpu);
+        let k0 = measured(&out, "ctx.2p_0k");
+        let k64 = measured(&out, "ctx.2p_64k");
+        check_result(k0, 11);
+        assert_eq!(k64.pinning, Pinning::SameCpu);
+        best0 = best0.min(raw(k0));
+        best64 = best64.min(raw(k64));
+        details.push(format!("{} / {}", k64.detail, k0.detail));
+        if best64 > best0 {
+            break;
+        }
+    }
     assert!(
-        raw(k64) > raw(k0),
-        "64 KB ring {} us per hop < 0 KB ring {} us ({} / {})",
-        raw(k64),
-        raw(k0),
-        k64.detail,
-        k0.detail
+        best64 > best0,
+        "64 KB ring {best64} us per hop < 0 KB ring {best0} us, fastest of 3 each ({details:?})"
     );
 }
 

@@ -105,6 +105,29 @@ impl Prepared {
         Ok(())
     }
 
+    /// Refuse (bad input) to resume an experiment whose kernel configs now
+    /// resolve to other images (an image glob that matches a kernel
+    /// installed since, a tree rebuilt): its boots would pool two kernels.
+    pub fn check_resume(&self, info: &crate::store::ExperimentInfo) -> Result<()> {
+        let Some(k) = &self.kernels else {
+            return Ok(());
+        };
+        for (c, kp) in self.plan.configs.iter().zip(&k.kernels) {
+            let now = boots::kernel_identity(kp);
+            match info.fingerprint.get(&format!("vm_kernel.{}", c.name)) {
+                Some(then) if *then != now => {
+                    return Err(bad(format!(
+                        "config '{}', kernel.image: experiment {} booted {then}; it now resolves \
+                         to {now}; start a new experiment to compare them",
+                        c.name, info.id
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The experiment's scratch directory (made by [`Prepared::arm`]).
     pub fn scratch(&self) -> &Path {
         &self.scratch
@@ -321,6 +344,11 @@ fn refuse_pending_changes(jpath: &Path) -> Result<()> {
 pub fn create(store: &Store, p: &Prepared, label: Option<&str>) -> Result<i64> {
     let mut fp = crate::monitor::fingerprint::collect();
     if let Some(k) = &p.kernels {
+        // Which image each kernel config boots, as preflight resolved it:
+        // `--resume` must boot the same ones (see `check_resume`).
+        for (c, kp) in p.plan.configs.iter().zip(&k.kernels) {
+            fp.insert(format!("vm_kernel.{}", c.name), boots::kernel_identity(kp));
+        }
         // Whether the guests' times are a CPU's or an emulator's.
         fp.insert(
             "vm_accel".into(),
@@ -608,6 +636,34 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
     store.add_event(exp, "teardown", &msg)?;
     store.set_entered_config(exp, None)?;
     Ok(Some(msg))
+}
+
+/// Record how an experiment that ran to its end (or was stopped) ended:
+/// `interrupted` (resume it), `failed` (a cell failed too often in a row)
+/// or `complete`.
+pub(crate) fn finish(
+    store: &Store,
+    exp: i64,
+    interrupted: bool,
+    stopped: Option<String>,
+    usage: &serde_json::Value,
+    (runs_done, runs_failed): (usize, usize),
+) -> Result<Outcome> {
+    let status = if interrupted {
+        "interrupted"
+    } else if stopped.is_some() {
+        "failed"
+    } else {
+        "complete"
+    };
+    store.finish(exp, status, Some(usage))?;
+    Ok(Outcome {
+        experiment_id: exp,
+        status,
+        runs_done,
+        runs_failed,
+        stopped,
+    })
 }
 
 /// Declare every workload's metrics, with the metrics config kinds add to
@@ -941,21 +997,14 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         }
         Ok(Ok(())) => {
             closed?;
-            let status = if cancelled || still_entered {
-                "interrupted"
-            } else if stopped.is_some() {
-                "failed"
-            } else {
-                "complete"
-            };
-            store.finish(exp, status, Some(&usage))?;
-            Ok(Outcome {
-                experiment_id: exp,
-                status,
-                runs_done,
-                runs_failed,
+            finish(
+                store,
+                exp,
+                cancelled || still_entered,
                 stopped,
-            })
+                &usage,
+                (runs_done, runs_failed),
+            )
         }
     }
 }

@@ -201,21 +201,14 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         runs_done,
     );
     store.close_run_log()?;
-    let status = if interrupted {
-        "interrupted"
-    } else if stopped.is_some() {
-        "failed"
-    } else {
-        "complete"
-    };
-    store.finish(exp, status, Some(&usage))?;
-    Ok(Outcome {
-        experiment_id: exp,
-        status,
-        runs_done,
-        runs_failed,
+    crate::runner::finish(
+        store,
+        exp,
+        interrupted,
         stopped,
-    })
+        &usage,
+        (runs_done, runs_failed),
+    )
 }
 
 /// One initramfs per config (configs sharing a modules directory share

@@ -49,6 +49,12 @@ pub struct KernelSetup {
     pub busybox: PathBuf,
 }
 
+/// What names the kernel a config boots: the resolved image and its
+/// version string (stored with the experiment, compared on resume).
+pub fn kernel_identity(k: &KernelPrep) -> String {
+    format!("{} ({})", k.image.path.display(), k.image.banner)
+}
+
 /// Check everything the kernel configs of `plan` need on this host,
 /// changing nothing. Problems are lines naming the config and the field.
 pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
