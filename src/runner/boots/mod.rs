@@ -12,6 +12,7 @@
 //! The VM itself (image, modules, initramfs, QEMU and virtiofsd) is
 //! `crate::vm`'s.
 
+mod checks;
 pub mod guest;
 pub mod host;
 pub mod lines;
