@@ -12,7 +12,8 @@ fn read_trim(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-fn meminfo_kib(key: &str) -> Option<u64> {
+/// A /proc/meminfo field (`MemTotal`, `MemAvailable`, ...) in KiB.
+pub fn meminfo_kib(key: &str) -> Option<u64> {
     let text = fs::read_to_string("/proc/meminfo").ok()?;
     text.lines().find_map(|l| {
         let rest = l.strip_prefix(key)?.strip_prefix(':')?;

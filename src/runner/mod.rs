@@ -7,6 +7,7 @@ pub mod progress;
 pub mod schedule;
 pub mod signals;
 pub mod slot;
+pub mod streaks;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -758,11 +759,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let mut runs_failed = 0usize;
     // Fail fast: runs each cell failed in a row, and why the experiment
     // stopped when one reached the limit.
-    let max_failures = plan
-        .overrides
-        .max_failures
-        .unwrap_or(crate::plan::MAX_CONSECUTIVE_FAILURES);
-    let mut failing: std::collections::HashMap<(usize, usize), u32> = Default::default();
+    let mut failing = streaks::Streaks::new(plan);
     let mut stopped: Option<String> = None;
 
     // Everything that changes the system happens inside; whatever happens
@@ -904,17 +901,11 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             runs_done += 1;
             runs_failed += failed as usize;
             progress.run_done(what, failed);
-            let streak = failing.entry((slot.config, slot.workload)).or_default();
-            *streak = if failed { *streak + 1 } else { 0 };
-            if max_failures > 0 && *streak >= max_failures {
-                let RunOutcome::Failed { reason, .. } = &outcome else {
-                    unreachable!("a streak grows only on failures")
-                };
-                let msg = format!(
-                    "stopped: {cfg_name}/{wname} failed {streak} runs in a row (last: {reason}); \
-                     fix it and `sysdelta run --resume {exp}`, or pass -i to keep a non-zero \
-                     exit as a result, or --max-failures 0 to go on"
-                );
+            let reason = match outcome {
+                RunOutcome::Failed { reason, .. } => Some(reason.as_str()),
+                RunOutcome::Ok(_) => None,
+            };
+            if let Some(msg) = failing.record(plan, exp, (slot.config, slot.workload), reason) {
                 store.add_event(exp, "stop", &msg)?;
                 progress.note(&msg);
                 stopped = Some(msg);

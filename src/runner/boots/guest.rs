@@ -61,13 +61,7 @@ fn send(out: &mut impl Write, m: &GuestMsg) -> Result<()> {
 fn hello() -> Result<GuestMsg> {
     let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string());
     let uname = nix::sys::utsname::uname()?;
-    let mem_total_kib = read("/proc/meminfo")?
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("MemTotal:")
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0);
+    let mem_total_kib = crate::monitor::fingerprint::meminfo_kib("MemTotal").unwrap_or(0);
     Ok(GuestMsg::Hello {
         v: protocol::VERSION,
         uname: uname.release().to_string_lossy().into_owned(),

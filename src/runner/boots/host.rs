@@ -79,7 +79,7 @@ struct Session<'a> {
     runs_done: usize,
     runs_failed: usize,
     /// Failed runs in a row, per (config, workload).
-    failing: HashMap<(usize, usize), u32>,
+    failing: crate::runner::streaks::Streaks,
     stopped: Option<String>,
 }
 
@@ -157,7 +157,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         declared: HashSet::new(),
         runs_done: 0,
         runs_failed: 0,
-        failing: HashMap::new(),
+        failing: crate::runner::streaks::Streaks::new(plan),
         stopped: None,
     };
     // Boots of one config that failed in a row; at `max_failures` its
@@ -700,28 +700,17 @@ impl Session<'_> {
             )
         };
         let line = what();
-        let reason = row.reason.clone().unwrap_or_default();
+        let reason = failed.then(|| row.reason.clone().unwrap_or_default());
         self.store.record_row(row)?;
         self.runs_done += 1;
         self.runs_failed += failed as usize;
         self.progress.run_done(|| line, failed);
-        let max = self
-            .p
-            .plan
-            .overrides
-            .max_failures
-            .unwrap_or(crate::plan::MAX_CONSECUTIVE_FAILURES);
-        let streak = self.failing.entry((b.config, s.workload)).or_default();
-        *streak = if failed { *streak + 1 } else { 0 };
-        if max > 0 && *streak >= max {
-            let msg = format!(
-                "stopped: {}/{} failed {streak} runs in a row (last: {reason}); fix it and \
-                 `sysdelta run --resume {}`, or pass -i to keep a non-zero exit as a result, \
-                 or --max-failures 0 to go on",
-                self.p.plan.configs[b.config].name,
-                self.p.plan.workloads[s.workload].name,
-                self.exp
-            );
+        if let Some(msg) = self.failing.record(
+            &self.p.plan,
+            self.exp,
+            (b.config, s.workload),
+            reason.as_deref(),
+        ) {
             self.store.add_event(self.exp, "stop", &msg)?;
             self.progress.note(&msg);
             self.stopped = Some(msg);

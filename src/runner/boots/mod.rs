@@ -109,7 +109,7 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
         .ok()
         .flatten()
         .unwrap_or(1) as u32;
-    let avail_mib = mem_available_kib() / 1024;
+    let avail_mib = crate::monitor::fingerprint::meminfo_kib("MemAvailable").unwrap_or(0) / 1024;
     let mut accel = None;
     let mut kernels = Vec::new();
     for c in &plan.configs {
@@ -189,16 +189,4 @@ fn same_file_system_as_root(p: &std::path::Path, what: &str) -> Result<(), Strin
         )),
         _ => Err(format!("cannot read {what} {}", p.display())),
     }
-}
-
-fn mem_available_kib() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| {
-                l.strip_prefix("MemAvailable:")
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            })
-        })
-        .unwrap_or(0)
 }
