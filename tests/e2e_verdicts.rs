@@ -120,7 +120,11 @@ fn identical_configs_are_within_noise() {
     // design; a small alpha keeps this test from failing one CI run in 20.
     let out = sb.run(&["run", plan.to_str().unwrap(), "--quiet", "--alpha", "0.001"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let r = sb.json_report("last");
+    // The verdicts read at the same alpha (a report's alpha is its own:
+    // read at the default 0.05, this A/A test failed about one run in 20).
+    let out = sb.run(&["report", "last", "--format", "json", "--alpha", "0.001"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for metric in ["wall", "user", "sys", "maxrss"] {
         let c = comparison(&r, "nap", metric, "slow");
         assert!(
