@@ -298,7 +298,9 @@ fn check_accepted(p: &Plan) -> Result<(), TestCaseError> {
     prop_assert!((1..=plan::MAX_RUNS).contains(&p.runs), "runs {}", p.runs);
     prop_assert!(p.warmup <= plan::MAX_WARMUP, "warmup {}", p.warmup);
     let most = p.runs.max(p.overrides.max_runs.unwrap_or(0));
-    let total = (p.configs.len() * p.workloads.len()) as u64 * u64::from(p.warmup + most);
+    // Kernel configs warm up once per boot.
+    let warmups = u64::from(p.warmup) * u64::from(p.boots.max(1));
+    let total = (p.configs.len() * p.workloads.len()) as u64 * (warmups + u64::from(most));
     prop_assert!(total <= plan::MAX_SCHEDULED_RUNS, "schedule {total}");
     for w in &p.workloads {
         prop_assert!(

@@ -126,6 +126,47 @@ fn the_whole_schedule_must_fit() {
     assert_refused_by_binary(&text, &[], "the schedule is too large");
 }
 
+/// A plan whose one config boots a kernel (the image is looked up at
+/// preflight, not when the plan loads).
+fn kernel_plan_with(head: &str) -> String {
+    format!(
+        "setup = \"exit 1\"\n{head}\n[[config]]\nname = \"a\"\n[config.kernel]\nimage = \"/boot/vmlinuz\"\n\
+         [[workload]]\nname = \"w\"\ncommand = \"true\"\n"
+    )
+}
+
+#[test]
+fn kernel_runs_round_to_whole_boots_within_the_bound() {
+    let ov = Overrides::default();
+    // Runs are a multiple of the boots: 10 over 6 boots become 12.
+    let p = plan::parse("p.toml", &kernel_plan_with("runs = 10\nboots = 6"), &ov).unwrap();
+    assert_eq!((p.runs, p.boots), (12, 6));
+    // At the bound, rounding up would pass it: the multiple below is taken.
+    let at_bound = kernel_plan_with(&format!("runs = {MAX_RUNS}\nboots = 6"));
+    let p = plan::parse("p.toml", &at_bound, &ov).unwrap();
+    assert_eq!(p.runs, MAX_RUNS - MAX_RUNS % 6);
+    let flags = Overrides {
+        runs: Some(MAX_RUNS),
+        boots: Some(7),
+        ..Overrides::default()
+    };
+    let p = plan::parse("p.toml", &kernel_plan_with(""), &flags).unwrap();
+    assert!(p.runs <= MAX_RUNS && p.runs % 7 == 0, "runs {}", p.runs);
+}
+
+#[test]
+fn kernel_warmups_count_once_per_boot_in_the_schedule() {
+    // 1 x 1 x (2,000 warm-ups x 10,000 boots) = 20,000,000 > 10,000,000.
+    assert_refused(
+        &kernel_plan_with("runs = 10000\nwarmup = 2000\nboots = 10000"),
+        &Overrides::default(),
+        "the schedule is too large",
+    );
+    // 500 x 10,000 + 10,000 fits.
+    let fits = kernel_plan_with("runs = 10000\nwarmup = 500\nboots = 10000");
+    plan::parse("p.toml", &fits, &Overrides::default()).unwrap();
+}
+
 #[test]
 fn durations_are_bounded_and_never_panic() {
     let ov = Overrides::default();

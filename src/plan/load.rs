@@ -224,7 +224,7 @@ fn check_schedule_size(
     at: usize,
     configs: usize,
     workloads: usize,
-    blocks: u32,
+    blocks: u64,
 ) -> Result<(), String> {
     let total = (configs as u128) * (workloads as u128) * u128::from(blocks);
     if total > MAX_SCHEDULED_RUNS.into() {
@@ -341,8 +341,13 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let boots = kernel_boots(origin, &raw, &configs, ov)?;
     if boots > 0 {
         // Each boot runs whole rounds (every workload once per round), so
-        // the runs per cell are a multiple of the boots.
+        // the runs per cell are a multiple of the boots: the next one up,
+        // or the one below when that would pass the bound on runs.
         runs = runs.div_ceil(boots) * boots;
+        if runs > MAX_RUNS {
+            runs -= boots;
+        }
+        most_runs = runs;
         if ov.until_ci.is_some() {
             return Err(
                 "--until does not work with kernel configs yet: give --runs and --boots".into(),
@@ -354,13 +359,14 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     for w in raw.workload {
         workloads.push(build_workload(origin, w, timeout, ov.quick, &mut seen)?);
     }
-    // Both counts are at most a million here, so the sum fits.
+    // Kernel configs warm up in every boot; on the host, once per cell.
+    let warmups = u64::from(warmup) * u64::from(boots.max(1));
     check_schedule_size(
         origin,
         runs_at,
         configs.len(),
         workloads.len(),
-        warmup + most_runs,
+        warmups + u64::from(most_runs),
     )?;
 
     let baseline = match &raw.baseline {
