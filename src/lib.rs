@@ -1,5 +1,7 @@
 //! sysdelta: measure what a system change costs, and whether it is beyond noise.
 
+pub mod analysis;
+pub mod builtins;
 pub mod commands;
 pub mod config;
 pub mod error;
@@ -7,6 +9,7 @@ pub mod import;
 pub mod metric;
 pub mod micro;
 pub mod monitor;
+pub mod overrides;
 pub mod plan;
 pub mod process;
 pub mod report;

@@ -7,10 +7,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use sysdelta::analysis;
 use sysdelta::error::{bad, is_user_error, user_problems};
 use sysdelta::plan::{self, Order, Overrides};
 use sysdelta::report::escape::terminal_safe;
-use sysdelta::report::{self, analysis, Format, ReportOptions};
+use sysdelta::report::{self, Format, ReportOptions};
 use sysdelta::runner::{self, ExecOptions};
 use sysdelta::store::{Store, DEFAULT_PATH};
 

@@ -54,3 +54,12 @@ pub struct MetricSamples {
     pub metric: String,
     pub values: Vec<f64>,
 }
+
+/// A metric a command workload extracts from its stdout.
+#[derive(Clone, Debug)]
+pub struct RegexMetric {
+    pub spec: MetricSpec,
+    /// Matched against stdout as bytes; the value is capture group `value`
+    /// if the pattern names one, else group 1.
+    pub regex: regex::bytes::Regex,
+}

@@ -40,9 +40,9 @@ fn every_plan_example_in_the_docs_validates() {
 fn every_registered_builtin_is_known_to_the_registry() {
     // A name listed in BUILTINS must build (with its defaults or a minimal
     // parameter set) or fail on its parameters, never as an unknown builtin.
-    for name in sysdelta::workload::registry::BUILTINS {
+    for name in sysdelta::builtins::BUILTINS {
         let params = toml::Value::Table(Default::default());
-        if let Err(e) = sysdelta::workload::registry::validate(name, &params) {
+        if let Err(e) = sysdelta::builtins::validate(name, &params) {
             assert!(!e.contains("unknown builtin"), "{name}: {e}");
         }
     }

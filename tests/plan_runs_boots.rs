@@ -6,8 +6,8 @@ mod common;
 mod kernels;
 
 use kernels::{Kernel, Shape};
+use sysdelta::analysis;
 use sysdelta::commands::plan_runs;
-use sysdelta::report::analysis;
 use sysdelta::stats::power;
 
 const AA: [Kernel; 2] = [

@@ -7,7 +7,7 @@ mod common;
 mod kernels;
 
 use kernels::{Kernel, Shape};
-use sysdelta::report::analysis::{self, Analysis, MetricAnalysis, Verdict};
+use sysdelta::analysis::{self, Analysis, MetricAnalysis, Verdict};
 use sysdelta::stats;
 use sysdelta::store::{ExperimentData, Store};
 

@@ -7,10 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use sysdelta::analysis;
 use sysdelta::commands::plan_runs;
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::Overrides;
-use sysdelta::report::{self, analysis, Format, ReportOptions};
+use sysdelta::report::{self, Format, ReportOptions};
 use sysdelta::store::{Event, ExperimentData, ExperimentInfo, StoredMetric, StoredRun};
 
 /// A fixed pseudo-random sequence in [0, 1) (no dependence on rand's

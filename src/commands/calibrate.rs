@@ -27,8 +27,8 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::analysis::{self, Verdict};
 use crate::plan::{self, Overrides};
-use crate::report::analysis::{self, Verdict};
 use crate::runner::{self, ExecOptions};
 use crate::stats::bootstrap::{expanded_confidence, ratio_of_means_ci, stream_seed};
 use crate::stats::calibrate::{

@@ -38,8 +38,8 @@ use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
+use crate::analysis::{self, Cell};
 use crate::error::bad;
-use crate::report::analysis::{self, Cell};
 use crate::stats::power;
 use crate::store::{ExperimentData, Store};
 

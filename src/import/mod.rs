@@ -20,11 +20,11 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::error::bad;
+use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
-use crate::plan::{Order, Overrides};
+use crate::overrides::{Order, Overrides};
 use crate::store::whole::WholeExperiment;
 use crate::store::{NewExperiment, RunRecord, RunResult, Store};
-use crate::workload::MetricSamples;
 
 /// One imported run: one execution of one workload under one config.
 #[derive(Clone, Debug, PartialEq)]

@@ -692,7 +692,7 @@ fn build_workload(
         }
     };
     if let WorkloadKind::Builtin { name: b, params } = &kind {
-        crate::workload::registry::validate(b, params).map_err(|m| {
+        crate::builtins::validate(b, params).map_err(|m| {
             let at = rw.builtin.as_ref().map(|s| s.span().start).unwrap_or(start);
             origin.at(at, format!("workload '{name}': {m}"))
         })?;

@@ -5,9 +5,9 @@
 
 use std::fmt::Write as _;
 
-use super::analysis::{Analysis, Cell};
+use super::cells::{clip, fmt_num, wrap};
 use super::escape::{ascii, markdown as md};
-use super::text::{clip, fmt_num, wrap};
+use crate::analysis::{Analysis, Cell};
 
 /// Console lines a failed boot shows in the text report (all of it is in
 /// JSON and HTML).
@@ -40,7 +40,7 @@ pub fn share_cell(c: &Cell) -> String {
 
 /// "2.9 [2.7, 3.1]": the median launch-to-hello time and its range, as
 /// the text, markdown and HTML tables print it.
-pub fn hello_range(t: Option<&super::boots::HelloTimes>) -> String {
+pub fn hello_range(t: Option<&crate::analysis::boots::HelloTimes>) -> String {
     t.map(|h| {
         format!(
             "{} [{}, {}]",
@@ -99,7 +99,7 @@ pub fn header_note(a: &Analysis) -> String {
     );
     if a.boots.as_ref().is_some_and(|b| b.tcg) {
         out.push_str(&wrap(
-            &format!("WARNING: {}.", super::boots::TCG_WARNING),
+            &format!("WARNING: {}.", crate::analysis::boots::TCG_WARNING),
             "",
         ));
     }
@@ -189,7 +189,7 @@ pub fn text_section(a: &Analysis) -> String {
                 .filter(|l| !l.trim().is_empty())
                 .collect();
             for l in &lines[lines.len().saturating_sub(CONSOLE_LINES)..] {
-                let _ = writeln!(out, "    | {}", clip(&ascii(l), super::text::WIDTH - 6));
+                let _ = writeln!(out, "    | {}", clip(&ascii(l), super::cells::WIDTH - 6));
             }
         }
     }

@@ -3,7 +3,7 @@
 //! allows. Shared by the text report and its detail tables (and, through
 //! `text`, by the markdown, boots and HTML reports).
 
-use super::analysis::{Comparison, MetricAnalysis, Verdict};
+use crate::analysis::{Comparison, MetricAnalysis, Verdict};
 
 /// Width of a mail-ready line.
 pub const WIDTH: usize = 80;
@@ -59,7 +59,7 @@ pub fn delta_cell(c: &Comparison) -> String {
 pub fn ci_cell(c: &Comparison) -> String {
     match c.delta_ci_pct {
         Some((lo, hi)) => format!("[{},{}]", fmt_pct_bare(lo), fmt_pct_bare(hi)),
-        None if super::analysis::ci_not_estimable(c) => "not estimable".into(),
+        None if crate::analysis::ci_not_estimable(c) => "not estimable".into(),
         None => String::new(),
     }
 }

@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use super::analysis::{self, Analysis};
 use super::escape::{self, terminal_safe as safe};
 use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
+use crate::analysis::{self, Analysis};
 use crate::error::bad;
 use crate::monitor::fingerprint;
 use crate::store::{ExperimentData, ExperimentInfo, Store, StoredMetric, StoredRun};

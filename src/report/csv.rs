@@ -3,8 +3,8 @@
 //! and a text cell starting with `=`, `+`, `-` or `@` (a formula to a
 //! spreadsheet) prefixed with `'`; numbers stay numbers.
 
-use super::analysis::Analysis;
 use super::escape;
+use crate::analysis::Analysis;
 
 /// Columns a kernel experiment adds (a host experiment's CSV has none of
 /// them): `n` then counts boots, and these say how many runs they held,

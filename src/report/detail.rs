@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::analysis::Analysis;
 use super::cells::{ci_cell, clip, column_title, fmt_num, fmt_pct, fmt_pct_bare, wrap};
 use super::escape::ascii;
+use crate::analysis::Analysis;
 
 /// Per-cell statistics: n, mean, median, min, max, stddev, CoV and the mean
 /// with the highest and lowest run dropped.
@@ -184,7 +184,7 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 .find(|c| c.config == cmp.config)
                 .map(|c| c.values.clone())
                 .unwrap_or_default();
-            let needed = super::analysis::pooled_cov(base, other)
+            let needed = crate::analysis::pooled_cov(base, other)
                 .and_then(|cov| crate::stats::power::runs_for_power_u_test(0.01, cov, a.alpha, 0.8))
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "n/a".into());

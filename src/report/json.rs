@@ -1,7 +1,7 @@
 //! JSON: every raw sample of every run and every statistic, and for
 //! kernel configs every boot.
 
-use super::analysis::Analysis;
+use crate::analysis::Analysis;
 use crate::store::ExperimentData;
 
 pub fn render(data: &ExperimentData, a: &Analysis) -> anyhow::Result<String> {

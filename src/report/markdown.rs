@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::analysis::Analysis;
 use super::escape::markdown as esc;
 use super::text::{ci_cell, delta_cell, fmt_num};
+use crate::analysis::Analysis;
 
 pub fn render(a: &Analysis) -> String {
     let mut out = String::new();

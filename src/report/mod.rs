@@ -4,11 +4,8 @@
 //! label, message or stderr tail put a control character on the terminal,
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
-pub mod analysis;
-pub mod boots;
 pub mod boots_text;
 mod cells;
-mod cis;
 pub mod compare;
 pub mod csv;
 pub mod detail;
@@ -20,10 +17,10 @@ pub mod list;
 pub mod markdown;
 pub mod sections;
 pub mod text;
-mod warnings;
 
 use anyhow::Result;
 
+use crate::analysis;
 use crate::error::bad;
 use crate::store::ExperimentData;
 

@@ -152,7 +152,7 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> String {
 /// For metrics of the built-in micro suite: the LMbench 2.0 summary tables
 /// with one row per config (its mean over runs) and a delta row under each
 /// non-baseline config. The verdicts and CIs are in the main table above.
-pub fn micro_tables(a: &crate::report::analysis::Analysis) -> String {
+pub fn micro_tables(a: &crate::analysis::Analysis) -> String {
     use crate::micro::{catalog::catalog, pin::Pinning, MicroResult};
     let names: std::collections::HashSet<String> = catalog().into_iter().map(|e| e.name).collect();
     let micro: Vec<_> = a

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use crate::stats::tost::Equivalence;
 
-use super::analysis::{Analysis, CiMethod, Correction, MetricAnalysis};
 use super::escape::ascii;
+use crate::analysis::{Analysis, CiMethod, Correction, MetricAnalysis};
 
 pub use super::detail::{detail, trimmed_tables};
 // The cell and line formatting lives in `cells`, below this file and

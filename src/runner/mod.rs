@@ -19,6 +19,7 @@ use anyhow::{Context, Result};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+use crate::builtins;
 use crate::config::journal::{Journal, JournalHandle, UndoAction};
 use crate::config::kind::ConfigKind;
 use crate::config::runtime::ConfigRuntime;
@@ -29,7 +30,7 @@ use crate::monitor::Monitor;
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
 use crate::store::{NewExperiment, RunRecord, Store};
 use crate::workload::command::CommandWorkload;
-use crate::workload::{registry, RunOutcome, Workload};
+use crate::workload::{RunOutcome, Workload};
 use progress::Progress;
 use schedule::Slot;
 
@@ -155,7 +156,7 @@ pub fn journal_path(store: &Path) -> PathBuf {
 
 fn build_workload(
     def: &WorkloadDef,
-    ctx: &registry::BuildContext,
+    ctx: &builtins::BuildContext,
     ignore_exit_status: bool,
 ) -> Result<Box<dyn Workload>, String> {
     match &def.kind {
@@ -164,7 +165,7 @@ fn build_workload(
             extract: metrics.clone(),
             ignore_exit_status,
         })),
-        WorkloadKind::Builtin { name, params } => registry::build(name, params, ctx),
+        WorkloadKind::Builtin { name, params } => builtins::build(name, params, ctx),
     }
 }
 
@@ -229,7 +230,7 @@ fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Result<Prepared
     let scratch = scratch_name(&tmp);
     let mut problems = Vec::new();
     let mut workloads = Vec::new();
-    let ctx = registry::BuildContext {
+    let ctx = builtins::BuildContext {
         journal: Some(journal.clone()),
     };
     for def in &plan.workloads {
@@ -495,11 +496,11 @@ fn precision_check(
     only: &[String],
 ) -> Result<(bool, String)> {
     let data = store.load(exp)?;
-    let opts = crate::report::analysis::Options {
+    let opts = crate::analysis::Options {
         resamples: 2000,
         ..Default::default()
     };
-    let a = crate::report::analysis::analyze(&data, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let a = crate::analysis::analyze(&data, &opts).map_err(|e| anyhow::anyhow!(e))?;
     let mut widest: Option<(f64, String)> = None;
     let mut undefined = 0usize;
     let wanted = |workload: &str, metric: &str| {

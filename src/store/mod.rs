@@ -28,9 +28,9 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
 use crate::error::bad;
+use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
-use crate::plan::{Order, Overrides};
-use crate::workload::MetricSamples;
+use crate::overrides::{Order, Overrides};
 pub use boots::{BootEnd, StoredBoot};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";

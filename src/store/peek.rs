@@ -19,7 +19,7 @@ pub struct Entered {
     pub config: String,
     pub plan_source: String,
     pub plan_text: String,
-    pub overrides: crate::plan::Overrides,
+    pub overrides: crate::overrides::Overrides,
 }
 
 /// The experiments of the store at `path` that a run left inside a config

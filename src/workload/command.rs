@@ -6,8 +6,8 @@
 //! them), plus any metric the plan extracts from stdout with a regex. See
 //! [`crate::process`] for exactly what one measurement covers.
 
+use crate::metric::RegexMetric;
 use crate::metric::{Direction, MetricSpec};
-use crate::plan::RegexMetric;
 use crate::process::{run_shell, ShellSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 

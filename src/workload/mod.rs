@@ -1,7 +1,7 @@
 //! Workloads: things that, run once, yield samples of one or more metrics.
 //!
 //! A workload is built from the plan (a shell command, or a built-in looked
-//! up by name in [`registry`]) and run once per run by the runner, inside
+//! up by name in [`crate::builtins`]) and run once per run by the runner, inside
 //! whatever configuration is entered at the time.
 
 use std::path::Path;
@@ -103,4 +103,3 @@ pub mod compile;
 pub mod compress;
 pub mod fsops;
 pub mod memsweep;
-pub mod registry;

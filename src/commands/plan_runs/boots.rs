@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::{count, effective_n, pct, pct_short, power, Row, RunPlan, ALPHA, POWER};
-use crate::report::analysis::Cell;
+use crate::analysis::Cell;
 
 /// What the variance components of a kernel comparison say about boots and
 /// runs per boot. The components are relative (over each config's mean

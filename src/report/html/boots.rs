@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::esc;
-use crate::report::analysis::Analysis;
+use crate::analysis::Analysis;
 use crate::report::boots_text::runs;
 
 /// The "Samples per metric" introduction when values are per boot.

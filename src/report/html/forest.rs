@@ -5,7 +5,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
 use super::plot::{self, err};
-use crate::report::analysis::{Analysis, Verdict};
+use crate::analysis::{Analysis, Verdict};
 
 /// One row of the forest: a (metric, config) comparison that has a ratio.
 pub struct Row {

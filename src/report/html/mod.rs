@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::analysis::{self, Analysis};
+use crate::analysis::{self, Analysis};
 use crate::error::bad;
 use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
 

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, forest, lines, plot, samples, Extras};
-use crate::report::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
+use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::text::fmt_num;
 use crate::store::ExperimentData;
 
@@ -58,7 +58,7 @@ fn delta_text(c: &Comparison) -> String {
 fn ci_text(c: &Comparison) -> String {
     match c.delta_ci_pct {
         Some((lo, hi)) => format!("[{lo:+.1}%, {hi:+.1}%]"),
-        None if crate::report::analysis::ci_not_estimable(c) => "not estimable".into(),
+        None if crate::analysis::ci_not_estimable(c) => "not estimable".into(),
         None => "-".into(),
     }
 }

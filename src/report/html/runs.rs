@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{esc, Extras};
-use crate::report::analysis::Analysis;
+use crate::analysis::Analysis;
 use crate::store::ExperimentData;
 
 pub(super) fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {

@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, lines, plot};
-use crate::report::analysis::Analysis;
+use crate::analysis::Analysis;
 use crate::report::text::fmt_num;
 
 /// Quantities of the transport workload (`builtin = "transport"`, see

@@ -1,7 +1,7 @@
 //! The report's warnings about the data: what a reader needs to know
 //! before trusting the table.
 
-use super::analysis::{MetricAnalysis, NOT_ESTIMABLE};
+use super::model::{MetricAnalysis, NOT_ESTIMABLE};
 use crate::stats;
 
 /// One warning line listing the comparisons whose CI is not estimable, with

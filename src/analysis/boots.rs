@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::analysis::{run_value, Cell};
+use super::model::{run_value, Cell};
 use crate::stats;
 use crate::store::{ExperimentData, StoredBoot, StoredRun};
 

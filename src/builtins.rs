@@ -1,10 +1,13 @@
-//! Built-in workloads, registered by name.
+//! Built-in workloads, registered by name: the one place that knows every
+//! implementation (the generic ones in `workload`, `micro` and
+//! `transport`), above all three, so none of them needs to know the
+//! others and the plan can validate a built-in while it loads.
 //!
 //! `validate` is called while the plan loads (no side effects); `build`
 //! constructs the workload when the experiment starts.
 
-use super::Workload;
 use crate::config::journal::JournalHandle;
+use crate::workload::Workload;
 
 /// Every built-in workload name, for messages.
 pub const BUILTINS: &[&str] = &[
@@ -36,16 +39,22 @@ pub fn build(
     ctx: &BuildContext,
 ) -> Result<Box<dyn Workload>, String> {
     Ok(match name {
-        "compile" => Box::new(super::compile::CompileWorkload::from_params(params)?),
-        "compress" => Box::new(super::compress::CompressWorkload::from_params(params)?),
+        "compile" => Box::new(crate::workload::compile::CompileWorkload::from_params(
+            params,
+        )?),
+        "compress" => Box::new(crate::workload::compress::CompressWorkload::from_params(
+            params,
+        )?),
         "fsops" => {
-            let w = super::fsops::FsopsWorkload::from_params(params)?;
+            let w = crate::workload::fsops::FsopsWorkload::from_params(params)?;
             Box::new(match &ctx.journal {
                 Some(j) => w.with_journal(j.clone()),
                 None => w,
             })
         }
-        "memsweep" => Box::new(super::memsweep::MemsweepWorkload::from_params(params)?),
+        "memsweep" => Box::new(crate::workload::memsweep::MemsweepWorkload::from_params(
+            params,
+        )?),
         "micro" => Box::new(
             crate::micro::workload::MicroWorkload::from_params(params)
                 .map_err(|e| e.to_string())?,

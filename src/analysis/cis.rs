@@ -3,8 +3,8 @@
 
 use std::collections::HashMap;
 
-use super::analysis::{MetricAnalysis, Options, NOT_ESTIMABLE};
 use super::boots::CellUnits;
+use super::model::{MetricAnalysis, Options, NOT_ESTIMABLE};
 use crate::stats;
 
 /// False for an interval no ratio of these samples' means can have: one
