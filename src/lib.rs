@@ -2,6 +2,7 @@
 
 pub mod analysis;
 pub mod builtins;
+pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;

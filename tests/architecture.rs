@@ -87,6 +87,7 @@ const LAYERS: &[&[&str]] = &[
     &["plan", "analysis", "import"],
     &["report", "runner"],
     &["commands"],
+    &["cli"],
 ];
 
 fn floor(module: &str) -> Option<usize> {

@@ -2,6 +2,7 @@
 //! run, then execute the schedule, committing every run before the next.
 
 pub mod boots;
+pub mod experiment;
 pub mod machine;
 pub mod progress;
 pub mod schedule;

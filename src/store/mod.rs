@@ -14,6 +14,7 @@
 //! it.
 
 pub mod boots;
+pub mod lock;
 pub mod peek;
 pub mod runlog;
 pub mod schema;

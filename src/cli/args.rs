@@ -1,0 +1,164 @@
+//! The flags `run` and `ab` share (how to run, how to report), and the
+//! parsers and conversions of flag values into the library's options.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::analysis;
+use crate::error::bad;
+use crate::overrides::{Order, Overrides};
+use crate::report::{Format, ReportOptions};
+
+#[derive(Args, Clone)]
+pub struct ExecArgs {
+    /// Runs per (config, workload) cell.
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Warm-up runs per cell (recorded, not used as samples); with kernel
+    /// configs, per boot.
+    #[arg(long)]
+    pub warmup: Option<u32>,
+    /// Boots per kernel config (plans whose configs name a kernel).
+    #[arg(long)]
+    pub boots: Option<u32>,
+    /// Seed of the run order (and nothing else).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// random-blocks (default) or sequential.
+    #[arg(long, value_parser = parse_order)]
+    pub order: Option<Order>,
+    /// Scaled-down plan: the plan's [quick] settings and built-ins' quick mode.
+    #[arg(long)]
+    pub quick: bool,
+    /// Adaptive stopping: add randomized blocks until every ratio CI is
+    /// narrower than this, e.g. ci=1% (starts with 10 runs per cell).
+    #[arg(long, value_parser = parse_until)]
+    pub until: Option<f64>,
+    /// With --until: the most runs per cell.
+    #[arg(long)]
+    pub max_runs: Option<u32>,
+    /// With --until: only this metric (METRIC or WORKLOAD/METRIC) must reach
+    /// the target; repeat for several. Default: every compared metric.
+    #[arg(long = "until-metric")]
+    pub until_metrics: Vec<String>,
+    /// Label the experiment (e.g. the kernel under test), for comparisons across reboots.
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Keep a command's non-zero exit status as a result (its times are
+    /// stored) instead of failing the run, as hyperfine's -i.
+    #[arg(long = "ignore-failure", short = 'i')]
+    pub ignore_failure: bool,
+    /// Stop once a cell has failed this many runs in a row (0: never).
+    #[arg(long, value_name = "N")]
+    pub max_failures: Option<u32>,
+    /// Run even though an experiment was stopped inside a config whose
+    /// teardown has not run (its state may still be there).
+    #[arg(long)]
+    pub force: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Do not print the report at the end.
+    #[arg(long)]
+    pub no_report: bool,
+    #[command(flatten)]
+    pub report: ReportFlags,
+}
+
+#[derive(Args, Clone)]
+pub struct ReportFlags {
+    /// Config every other one is compared against (default: the plan's baseline).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Also print per-cell statistics (n, mean, median, min, max, stddev, CoV, trimmed mean).
+    #[arg(long)]
+    pub detail: bool,
+    /// Significance level of the verdicts (family-wise with Holm).
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Correction for testing every metric at once: holm (family-wise) or bh
+    /// (Benjamini-Hochberg false discovery rate).
+    #[arg(long, value_enum, default_value = "holm")]
+    pub correction: analysis::Correction,
+    /// Bootstrap CI of the ratio of means: percentile or bca.
+    #[arg(long, value_enum, default_value = "percentile")]
+    pub ci: analysis::CiMethod,
+    /// Answer "is the difference under this margin?" with a TOST, e.g. 1%.
+    #[arg(long, value_parser = parse_percent)]
+    pub equivalence: Option<f64>,
+    /// Also print min/avg/max/stddev per config with the N highest and N
+    /// lowest runs dropped (the 2007 blktrace posting's table), with the
+    /// verdict and the runs a 1% difference would need.
+    #[arg(long)]
+    pub trim: Option<usize>,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+}
+
+/// "ci=1%" -> 0.01.
+pub fn parse_until(s: &str) -> Result<f64, String> {
+    let Some(v) = s.strip_prefix("ci=") else {
+        return Err(format!("'{s}': expected ci=WIDTH, e.g. ci=1%"));
+    };
+    parse_percent(v)
+}
+
+/// "1%" or "1" -> 0.01.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("'{s}': the margin must be between 0% and 100%"));
+    }
+    Ok(v / 100.0)
+}
+
+pub fn parse_order(s: &str) -> Result<Order, String> {
+    Order::parse(s).ok_or_else(|| format!("unknown order '{s}': use random-blocks or sequential"))
+}
+
+pub fn overrides(e: &ExecArgs) -> Overrides {
+    Overrides {
+        runs: e.runs,
+        warmup: e.warmup,
+        seed: e.seed,
+        order: e.order,
+        quick: e.quick,
+        until_ci: e.until,
+        max_runs: e.max_runs,
+        until_metrics: e.until_metrics.clone(),
+        ignore_failure: e.ignore_failure,
+        max_failures: e.max_failures,
+        boots: e.boots,
+    }
+}
+
+pub fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
+    if !(f.alpha > 0.0 && f.alpha < 1.0) {
+        return Err(bad(format!(
+            "--alpha must be between 0 and 1, got {}",
+            f.alpha
+        )));
+    }
+    Ok(ReportOptions {
+        format: f.format,
+        detail: f.detail,
+        trim: f.trim,
+        analysis: analysis::Options {
+            baseline: f.baseline.clone(),
+            alpha: f.alpha,
+            correction: f.correction,
+            ci_method: f.ci,
+            equivalence: f.equivalence,
+            ..Default::default()
+        },
+    })
+}

@@ -1,0 +1,150 @@
+//! The `sysdelta` command line: one file per group of subcommands, each
+//! parsing its flags and calling the library; this file dispatches and maps
+//! errors to exit codes (2: bad input, 1: failure, 130: interrupted,
+//! 141: stdout closed). `main.rs` only calls [`main`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+pub mod args;
+pub mod import;
+pub mod output;
+pub mod report;
+pub mod restore;
+pub mod run;
+
+use crate::error::{is_user_error, user_problems};
+use crate::report::escape::terminal_safe;
+use crate::runner;
+use crate::store::DEFAULT_PATH;
+use output::{die_of_broken_pipe, quiet_on_broken_pipe, BrokenPipe};
+
+#[derive(Parser)]
+#[command(
+    name = "sysdelta",
+    version,
+    about = "What did the change cost, and is it beyond the noise?"
+)]
+pub struct Cli {
+    /// The SQLite store.
+    #[arg(long, global = true, default_value = DEFAULT_PATH)]
+    pub store: PathBuf,
+    #[command(subcommand)]
+    pub cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+pub enum Cmd {
+    /// Run an experiment plan (TOML) and print its report.
+    Run(run::RunArgs),
+    /// Quick A/B: `sysdelta ab -c base= -c 'slow=export X=1' -- CMD`.
+    Ab(run::AbArgs),
+    /// Print the report of a stored experiment.
+    Report(report::ReportArgs),
+    /// List stored experiments.
+    List,
+    /// Print this machine's environment fingerprint.
+    Env,
+    /// The built-in OS micro-benchmark suite (LMbench 2.0 summary layout).
+    Micro(crate::micro::cli::MicroArgs),
+    /// Compare experiments run separately (e.g. kernel A vs B across a reboot).
+    Compare(report::CompareArgs),
+    /// A metric across labelled experiments, with change points marked.
+    History(report::HistoryArgs),
+    /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
+    Import(import::ImportArgs),
+    /// Tracer transports under overload (the 2005 netlink vs relayfs study).
+    Transport(crate::transport::cli::TransportArgs),
+    /// Runs needed to detect a given shift, from a pilot or finished experiment.
+    PlanRuns(crate::commands::plan_runs::PlanRunsArgs),
+    /// Check the statistics on this machine and in simulation.
+    Calibrate(crate::commands::calibrate::CalibrateArgs),
+    /// Put back every system change a crashed or killed run left in the
+    /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
+    Restore,
+    /// Inside a kernel config's VM: run the runs the host assigns (started
+    /// by the VM's init, not by users).
+    #[command(hide = true)]
+    Guest {
+        /// The virtio-serial port to the host.
+        #[arg(long, default_value = crate::vm::PORT_NAME)]
+        port: String,
+    },
+}
+
+/// Run one parsed command line.
+pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    let store = cli.store.as_path();
+    match cli.cmd {
+        Cmd::Run(a) => run::run(&a, store),
+        Cmd::Ab(a) => run::ab(&a, store),
+        Cmd::Report(a) => report::report(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::List => report::list(store).map(|()| ExitCode::SUCCESS),
+        Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
+        Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
+        Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),
+        Cmd::PlanRuns(a) => crate::commands::plan_runs::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Calibrate(a) => crate::commands::calibrate::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Transport(args) => {
+            // The sweep writes tracefs (ftrace buffers, events): one
+            // system-changing sysdelta at a time (only root can write it).
+            let _machine = if nix::unistd::geteuid().is_root() {
+                Some(runner::machine::MachineLock::acquire(
+                    None,
+                    "transport sweep",
+                )?)
+            } else {
+                None
+            };
+            crate::transport::cli::run(&args).map(|()| ExitCode::SUCCESS)
+        }
+        Cmd::Env => {
+            for (k, v) in crate::monitor::fingerprint::collect() {
+                println!("{k:<18} {v}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// The whole program: parse, run, end with the exit code the outcome calls
+/// for.
+pub fn main() -> ExitCode {
+    quiet_on_broken_pipe();
+    let cli = Cli::parse();
+    let result = dispatch(cli);
+    // Reaped here, the launcher's CPU time counts as sysdelta's children's.
+    crate::process::stop_launcher();
+    match result {
+        Ok(code) => code,
+        Err(e) if e.is::<BrokenPipe>() => die_of_broken_pipe(),
+        Err(e) => {
+            if is_user_error(&e)
+                || e.is::<crate::transport::BadInput>()
+                || e.is::<crate::micro::BadInput>()
+            {
+                // One line a problem, whatever a stored name or an input
+                // path holds: no control character reaches the terminal.
+                let whole = [e.to_string()];
+                let problems = match user_problems(&e) {
+                    // The problems themselves, unless context was added.
+                    Some(p) if p.join("\n") == whole[0] => p,
+                    _ => &whole[..],
+                };
+                for p in problems {
+                    eprintln!("sysdelta: {}", terminal_safe(p));
+                }
+                ExitCode::from(2)
+            } else {
+                eprintln!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
+                ExitCode::from(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Running a plan as one experiment, start to end: the library's entry
+//! point for `run`, `ab` and `calibrate`.
+//!
+//! Order matters: everything that can refuse the run as bad input (the
+//! plan's preflight, what a dead run left here or on another store, a
+//! second system-changing run) does so before anything is written, so a
+//! refused run leaves no store, no experiment and no journal.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Result;
+
+use super::{machine, ExecOptions, Outcome};
+use crate::plan::Plan;
+use crate::store::{lock::lock_waiting, Store};
+
+/// What the caller asks of the experiment besides its plan.
+pub struct Request<'a> {
+    /// Finish this stored experiment instead of creating one.
+    pub resume: Option<i64>,
+    /// Run although a dead run's config teardown has not run.
+    pub force: bool,
+    /// The experiment's label (a new experiment only).
+    pub label: Option<&'a str>,
+    /// No progress output.
+    pub quiet: bool,
+    /// Set by a signal: stop cleanly.
+    pub cancel: &'a AtomicBool,
+}
+
+/// How it went.
+pub enum Finished {
+    /// Stopped by a signal before the first run: nothing was stored.
+    NotStarted,
+    /// The experiment ran (to its end, or until stopped); its runs are in
+    /// the store.
+    Ran(Outcome),
+}
+
+/// Prepare, lock, create (or reopen) and execute one experiment in the
+/// store at `store_path`.
+pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished> {
+    // Declared first so that they are released last: dropping the store
+    // folds and removes the run log, and dropping the prepared plan removes
+    // the scratch directory and clears its journal entry; both belong to
+    // the locks' holder.
+    let (machine_lock, _lock);
+    let mut prepared = super::prepare(plan, store_path)?;
+    machine::refuse_leftovers(store_path, req.resume, req.force)?;
+    // One system-changing run per machine, whatever its store.
+    machine_lock = if prepared.changes_system() {
+        Some(machine::MachineLock::acquire(
+            Some(store_path),
+            &match req.resume {
+                Some(id) => format!("experiment {id}"),
+                None => "a new experiment".into(),
+            },
+        )?)
+    } else {
+        None
+    };
+    let store = Store::open(store_path, true)?;
+    // One sysdelta per store at a time: the journal next to it, the run log
+    // and the run slots of an experiment belong to the process holding this
+    // lock.
+    _lock = lock_waiting(store_path)?;
+    machine::register(store_path);
+    prepared.arm()?;
+    if req.cancel.load(Ordering::SeqCst) {
+        return Ok(Finished::NotStarted);
+    }
+    let id = match req.resume {
+        Some(id) => {
+            prepared.check_resume(&store.info(id)?)?;
+            if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared)? {
+                eprintln!("sysdelta: {msg}");
+            }
+            store.set_status(id, "running")?;
+            id
+        }
+        None => super::create(&store, &prepared, req.label)?,
+    };
+    if let Some(m) = &machine_lock {
+        m.describe(&format!("experiment {id}"));
+    }
+    let outcome = super::execute(
+        &store,
+        id,
+        &mut prepared,
+        &ExecOptions {
+            cancel: req.cancel,
+            quiet: req.quiet,
+        },
+    )?;
+    machine::unregister_if_clean(store_path);
+    Ok(Finished::Ran(outcome))
+}
