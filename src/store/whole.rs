@@ -11,7 +11,8 @@ use anyhow::Result;
 use rusqlite::params;
 
 use super::runlog::RunRow;
-use super::{insert_experiment, NewExperiment, RunRecord, Store};
+use super::write::insert_experiment;
+use super::{NewExperiment, RunRecord, Store};
 use crate::metric::MetricSpec;
 
 /// Everything an imported experiment stores.

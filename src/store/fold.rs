@@ -1,0 +1,318 @@
+//! The run log's side of the store: appending each run before the next
+//! starts, folding the log into the tables in batches, and folding (or
+//! setting aside) what a dead run left.
+
+// The types and imports of the store, whose impl this file continues.
+use super::*;
+
+impl Store {
+    /// Fold the run log a dead `sysdelta run` left, unless a live one holds
+    /// the store (it folds its own log; a reader then sees the runs up to
+    /// its last fold, at most about a second old). Best effort, so that a
+    /// log never stands in the way of the store: its records are folded up
+    /// to the first that is damaged or does not belong to this store, and
+    /// the lines from there on are set aside (see [`Store::set_aside`]).
+    /// A store opened read-only folds nothing and says that the log's runs
+    /// are not shown.
+    pub(super) fn fold_orphaned_log(&self) -> Result<()> {
+        let log = runlog::path_for(&self.path);
+        if !log.exists() {
+            return Ok(());
+        }
+        let Ok(Some(_lock)) = Store::try_lock(&self.path) else {
+            return Ok(());
+        };
+        let (contents, bytes) = match runlog::Contents::read(&log) {
+            Ok(read) => read,
+            Err(e) => {
+                eprintln!("sysdelta: warning: {e:#}; the runs in it are not in the store");
+                return Ok(());
+            }
+        };
+        if let Some(why) = &self.read_only {
+            return self.warn_not_folded(&log, &contents, why);
+        }
+        let refused = match self.fold_records(&contents.records) {
+            Ok(refused) => refused,
+            Err(e) => {
+                eprintln!(
+                    "sysdelta: warning: {}: the runs a stopped sysdelta left could not be added to the store ({e:#}); the log stays for the next open",
+                    log.display()
+                );
+                return Ok(());
+            }
+        };
+        // The first line not folded: a record the store refused (records
+        // all come before a damaged line), else the damaged line.
+        let (folded, first_unfolded) = match (refused, &contents.damage) {
+            (Some((i, e)), _) => {
+                let r = &contents.records[i];
+                let what = format!("{}:{}: {e:#}", log.display(), r.line);
+                (i, Some((r.line, r.offset, what)))
+            }
+            (None, Some(d)) => {
+                let what = format!(
+                    "{}:{}:{}: not a run record ({})",
+                    log.display(),
+                    d.line,
+                    d.column,
+                    d.error
+                );
+                (contents.records.len(), Some((d.line, d.offset, what)))
+            }
+            (None, None) => (contents.records.len(), None),
+        };
+        match first_unfolded {
+            None => std::fs::remove_file(&log)
+                .with_context(|| format!("{}: cannot remove the folded run log", log.display())),
+            Some((line, offset, what)) => {
+                let lines = line..=contents.lines;
+                let rest = &bytes[offset..contents.end];
+                Store::set_aside(&log, rest, lines, folded, &what);
+                Ok(())
+            }
+        }
+    }
+
+    /// Keep `rest`, lines `lines` of a dead run's log that were not folded,
+    /// as `<log>.unfolded-<time>`, remove the log, and say in one warning
+    /// what was wrong at the first of them (`what`), how many runs before
+    /// it are in the store, and what was set aside where. If that fails
+    /// the log stays, and the next open folds it again (adding nothing
+    /// twice).
+    ///
+    /// The records after the first unfolded line are set aside too, not
+    /// folded: the log is written in order by one process, and a crash
+    /// tears at most its last line (which is no record, and dropped). A
+    /// complete line that is not a record, or that the store refuses, is
+    /// damage from outside (a bad block, an editor, a second writer), and
+    /// nothing tells how far it goes: a changed digit in a sample still
+    /// parses. A wrong sample in the store is worse than a missing one,
+    /// which `--resume` measures again.
+    pub(super) fn set_aside(
+        log: &Path,
+        rest: &[u8],
+        lines: std::ops::RangeInclusive<usize>,
+        folded: usize,
+        what: &str,
+    ) {
+        let aside = aside_path(log);
+        let moved = std::fs::write(&aside, rest).and_then(|()| std::fs::remove_file(log));
+        let lines = if lines.start() == lines.end() {
+            format!("line {}", lines.start())
+        } else {
+            format!("lines {}-{}", lines.start(), lines.end())
+        };
+        eprintln!(
+            "sysdelta: warning: {what}; {} before it {} in the store; {}",
+            plural(folded, "run"),
+            if folded == 1 { "is" } else { "are" },
+            match moved {
+                Ok(()) => format!("{lines} set aside in {}", aside.display()),
+                Err(e) => format!(
+                    "{lines} could not be set aside in {} ({e}) and stay in the log",
+                    aside.display()
+                ),
+            }
+        );
+    }
+
+    /// What a read-only store says about a dead run's log it cannot fold:
+    /// one warning, if the log holds runs the store does not.
+    pub(super) fn warn_not_folded(
+        &self,
+        log: &Path,
+        contents: &runlog::Contents,
+        why: &str,
+    ) -> Result<()> {
+        let mut stored = self.conn.prepare_cached(
+            "SELECT 1 FROM runs WHERE experiment_id = ?1 AND block = ?2 AND seq = ?3",
+        )?;
+        let mut missing = 0;
+        for r in &contents.records {
+            if !stored.exists(params![r.row.experiment_id, r.row.block, r.row.seq])? {
+                missing += 1;
+            }
+        }
+        if missing > 0 {
+            eprintln!(
+                "sysdelta: warning: {}: {} a stopped sysdelta left {} not in the store and not shown until someone with write access opens it ({why})",
+                log.display(),
+                plural(missing, "run"),
+                if missing == 1 { "is" } else { "are" },
+            );
+        }
+        Ok(())
+    }
+
+    /// Insert a dead run's records in file order, in one transaction, up
+    /// to the first the store refuses (see [`Store::check_fits`]): its
+    /// index and why, if there is one. Each record has its own savepoint,
+    /// so a refused one leaves nothing behind.
+    pub(super) fn fold_records(
+        &self,
+        records: &[runlog::Record],
+    ) -> Result<Option<(usize, anyhow::Error)>> {
+        if records.is_empty() {
+            return Ok(None);
+        }
+        self.in_transaction(|| {
+            for (i, record) in records.iter().enumerate() {
+                self.conn.execute_batch("SAVEPOINT fold_record")?;
+                let inserted = self
+                    .check_fits(&record.row)
+                    .and_then(|()| self.insert_row(&record.row));
+                if let Err(e) = inserted {
+                    self.conn
+                        .execute_batch("ROLLBACK TO fold_record; RELEASE fold_record")?;
+                    return Ok(Some((i, e)));
+                }
+                self.conn.execute_batch("RELEASE fold_record")?;
+            }
+            Ok(None)
+        })
+    }
+
+    /// A record of a dead run's log belongs in the store: its experiment,
+    /// config and workload are there, its status is one the store knows,
+    /// and no sample is NaN. A log found after a crash may be damaged in
+    /// ways JSON still parses; the running sysdelta's own rows need no
+    /// such check.
+    pub(super) fn check_fits(&self, r: &runlog::RunRow) -> Result<()> {
+        let exp = r.experiment_id;
+        let has = |sql: &str, name: &str| -> Result<bool> {
+            Ok(self.conn.prepare_cached(sql)?.exists(params![exp, name])?)
+        };
+        if !self
+            .conn
+            .prepare_cached("SELECT 1 FROM experiments WHERE id = ?1")?
+            .exists([exp])?
+        {
+            return Err(anyhow::anyhow!("experiment {exp} is not in this store"));
+        }
+        if !has(
+            "SELECT 1 FROM configs WHERE experiment_id = ?1 AND name = ?2",
+            &r.config,
+        )? {
+            return Err(anyhow::anyhow!(
+                "config '{}' is not one of experiment {exp}'s",
+                r.config
+            ));
+        }
+        if !has(
+            "SELECT 1 FROM workloads WHERE experiment_id = ?1 AND name = ?2",
+            &r.workload,
+        )? {
+            return Err(anyhow::anyhow!(
+                "workload '{}' is not one of experiment {exp}'s",
+                r.workload
+            ));
+        }
+        if r.status != "ok" && r.status != "failed" {
+            return Err(anyhow::anyhow!(
+                "run status '{}' is neither ok nor failed",
+                r.status
+            ));
+        }
+        if let Some((metric, _)) = r
+            .samples
+            .iter()
+            .find(|(_, bits)| bits.iter().any(|b| f64::from_bits(*b).is_nan()))
+        {
+            return Err(anyhow::anyhow!("metric '{metric}' has a NaN sample"));
+        }
+        Ok(())
+    }
+
+    /// From now on [`Store::record_run`] appends to the run log (opened or
+    /// created next to the store) instead of committing each run. The
+    /// caller holds the store's lock for as long as the log is open.
+    pub fn log_runs(&self) -> Result<()> {
+        let log = runlog::RunLog::open(&runlog::path_for(&self.path))?;
+        *self.log.borrow_mut() = Some(log);
+        self.flush_runs()
+    }
+
+    /// Fold the run log into the tables now, if it holds anything.
+    pub fn flush_runs(&self) -> Result<()> {
+        let mut guard = self.log.borrow_mut();
+        let Some(log) = guard.as_mut() else {
+            return Ok(());
+        };
+        if log.pending.is_empty() {
+            return Ok(());
+        }
+        self.fold_rows(&log.pending)?;
+        log.emptied()
+    }
+
+    /// Fold what is left, remove the log file, and go back to committing
+    /// each run. The log stays if the fold fails, for the next open.
+    pub fn close_run_log(&self) -> Result<()> {
+        self.flush_runs()?;
+        if let Some(log) = self.log.borrow_mut().take() {
+            match std::fs::remove_file(log.path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(e).with_context(|| {
+                        format!("{}: cannot remove the folded run log", log.path().display())
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Insert rows in one transaction; a row whose run is already stored is
+    /// skipped, which makes a repeated fold harmless.
+    pub(super) fn fold_rows(&self, rows: &[runlog::RunRow]) -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.in_transaction(|| {
+            for row in rows {
+                self.insert_row(row)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.
+    pub(super) fn in_transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.conn.prepare_cached("BEGIN")?.execute([])?;
+        let committed = f().and_then(|v| {
+            self.conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(v)
+        });
+        if committed.is_err() && !self.conn.is_autocommit() {
+            // Never leave the transaction open: later writes (the next run,
+            // the experiment's status) would go into it and be lost.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        committed
+    }
+}
+
+/// `n thing` or `n things`.
+pub(super) fn plural(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
+/// Where the lines of a run log that were not folded are kept:
+/// `<log>.unfolded-<unix time with nanoseconds>`.
+pub(super) fn aside_path(log: &Path) -> PathBuf {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut aside = log.as_os_str().to_owned();
+    aside.push(format!(
+        ".unfolded-{}.{:09}",
+        now.as_secs(),
+        now.subsec_nanos()
+    ));
+    PathBuf::from(aside)
+}

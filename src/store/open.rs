@@ -1,0 +1,293 @@
+//! Opening a store: creating it whole, refusing what is not a sysdelta
+//! store or has a newer schema, opening read-only what this process cannot
+//! write, and migrating an older schema.
+
+// The types and imports of the store, whose impl this file continues.
+use super::*;
+
+impl Store {
+    /// Open a store. With `create` (commands that write: run, import), a
+    /// missing file becomes a new store, and a store this process cannot
+    /// write is refused. Without (commands that read), a missing or empty
+    /// file is bad input, and a store this process cannot write is opened
+    /// read-only: nothing is migrated or folded, and not a byte is written
+    /// in or next to it.
+    pub fn open(path: &Path, create: bool) -> Result<Store> {
+        let p = path.display();
+        if create && !path.exists() && Store::why_not_writable(path, false).is_none() {
+            Store::create_whole(path)?;
+        }
+        let exists = path.exists();
+        if !exists && !create {
+            return Err(bad(format!(
+                "{p}: no such store (run an experiment first, or pass --store)"
+            )));
+        }
+        if exists && path.is_dir() {
+            return Err(bad(format!("{p}: is a directory, not a sysdelta store")));
+        }
+        // SQLite reads an empty file as an empty database, and the
+        // migrations would then write a schema into it.
+        if exists && !create && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            return Err(bad(format!("{p}: not a sysdelta store (empty file)")));
+        }
+        let read_only = Store::why_not_writable(path, exists);
+        if let (Some(why), true) = (&read_only, create) {
+            return Err(bad(format!("{p}: cannot write the store ({why})")));
+        }
+        let conn = match read_only {
+            None => Connection::open_with_flags(
+                path,
+                if exists {
+                    OpenFlags::SQLITE_OPEN_READ_WRITE
+                } else {
+                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+                } | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            Some(_) => Store::connect_read_only(path),
+        }
+        .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+            log: RefCell::new(None),
+            read_only,
+        };
+        store.check_and_migrate(create)?;
+        store.fold_orphaned_log()?;
+        Ok(store)
+    }
+
+    /// Make a new store at `path` whole or not at all: its schema is
+    /// written to a file beside it, which is then linked into place, so a
+    /// kill during the creation never leaves a half-made store that every
+    /// later command refuses. A store another process made meanwhile is
+    /// kept (the link fails, and that one is used).
+    pub(super) fn create_whole(path: &Path) -> Result<()> {
+        let tmp = Store::beside(path, &format!(".creating-{}", std::process::id()));
+        let remove_tmp = || {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut f = tmp.clone().into_os_string();
+                f.push(suffix);
+                let _ = std::fs::remove_file(f);
+            }
+        };
+        remove_tmp();
+        let made = (|| -> Result<()> {
+            let conn = Connection::open_with_flags(
+                &tmp,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
+            let store = Store {
+                conn,
+                path: tmp.clone(),
+                log: RefCell::new(None),
+                read_only: None,
+            };
+            store.check_and_migrate(true)?;
+            // Closing the only connection checkpoints the WAL into the file.
+            drop(store);
+            match std::fs::hard_link(&tmp, path) {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(bad(format!("{}: cannot create store: {e}", path.display()))),
+            }
+        })();
+        remove_tmp();
+        made
+    }
+
+    /// Why this process cannot write the store at `path`: the file, or
+    /// the directory where SQLite keeps its `-wal` and `-shm` files and
+    /// sysdelta the run log. None when it can.
+    pub(super) fn why_not_writable(path: &Path, exists: bool) -> Option<String> {
+        use nix::unistd::{access, AccessFlags};
+        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        if exists {
+            if let Err(e) = access(&file, AccessFlags::W_OK) {
+                return Some(format!(
+                    "no write access to {}: {}",
+                    file.display(),
+                    e.desc()
+                ));
+            }
+        }
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
+            .err()
+            .map(|e| {
+                format!(
+                    "no write access to its directory {}: {}",
+                    dir.display(),
+                    e.desc()
+                )
+            })
+    }
+
+    /// A read-only connection that writes nothing in or next to the store
+    /// (see [`read_only_connection`]), after one warning if the store's
+    /// last changes are in a `-wal` it cannot read.
+    pub(super) fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
+        let wal = Store::beside(path, "-wal");
+        if !wal_is_shared(path) && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+            eprintln!(
+                "sysdelta: warning: {}: the store's last changes are in its write-ahead log, which cannot be read without write access; they are not shown until someone with write access opens the store",
+                wal.display()
+            );
+        }
+        read_only_connection(path)
+    }
+
+    /// Refuse what is not a sysdelta store this sysdelta can read, and
+    /// bring an older schema up to date. Only `create` (a writer) makes a
+    /// store of an SQLite database without tables; a read-only store is
+    /// never changed: one that needs a migration is refused.
+    pub(super) fn check_and_migrate(&self, create: bool) -> Result<()> {
+        let p = self.path.display();
+        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        // Reading the schema is the first access: a file that is not SQLite fails here, untouched.
+        let tables: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+        let version: i64 = if tables.iter().any(|t| t == "meta") {
+            let app: Option<String> = self
+                .conn
+                .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
+                .optional()
+                .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+            if app.as_deref() != Some(schema::APP_ID) {
+                return Err(bad(format!(
+                    "{p}: not a sysdelta store (its meta table belongs to something else)"
+                )));
+            }
+            let v: String = self
+                .conn
+                .query_row(
+                    "SELECT value FROM meta WHERE key = 'schema_version'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(|e| {
+                    bad(format!(
+                        "{p}: damaged sysdelta store, no schema version ({e})"
+                    ))
+                })?;
+            v.parse()
+                .map_err(|_| bad(format!("{p}: damaged sysdelta store, schema version '{v}'")))?
+        } else if tables.is_empty() && create {
+            0
+        } else if tables.is_empty() {
+            return Err(bad(format!(
+                "{p}: not a sysdelta store (an SQLite database without tables)"
+            )));
+        } else {
+            return Err(bad(format!(
+                "{p}: not a sysdelta store (an SQLite database with other tables: {})",
+                tables.join(", ")
+            )));
+        };
+        let known = schema::MIGRATIONS.len() as i64;
+        if version > known {
+            return Err(bad(format!(
+                "{p}: store schema v{version} is newer than this sysdelta understands (v{known}); upgrade sysdelta"
+            )));
+        }
+        if let Some(why) = &self.read_only {
+            if version < known {
+                return Err(bad(format!(
+                    "{p}: store schema v{version} must be upgraded to v{known} before this sysdelta can read it, which needs write access ({why})"
+                )));
+            }
+            return Ok(());
+        }
+        self.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .context("setting WAL mode")?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        if version < known {
+            let tx = self.conn.unchecked_transaction()?;
+            for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+                tx.execute_batch(m)
+                    .with_context(|| format!("migrating store to v{}", i + 1))?;
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?1)",
+                [schema::APP_ID],
+            )?;
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
+                [known.to_string()],
+            )?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the store at `path` has a `-wal` and a `-shm` this process can
+/// read: a writer has it open, or died with it open.
+pub(super) fn wal_is_shared(path: &Path) -> bool {
+    use nix::unistd::{access, AccessFlags};
+    let readable = |suffix| access(&Store::beside(path, suffix), AccessFlags::R_OK).is_ok();
+    readable("-wal") && readable("-shm")
+}
+
+/// `path` (absolute) as an SQLite URI filename
+/// (<https://www.sqlite.org/uri.html>) opened read-only: `immutable` if
+/// asked, and otherwise with its `-shm` opened read-only too. Every byte
+/// but unreserved ones and `/` is percent-encoded, so any file name (`?`,
+/// `#`, `%`, not UTF-8) names the same file.
+pub(super) fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut uri = b"file:".to_vec();
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-._~".contains(&b) {
+            uri.push(b);
+        } else {
+            uri.extend(format!("%{b:02X}").bytes());
+        }
+    }
+    uri.extend(b"?mode=ro");
+    uri.extend(if immutable {
+        &b"&immutable=1"[..]
+    } else {
+        &b"&readonly_shm=1"[..]
+    });
+    std::ffi::OsString::from_vec(uri)
+}
+
+/// A read-only connection to the SQLite database at `path` that writes
+/// nothing in or next to it, whoever this process is (root included, who
+/// may write everything): used to read another user's store, a store on a
+/// read-only mount, and the stores of other runs (`peek`).
+///
+/// The store is in WAL mode, and SQLite reads such a database through its
+/// `-wal` file and `-shm` index. When both exist (a writer has the store
+/// open, or died with it open) they are used, the `-shm` read-only
+/// (`readonly_shm`, <https://www.sqlite.org/uri.html>): with a live
+/// writer SQLite reads through its index, and with none it reads the
+/// `-wal` into memory, where a writable `-shm` would be truncated and
+/// rebuilt. When they are not both there the store is opened `immutable`
+/// (<https://www.sqlite.org/uri.html#uriimmutable>): no locks, no `-wal`,
+/// no `-shm`, and it reads exactly what the file holds. (A plain read-only
+/// connection would create both: as root, next to any user's store; in a
+/// directory it cannot write, it fails with "attempt to write a readonly
+/// database".) Its one risk is a
+/// writer that starts while this one reads: a checkpoint may then change
+/// pages under the reader, whose read may fail or miss the newest runs.
+/// The store itself is never at risk.
+pub(crate) fn read_only_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    Connection::open_with_flags(
+        read_only_uri(&file, !wal_is_shared(&file)),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
