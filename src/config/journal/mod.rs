@@ -16,7 +16,8 @@
 //! happened (a crash between `record` and the change) is harmless: a mount
 //! is only unmounted if it is mounted, a loop device only detached if it is
 //! still bound to our backing file, a process only killed if its start time
-//! still matches.
+//! still matches. The actions and running them are in `undo.rs`; the OS
+//! calls they make are in `crate::sys`, re-exported here at their old paths.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
