@@ -6,15 +6,17 @@
 //!
 //! Everything prepare creates (backing files, mount points, loop devices,
 //! and the mounts of a run) is journaled first, so a crashed run's
-//! leftovers are removed by `sysdelta restore`.
+//! leftovers are removed by `sysdelta restore`. Creating and removing
+//! the volumes is in `volume.rs`; the loop device calls in `crate::sys`.
 
-use std::fs::{File, OpenOptions};
+mod volume;
+
+use std::fs::File;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
@@ -23,6 +25,7 @@ use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kinds::registry;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
+use volume::Volume;
 
 /// The name the devices are published under.
 pub const REGISTRY_NAME: &str = "fsops";
@@ -37,50 +40,6 @@ const KEYS: &[&str] = &[
     "file_size_kb",
     "dir",
 ];
-
-/// <linux/loop.h>
-const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
-const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
-const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
-const LO_FLAGS_AUTOCLEAR: u32 = 4;
-
-#[repr(C)]
-struct LoopInfo64 {
-    lo_device: u64,
-    lo_inode: u64,
-    lo_rdevice: u64,
-    lo_offset: u64,
-    lo_sizelimit: u64,
-    lo_number: u32,
-    lo_encrypt_type: u32,
-    lo_encrypt_key_size: u32,
-    lo_flags: u32,
-    lo_file_name: [u8; 64],
-    lo_crypt_name: [u8; 64],
-    lo_encrypt_key: [u8; 32],
-    lo_init: [u64; 2],
-}
-
-#[repr(C)]
-struct LoopConfig {
-    fd: u32,
-    block_size: u32,
-    info: LoopInfo64,
-    reserved: [u64; 8],
-}
-
-struct Volume {
-    backing: PathBuf,
-    mountpoint: PathBuf,
-    device: PathBuf,
-    /// Held open for the whole experiment: with LO_FLAGS_AUTOCLEAR the
-    /// device detaches by itself once this closes and nothing is mounted,
-    /// which also covers a SIGKILL of sysdelta.
-    fd: File,
-    /// The device did not exist before (GET_FREE created it): remove it
-    /// in teardown so the machine keeps the loop devices it had.
-    created: bool,
-}
 
 pub struct FsopsWorkload {
     volumes: usize,
@@ -217,125 +176,6 @@ impl FsopsWorkload {
         out
     }
 
-    fn setup_volume(&mut self, i: usize, base: &Path) -> Result<()> {
-        let journal = self.journal.clone().expect("checked in prepare");
-        let backing = base.join(format!("vol{i}.img"));
-        let mountpoint = base.join(format!("mnt{i}"));
-        self.entries.extend(journal.lock().unwrap().record_all(
-            "fsops",
-            vec![
-                UndoAction::RemovePath {
-                    path: backing.clone(),
-                    recursive: false,
-                },
-                UndoAction::RemovePath {
-                    path: mountpoint.clone(),
-                    recursive: false,
-                },
-            ],
-        )?);
-        let bf = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&backing)
-            .with_context(|| format!("fsops: cannot create {}", backing.display()))?;
-        bf.set_len(self.size_mb * 1024 * 1024)?;
-        std::fs::create_dir(&mountpoint)
-            .with_context(|| format!("fsops: cannot create {}", mountpoint.display()))?;
-        let ctl =
-            File::open("/dev/loop-control").context("fsops: cannot open /dev/loop-control")?;
-        for _attempt in 0..8 {
-            let existing = loop_numbers();
-            // SAFETY: LOOP_CTL_GET_FREE takes no argument.
-            let n = unsafe { libc::ioctl(ctl.as_raw_fd(), LOOP_CTL_GET_FREE as _) };
-            if n < 0 {
-                return Err(std::io::Error::last_os_error()).context("fsops: no free loop device");
-            }
-            let created = !existing.contains(&(n as u32));
-            let device = PathBuf::from(format!("/dev/loop{n}"));
-            let mut undos = Vec::new();
-            if created {
-                undos.push(UndoAction::RemoveLoop { number: n as u32 });
-            }
-            undos.extend([
-                UndoAction::DetachLoop {
-                    device: device.clone(),
-                    backing_file: backing.clone(),
-                },
-                UndoAction::Unmount {
-                    target: mountpoint.clone(),
-                    source: Some(device.to_string_lossy().into_owned()),
-                },
-            ]);
-            let ids = journal.lock().unwrap().record_all("fsops", undos)?;
-            let fd = open_loop(&device)?;
-            // SAFETY: LoopConfig is plain data; zeroed is a valid start.
-            let mut cfg: LoopConfig = unsafe { std::mem::zeroed() };
-            cfg.fd = bf.as_raw_fd() as u32;
-            cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-            let name = backing.to_string_lossy();
-            let len = name.len().min(63);
-            cfg.info.lo_file_name[..len].copy_from_slice(&name.as_bytes()[..len]);
-            // SAFETY: cfg is a valid loop_config for the call.
-            let r = unsafe { libc::ioctl(fd.as_raw_fd(), LOOP_CONFIGURE as _, &cfg) };
-            if r != 0 {
-                let e = std::io::Error::last_os_error();
-                journal.lock().unwrap().done_all(&ids)?;
-                if e.raw_os_error() == Some(libc::EBUSY) {
-                    continue; // someone else took it meanwhile
-                }
-                return Err(e).context(format!("fsops: cannot attach {}", device.display()));
-            }
-            self.entries.extend(ids);
-            self.vols.push(Volume {
-                backing,
-                mountpoint,
-                device,
-                fd,
-                created,
-            });
-            return Ok(());
-        }
-        bail!("fsops: no free loop device after 8 attempts")
-    }
-
-    /// Unmount what is mounted, detach, remove files: the normal undo of
-    /// prepare. Returns the first error but always tries everything.
-    fn teardown(&mut self) -> Result<()> {
-        // One thread per volume: detaching a loop device waits on the
-        // kernel, and ten of them in a row add up.
-        let vols: Vec<Volume> = self.vols.drain(..).collect();
-        let errors: Vec<anyhow::Error> = std::thread::scope(|s| {
-            let hs: Vec<_> = vols
-                .into_iter()
-                .map(|v| s.spawn(move || teardown_volume(v)))
-                .collect();
-            hs.into_iter()
-                .filter_map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("teardown panicked")))
-                        .err()
-                })
-                .collect()
-        });
-        let mut first: Option<anyhow::Error> = errors.into_iter().next();
-        registry::withdraw(REGISTRY_NAME);
-        if let Some(j) = &self.journal {
-            // Anything teardown could not do is done (or reported) by the
-            // journal's own undo of the remaining entries.
-            let ids = std::mem::take(&mut self.entries);
-            if let Err(e) = j.lock().unwrap().undo_entries(&ids) {
-                first.get_or_insert(e);
-            }
-        }
-        self.base = None;
-        match first {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
     /// One volume's mkfs, mount, write, umount, each timed.
     fn one_volume(&self, v: &Volume, ctx: &RunContext) -> Result<Phases, RunOutcome> {
         let mut p = Phases::default();
@@ -394,36 +234,6 @@ impl FsopsWorkload {
     }
 }
 
-/// Unmount if mounted, detach, remove a loop device we created, remove
-/// the mount point and the backing file.
-fn teardown_volume(v: Volume) -> Result<()> {
-    let mut first: Option<anyhow::Error> = None;
-    if journal::is_mounted(&v.mountpoint, None).unwrap_or(false) {
-        if let Err(e) = journal::unmount(&v.mountpoint) {
-            first.get_or_insert(e);
-        }
-    }
-    // SAFETY: LOOP_CLR_FD on our own open loop fd.
-    unsafe { libc::ioctl(v.fd.as_raw_fd(), LOOP_CLR_FD as _, 0) };
-    drop(v.fd);
-    if v.created {
-        let n = v
-            .device
-            .to_string_lossy()
-            .trim_start_matches("/dev/loop")
-            .parse();
-        if let Err(e) = n
-            .map_err(anyhow::Error::from)
-            .and_then(journal::remove_loop)
-        {
-            first.get_or_insert(e);
-        }
-    }
-    let _ = std::fs::remove_dir(&v.mountpoint);
-    let _ = std::fs::remove_file(&v.backing);
-    first.map_or(Ok(()), Err)
-}
-
 fn force_flags(fstype: &str) -> Vec<&'static str> {
     if fstype.starts_with("ext") {
         vec!["-F", "-q"]
@@ -432,37 +242,6 @@ fn force_flags(fstype: &str) -> Vec<&'static str> {
     } else {
         Vec::new()
     }
-}
-
-fn open_loop(device: &Path) -> Result<File> {
-    // The node appears via devtmpfs right after GET_FREE; wait briefly.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        match OpenOptions::new().read(true).write(true).open(device) {
-            Ok(f) => return Ok(f),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(5))
-            }
-            Err(e) => return Err(e).context(format!("fsops: cannot open {}", device.display())),
-        }
-    }
-}
-
-/// Numbers of the loop devices that exist now.
-fn loop_numbers() -> Vec<u32> {
-    std::fs::read_dir("/sys/block")
-        .map(|r| {
-            r.filter_map(|e| {
-                e.ok()?
-                    .file_name()
-                    .to_str()?
-                    .strip_prefix("loop")?
-                    .parse()
-                    .ok()
-            })
-            .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn free_mb(dir: &Path) -> Option<u64> {
@@ -643,11 +422,5 @@ mod tests {
         let v: toml::Value = toml::from_str("volumes = 0").unwrap();
         let e = FsopsWorkload::from_params(&v).err().unwrap();
         assert!(e.contains("fsops.volumes"), "{e}");
-    }
-
-    #[test]
-    fn loop_config_has_the_kernel_layout() {
-        // struct loop_config is 304 bytes in <linux/loop.h>.
-        assert_eq!(std::mem::size_of::<LoopConfig>(), 304);
     }
 }
