@@ -3,11 +3,14 @@
 //! Nothing runs until the whole plan validates; every error names
 //! `file:line:col`.
 
+mod bounds;
 pub mod duration;
+mod items;
 pub mod kernel;
 pub mod load;
 pub mod model;
 pub mod position;
+mod raw;
 pub mod shorthand;
 
 pub use load::{load_file, parse};

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicBool;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::plan::{self, Overrides};
 use crate::analysis::{self, Verdict};
+use crate::plan::{self, Overrides};
 use crate::runner::{self, ExecOptions};
 use crate::stats::bootstrap::stream_seed;
 use crate::store::Store;

@@ -1,0 +1,327 @@
+//! One config and one workload of a plan, validated: names, kernels,
+//! setup and teardown, work directories, commands (that they exist) and the
+//! metrics a command's output gives.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::bounds::timeout_at;
+use super::model::*;
+use super::position::Origin;
+use super::raw::{RawConfig, RawMetric, RawWorkload};
+use crate::metric::{Direction, MetricSpec};
+
+pub(super) fn default_name(source: &str) -> String {
+    Path::new(source)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "experiment".into())
+}
+
+pub(super) fn check_name(
+    origin: &Origin,
+    n: &Spanned<String>,
+    what: &str,
+    seen: &mut HashSet<String>,
+) -> Result<String, String> {
+    let name = n.get_ref();
+    if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(origin.at(
+            n.span().start,
+            format!("{what} name '{name}' must be non-empty without spaces"),
+        ));
+    }
+    if !seen.insert(name.clone()) {
+        return Err(origin.at(n.span().start, format!("duplicate {what} name '{name}'")));
+    }
+    Ok(name.clone())
+}
+
+pub(super) fn build_config(
+    origin: &Origin,
+    c: &Spanned<RawConfig>,
+    seen: &mut HashSet<String>,
+) -> Result<ConfigDef, String> {
+    let rc = c.get_ref();
+    let name = check_name(origin, &rc.name, "config", seen)?;
+    let mut env = Vec::new();
+    for (k, v) in rc.env.iter().flatten() {
+        let val = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Boolean(b) => b.to_string(),
+            other => {
+                return Err(origin.at(
+                    v.span().start,
+                    format!("env {k}: expected a string, got {}", other.type_str()),
+                ))
+            }
+        };
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            return Err(origin.at(v.span().start, format!("env name '{k}' is not valid")));
+        }
+        env.push((k.clone(), val));
+    }
+    let mut kinds = Vec::new();
+    let decls = [
+        ("ftrace", &rc.ftrace),
+        ("trace_reader", &rc.trace_reader),
+        ("perf_record", &rc.perf_record),
+        ("blktrace", &rc.blktrace),
+        ("sysctl", &rc.sysctl),
+        ("cpus", &rc.cpus),
+        ("memory_limit", &rc.memory_limit),
+        ("swap", &rc.swap),
+    ];
+    for (kind, v) in decls {
+        if let Some(v) = v {
+            kinds.push(KindDecl {
+                kind: kind.to_string(),
+                value: v.get_ref().clone(),
+                at: origin.at(v.span().start, format!("config '{name}', {kind}")),
+            });
+        }
+    }
+    let kernel = rc
+        .kernel
+        .as_ref()
+        .map(|k| super::kernel::parse(origin, &name, k))
+        .transpose()?;
+    let mut monitors = Vec::new();
+    for m in rc.monitors.iter().flatten() {
+        if !crate::monitor::NAMES.contains(&m.get_ref().as_str()) {
+            return Err(origin.at(
+                m.span().start,
+                format!(
+                    "unknown monitor '{}'; known monitors: {}",
+                    m.get_ref(),
+                    crate::monitor::NAMES.join(", ")
+                ),
+            ));
+        }
+        monitors.push(m.get_ref().clone());
+    }
+    Ok(ConfigDef {
+        name,
+        monitors,
+        setup: rc.setup.as_ref().map(|s| s.get_ref().clone()),
+        teardown: rc.teardown.as_ref().map(|s| s.get_ref().clone()),
+        env,
+        workdir: workdir(origin, &rc.workdir)?,
+        kinds,
+        kernel,
+    })
+}
+
+pub(super) fn workdir(
+    origin: &Origin,
+    w: &Option<Spanned<String>>,
+) -> Result<Option<PathBuf>, String> {
+    match w {
+        None => Ok(None),
+        Some(w) => {
+            let p = PathBuf::from(w.get_ref());
+            if !p.is_dir() {
+                return Err(origin.at(
+                    w.span().start,
+                    format!("workdir '{}' is not a directory", p.display()),
+                ));
+            }
+            Ok(Some(p))
+        }
+    }
+}
+
+pub(super) fn build_workload(
+    origin: &Origin,
+    w: Spanned<RawWorkload>,
+    default_timeout: Duration,
+    quick: bool,
+    seen: &mut HashSet<String>,
+) -> Result<WorkloadDef, String> {
+    let start = w.span().start;
+    let rw = w.into_inner();
+    let name = check_name(origin, &rw.name, "workload", seen)?;
+    let timeout = match &rw.timeout {
+        Some(t) => timeout_at(origin, t)?,
+        None => default_timeout,
+    };
+    let kind = match (&rw.command, &rw.builtin) {
+        (Some(_), Some(b)) => {
+            return Err(origin.at(
+                b.span().start,
+                format!("workload '{name}' has both command and builtin"),
+            ))
+        }
+        (None, None) => {
+            return Err(origin.at(
+                start,
+                format!("workload '{name}' needs a command or a builtin"),
+            ))
+        }
+        (Some(cmd), None) => {
+            if let Some(p) = rw.params.as_ref().or(rw.quick.as_ref()) {
+                return Err(origin.at(p.span().start, "params and quick are for builtin workloads"));
+            }
+            check_command_exists(cmd.get_ref()).map_err(|m| origin.at(cmd.span().start, m))?;
+            let mut metrics = Vec::new();
+            let mut mseen: HashSet<String> = crate::workload::command::TIMING_METRICS
+                .iter()
+                .map(|m| m.to_string())
+                .collect();
+            for m in &rw.metrics {
+                metrics.push(build_regex_metric(origin, m, &mut mseen)?);
+            }
+            WorkloadKind::Command {
+                command: cmd.get_ref().clone(),
+                metrics,
+            }
+        }
+        (None, Some(b)) => {
+            if let Some(m) = rw.metrics.first() {
+                return Err(origin.at(
+                    m.span().start,
+                    "metrics with a regex are for command workloads",
+                ));
+            }
+            let mut params = rw
+                .params
+                .map(|p| p.into_inner())
+                .unwrap_or_else(|| toml::Value::Table(Default::default()));
+            if let Some(q) = &rw.quick {
+                let (Some(qt), Some(pt)) = (q.get_ref().as_table(), params.as_table_mut()) else {
+                    return Err(origin.at(q.span().start, "quick and params must be tables"));
+                };
+                if quick {
+                    for (k, v) in qt {
+                        pt.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            WorkloadKind::Builtin {
+                name: b.get_ref().clone(),
+                params,
+            }
+        }
+    };
+    if let WorkloadKind::Builtin { name: b, params } = &kind {
+        crate::builtins::validate(b, params).map_err(|m| {
+            let at = rw.builtin.as_ref().map(|s| s.span().start).unwrap_or(start);
+            origin.at(at, format!("workload '{name}': {m}"))
+        })?;
+    }
+    Ok(WorkloadDef {
+        name,
+        kind,
+        timeout,
+        workdir: workdir(origin, &rw.workdir)?,
+    })
+}
+
+pub(super) fn build_regex_metric(
+    origin: &Origin,
+    m: &Spanned<RawMetric>,
+    seen: &mut HashSet<String>,
+) -> Result<RegexMetric, String> {
+    let rm = m.get_ref();
+    let name = check_name(origin, &rm.name, "metric", seen)?;
+    let regex = regex::bytes::Regex::new(rm.regex.get_ref()).map_err(|e| {
+        origin.at(
+            rm.regex.span().start,
+            format!("metric '{name}': bad regex: {}", regex_error(&e)),
+        )
+    })?;
+    let has_value_group = regex.capture_names().any(|n| n == Some("value"));
+    if !has_value_group && regex.captures_len() < 2 {
+        return Err(origin.at(
+            rm.regex.span().start,
+            format!(
+                "metric '{name}': regex needs a capture group (named 'value' or the first group)"
+            ),
+        ));
+    }
+    let direction = match &rm.direction {
+        None => Direction::Lower,
+        Some(d) => Direction::parse(d.get_ref()).ok_or_else(|| {
+            origin.at(
+                d.span().start,
+                format!(
+                    "direction must be \"lower\" or \"higher\", got '{}'",
+                    d.get_ref()
+                ),
+            )
+        })?,
+    };
+    Ok(RegexMetric {
+        spec: MetricSpec::new(&name, rm.unit.as_deref().unwrap_or(""), direction),
+        regex,
+    })
+}
+
+/// A regex error in one line: a syntax error's last line says what is
+/// wrong (the lines above draw the pattern with a caret under it).
+pub(super) fn regex_error(e: &regex::Error) -> String {
+    let text = e.to_string();
+    let last = text.lines().map(str::trim).rfind(|l| !l.is_empty());
+    last.unwrap_or("").trim_start_matches("error: ").to_string()
+}
+
+pub(super) const SHELL_WORDS: &[&str] = &[
+    "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "{",
+    "}", "(", "!", "cd", "export", "exec", "eval", "set", "unset", "test", "[", "true", "false",
+    ":", ".", "echo", "printf", "read", "exit", "return", "trap", "wait", "ulimit", "umask",
+    "time", "command", "type", "kill", "shift",
+];
+
+/// Check that the first program of a shell command can be found, so a typo
+/// fails validation instead of failing every run.
+pub fn check_command_exists(cmd: &str) -> Result<(), String> {
+    let first_line = cmd
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'));
+    let Some(line) = first_line else {
+        return Err("command is empty".into());
+    };
+    let words = match shlex::split(line) {
+        Some(w) => w,
+        None => return Ok(()), // unbalanced quoting on the first line of a multi-line script
+    };
+    let Some(prog) = words
+        .into_iter()
+        .find(|w| !w.contains('=') || w.starts_with('='))
+    else {
+        return Ok(()); // only assignments
+    };
+    if SHELL_WORDS.contains(&prog.as_str())
+        || prog.contains('$')
+        || prog.contains('`')
+        || prog.starts_with('(')
+    {
+        return Ok(());
+    }
+    let prog = prog.trim_end_matches(';');
+    if prog.contains('/') {
+        let p = Path::new(prog);
+        return if p.exists() {
+            Ok(())
+        } else {
+            Err(format!("command not found: '{prog}' does not exist"))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let cand = dir.join(prog);
+        if let Ok(md) = cand.metadata() {
+            use std::os::unix::fs::PermissionsExt;
+            if md.is_file() && md.permissions().mode() & 0o111 != 0 {
+                return Ok(());
+            }
+        }
+    }
+    Err(format!("command not found: '{prog}' is not on PATH"))
+}

@@ -1,0 +1,117 @@
+//! The plan file as TOML gives it, before validation: every value keeps
+//! its position (`Spanned`) so that errors can name file:line:col, and
+//! integers are read wide so that a huge one is "too large", not a type
+//! error.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPlan {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) runs: Option<Spanned<WideInt>>,
+    pub(super) warmup: Option<Spanned<WideInt>>,
+    pub(super) order: Option<Spanned<String>>,
+    pub(super) seed: Option<Spanned<WideInt>>,
+    pub(super) timeout: Option<Spanned<toml::Value>>,
+    pub(super) baseline: Option<Spanned<String>>,
+    pub(super) setup: Option<Spanned<String>>,
+    pub(super) teardown: Option<Spanned<String>>,
+    pub(super) monitors: Option<Vec<Spanned<String>>>,
+    pub(super) monitor_interval: Option<Spanned<toml::Value>>,
+    pub(super) quick: Option<Spanned<RawQuick>>,
+    /// Boots per kernel config (plans whose configs name kernels).
+    pub(super) boots: Option<Spanned<WideInt>>,
+    #[serde(default)]
+    pub(super) config: Vec<Spanned<RawConfig>>,
+    #[serde(default)]
+    pub(super) workload: Vec<Spanned<RawWorkload>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawQuick {
+    pub(super) runs: Option<Spanned<WideInt>>,
+    pub(super) warmup: Option<Spanned<WideInt>>,
+    pub(super) boots: Option<Spanned<WideInt>>,
+}
+
+/// A count in the plan, read as any TOML integer however large, so that
+/// one that does not fit its field is refused as "too large (at most N)"
+/// rather than as a type error or a wrapped-around small number.
+pub(super) struct WideInt(pub(super) i128);
+
+impl<'de> Deserialize<'de> for WideInt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = WideInt;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an integer")
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<WideInt, E> {
+                Ok(WideInt(v.into()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<WideInt, E> {
+                Ok(WideInt(v.into()))
+            }
+            fn visit_i128<E>(self, v: i128) -> Result<WideInt, E> {
+                Ok(WideInt(v))
+            }
+            fn visit_u128<E>(self, v: u128) -> Result<WideInt, E> {
+                Ok(WideInt(i128::try_from(v).unwrap_or(i128::MAX)))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawConfig {
+    pub(super) name: Spanned<String>,
+    /// Monitors only this config runs (on top of the plan's), e.g. to
+    /// measure what monitoring itself costs.
+    pub(super) monitors: Option<Vec<Spanned<String>>>,
+    pub(super) setup: Option<Spanned<String>>,
+    pub(super) teardown: Option<Spanned<String>>,
+    pub(super) env: Option<BTreeMap<String, Spanned<toml::Value>>>,
+    pub(super) workdir: Option<Spanned<String>>,
+    pub(super) ftrace: Option<Spanned<toml::Value>>,
+    pub(super) trace_reader: Option<Spanned<toml::Value>>,
+    pub(super) perf_record: Option<Spanned<toml::Value>>,
+    pub(super) blktrace: Option<Spanned<toml::Value>>,
+    pub(super) sysctl: Option<Spanned<toml::Value>>,
+    pub(super) cpus: Option<Spanned<toml::Value>>,
+    pub(super) memory_limit: Option<Spanned<toml::Value>>,
+    pub(super) swap: Option<Spanned<toml::Value>>,
+    /// The kernel this config boots (its runs happen in a VM).
+    pub(super) kernel: Option<Spanned<toml::Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawWorkload {
+    pub(super) name: Spanned<String>,
+    pub(super) command: Option<Spanned<String>>,
+    pub(super) builtin: Option<Spanned<String>>,
+    pub(super) params: Option<Spanned<toml::Value>>,
+    /// Parameters that replace those in `params` under `--quick`.
+    pub(super) quick: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    pub(super) metrics: Vec<Spanned<RawMetric>>,
+    pub(super) timeout: Option<Spanned<toml::Value>>,
+    pub(super) workdir: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawMetric {
+    pub(super) name: Spanned<String>,
+    pub(super) regex: Spanned<String>,
+    pub(super) unit: Option<String>,
+    pub(super) direction: Option<Spanned<String>>,
+}
