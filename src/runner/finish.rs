@@ -1,0 +1,144 @@
+//! The end of an experiment and the questions asked along the way: which
+//! cells have no successful run, whether adaptive stopping has reached its
+//! precision (asked of `analysis`), the metrics to declare, and the status
+//! it ends with.
+
+// The runner's shared types and imports, which this file continues.
+use super::*;
+
+/// The cells (config/workload) of an experiment without one successful
+/// measured run, each with its last failure: such an experiment has no
+/// result for them, and `run` exits non-zero.
+pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
+    let d = store.load(exp)?;
+    let mut out = Vec::new();
+    for c in &d.info.configs {
+        for w in &d.info.workloads {
+            let runs: Vec<_> = d
+                .runs
+                .iter()
+                .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
+                .collect();
+            if runs.iter().any(|r| r.status == "ok") {
+                continue;
+            }
+            let last = runs
+                .iter()
+                .rev()
+                .find_map(|r| r.reason.as_deref())
+                .map(|r| format!(" (last failure: {r})"))
+                .unwrap_or_else(|| " (no measured run)".into());
+            out.push(format!("{c}/{w}{last}"));
+        }
+    }
+    Ok(out)
+}
+
+/// The adaptive stopping rule, a precision rule: stop when every defined
+/// ratio CI (every metric, every config against the baseline) is narrower
+/// than `target` (as a fraction of the baseline mean). It looks only at the
+/// widths, never at whether a difference is significant, so stopping does
+/// not bias the tests (a "stop when significant" rule would). Uses 2,000
+/// resamples per check; the final report uses the full count.
+pub(super) fn precision_check(
+    store: &Store,
+    exp: i64,
+    target: f64,
+    only: &[String],
+) -> Result<(bool, String)> {
+    let data = store.load(exp)?;
+    let opts = crate::analysis::Options {
+        resamples: 2000,
+        ..Default::default()
+    };
+    let a = crate::analysis::analyze(&data, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let mut widest: Option<(f64, String)> = None;
+    let mut undefined = 0usize;
+    let wanted = |workload: &str, metric: &str| {
+        only.is_empty()
+            || only
+                .iter()
+                .any(|o| o == metric || *o == format!("{workload}/{metric}"))
+    };
+    for m in a
+        .metrics
+        .iter()
+        .filter(|m| wanted(&m.workload, &m.spec.name))
+    {
+        for c in &m.comparisons {
+            match c.ratio_ci {
+                Some((lo, hi)) => {
+                    let w = hi - lo;
+                    if widest.as_ref().is_none_or(|(x, _)| w > *x) {
+                        widest = Some((w, format!("{}/{} {}", m.workload, m.spec.name, c.config)));
+                    }
+                }
+                None => undefined += 1,
+            }
+        }
+    }
+    Ok(match widest {
+        None => (false, "no confidence interval defined yet".into()),
+        Some((w, what)) => (
+            w <= target,
+            format!(
+                "widest 95% CI of a ratio {:.2}% ({what}), target {:.2}%{}",
+                100.0 * w,
+                100.0 * target,
+                if undefined > 0 {
+                    format!("; {undefined} comparisons without a CI not counted")
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+    })
+}
+
+/// Record how an experiment that ran to its end (or was stopped) ended:
+/// `interrupted` (resume it), `failed` (a cell failed too often in a row)
+/// or `complete`.
+pub(crate) fn finish(
+    store: &Store,
+    exp: i64,
+    interrupted: bool,
+    stopped: Option<String>,
+    usage: &serde_json::Value,
+    (runs_done, runs_failed): (usize, usize),
+) -> Result<Outcome> {
+    let status = if interrupted {
+        "interrupted"
+    } else if stopped.is_some() {
+        "failed"
+    } else {
+        "complete"
+    };
+    store.finish(exp, status, Some(usage))?;
+    Ok(Outcome {
+        experiment_id: exp,
+        status,
+        runs_done,
+        runs_failed,
+        stopped,
+    })
+}
+
+/// Declare every workload's metrics, with the metrics config kinds add to
+/// each run (trace bytes, events lost), before the first run.
+pub(crate) fn declare_metrics(store: &Store, exp: i64, p: &Prepared) -> Result<()> {
+    let kind_metrics: Vec<MetricSpec> = p
+        .configs
+        .iter()
+        .flat_map(|c| c.kinds.iter().flat_map(|k| k.metrics()))
+        .collect();
+    for (def, w) in &p.workloads {
+        let mut specs = w.metrics();
+        for m in &kind_metrics {
+            if !specs.iter().any(|s| s.name == m.name) {
+                specs.push(m.clone());
+            }
+        }
+        store.declare_metrics(exp, &def.name, &specs)?;
+    }
+    Ok(())
+}
