@@ -103,7 +103,9 @@ fn main() {
             }
         }
     }
-    store.finish(id, "complete", None).unwrap();
+    store
+        .finish(id, sysdelta::status::ExperimentStatus::Complete, None)
+        .unwrap();
     drop(store);
 
     let time = |format: &str, out: &std::path::Path| {

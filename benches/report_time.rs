@@ -101,7 +101,9 @@ fn main() {
             }
         }
     }
-    store.finish(id, "complete", None).unwrap();
+    store
+        .finish(id, sysdelta::status::ExperimentStatus::Complete, None)
+        .unwrap();
 
     let mut load = Vec::new();
     let mut report = Vec::new();

@@ -17,6 +17,7 @@ pub mod report;
 pub mod runner;
 pub mod series;
 pub mod stats;
+pub mod status;
 pub mod store;
 pub mod sys;
 pub mod transport;

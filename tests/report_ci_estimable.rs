@@ -57,7 +57,9 @@ fn store_with_mostly_zero_metric(sb: &Sandbox) {
                 .unwrap();
         }
     }
-    store.finish(id, "complete", None).unwrap();
+    store
+        .finish(id, sysdelta::status::ExperimentStatus::Complete, None)
+        .unwrap();
 }
 
 #[test]

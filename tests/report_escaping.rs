@@ -96,7 +96,9 @@ fn store_experiment(store: &Store, n: u32, configs: &[String]) -> i64 {
         }
     }
     store.add_event(id, &name("kind"), &name("=event")).unwrap();
-    store.finish(id, "complete", None).unwrap();
+    store
+        .finish(id, sysdelta::status::ExperimentStatus::Complete, None)
+        .unwrap();
     id
 }
 

@@ -12,6 +12,7 @@ use sysdelta::commands::plan_runs;
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::Overrides;
 use sysdelta::report::{self, Format, ReportOptions};
+use sysdelta::status::{ExperimentStatus, RunStatus};
 use sysdelta::store::{Event, ExperimentData, ExperimentInfo, StoredMetric, StoredRun};
 
 /// A fixed pseudo-random sequence in [0, 1) (no dependence on rand's
@@ -75,7 +76,11 @@ fn host_data() -> ExperimentData {
                     config: c.clone(),
                     workload: w.into(),
                     warmup: block == 0,
-                    status: if failed { "failed" } else { "ok" }.into(),
+                    status: if failed {
+                        RunStatus::Failed
+                    } else {
+                        RunStatus::Ok
+                    },
                     reason: failed.then(|| "exit status 1".to_string()),
                     stderr_tail: failed.then(|| "oops\nline two".to_string()),
                     exit_code: failed.then_some(1),
@@ -107,7 +112,7 @@ fn host_data() -> ExperimentData {
         baseline: "base".into(),
         created_at: "2026-01-01T00:00:00Z".into(),
         finished_at: Some("2026-01-01T00:01:00Z".into()),
-        status: "complete".into(),
+        status: ExperimentStatus::Complete,
         entered_config: None,
         self_usage: None,
         configs,

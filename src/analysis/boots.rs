@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use super::model::{run_value, Cell};
 use crate::stats;
-use crate::store::{ExperimentData, StoredBoot, StoredRun};
+use crate::store::{BootStatus, ExperimentData, StoredBoot, StoredRun};
 
 /// The warning every format gives when any guest ran under TCG.
 pub const TCG_WARNING: &str =
@@ -212,8 +212,8 @@ fn config_boots(config: &str, boots: &[&StoredBoot]) -> ConfigBoots {
     for b in boots {
         push_distinct(&mut c.accel, b.accel.clone());
         hello.extend(b.launch_to_hello_s.filter(|t| t.is_finite()));
-        match b.status.as_str() {
-            "ok" => {
+        match b.status {
+            BootStatus::Ok => {
                 c.ok += 1;
                 if let Some(u) = &b.uname {
                     push_distinct(&mut c.kernels, u.clone());
@@ -222,7 +222,7 @@ fn config_boots(config: &str, boots: &[&StoredBoot]) -> ConfigBoots {
                     push_distinct(&mut c.cpus, n);
                 }
             }
-            "failed" => {
+            BootStatus::Failed => {
                 c.failed += 1;
                 c.failed_boots.push(FailedBoot {
                     id: b.id,
@@ -233,7 +233,7 @@ fn config_boots(config: &str, boots: &[&StoredBoot]) -> ConfigBoots {
                     runs: b.runs,
                 });
             }
-            _ => c.running += 1,
+            BootStatus::Running => c.running += 1,
         }
     }
     c.launch_to_hello_s = stats::summary::summarize(&hello).map(|s| HelloTimes {

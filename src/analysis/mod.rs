@@ -17,6 +17,7 @@ pub use model::*;
 
 use crate::metric::Direction;
 use crate::stats;
+use crate::status::{ExperimentStatus, RunStatus};
 use crate::store::{Event, ExperimentData, ExperimentInfo, StoredRun};
 use boots::CellUnits;
 
@@ -114,11 +115,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
     let mut configs = vec![baseline.clone()];
     configs.extend(info.configs.iter().filter(|c| **c != baseline).cloned());
 
-    let measured: Vec<&StoredRun> = data
-        .runs
-        .iter()
-        .filter(|r| !r.warmup && r.status == "ok")
-        .collect();
+    let measured: Vec<&StoredRun> = data.runs.iter().filter(|r| r.is_measured_ok()).collect();
     // Successful measured runs of each (config, workload) cell, in run order.
     let mut by_cell: CellRuns = HashMap::new();
     for r in &measured {
@@ -305,15 +302,11 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         };
     }
 
-    let runs_ok = data
-        .runs
-        .iter()
-        .filter(|r| !r.warmup && r.status == "ok")
-        .count();
+    let runs_ok = data.runs.iter().filter(|r| r.is_measured_ok()).count();
     let failed: Vec<FailedRun> = data
         .runs
         .iter()
-        .filter(|r| r.status != "ok")
+        .filter(|r| r.status != RunStatus::Ok)
         .map(|r| FailedRun {
             block: r.block,
             config: r.config.clone(),
@@ -325,7 +318,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         .collect();
     let runs_planned = info.runs_per_cell as usize * info.configs.len() * info.workloads.len();
     let mut warnings = Vec::new();
-    if info.status != "complete" {
+    if info.status != ExperimentStatus::Complete {
         let planned = match info.overrides.until_ci {
             Some(_) => "an adaptive number of".to_string(),
             None => runs_planned.to_string(),

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::config::journal::Journal;
 use crate::runner;
+use crate::status::ExperimentStatus;
 use crate::store::{lock::lock_waiting, Store};
 
 /// `sysdelta restore`.
@@ -50,7 +51,7 @@ pub fn run(store_path: &Path) -> Result<()> {
                     i.entered_config = None;
                 }
             }
-            if i.status == "running" || i.entered_config.is_some() {
+            if i.status == ExperimentStatus::Running || i.entered_config.is_some() {
                 println!(
                     "experiment {id} was interrupted{}; finish it with: sysdelta run --resume {id}",
                     i.entered_config

@@ -14,6 +14,7 @@ use crate::error::bad;
 use crate::plan;
 use crate::report;
 use crate::runner::{self, experiment};
+use crate::status::ExperimentStatus;
 use crate::store::Store;
 
 #[derive(Args)]
@@ -74,7 +75,7 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
         let store = Store::open(store_path, false)?;
         let id = store.resolve(r)?;
         let info = store.info(id)?;
-        if info.status == "complete" {
+        if info.status == ExperimentStatus::Complete {
             return Err(bad(format!("experiment {id} is already complete")));
         }
         let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides).map_err(bad)?;
@@ -142,7 +143,7 @@ fn execute(
         outcome.runs_failed,
         store_path.display()
     );
-    if outcome.status == "interrupted" {
+    if outcome.status == ExperimentStatus::Interrupted {
         eprintln!(
             "sysdelta: resume with: sysdelta run --resume {id} --store {}",
             store_path.display()

@@ -232,7 +232,7 @@ pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, String> {
         experiment: a.info.id,
         name: a.info.name.clone(),
         label: a.info.label.clone(),
-        status: a.info.status.clone(),
+        status: a.info.status.to_string(),
         detect,
         alpha: ALPHA,
         power: POWER,

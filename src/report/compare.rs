@@ -16,6 +16,7 @@ use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
 use crate::analysis::{self, Analysis};
 use crate::error::bad;
 use crate::monitor::fingerprint;
+use crate::status::ExperimentStatus;
 use crate::store::{ExperimentData, ExperimentInfo, Store, StoredMetric, StoredRun};
 
 // The history lives in its own file; its paths stay those it always had.
@@ -183,12 +184,12 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
                 safe(s)
             ));
         }
-        if d.info.status != "complete" {
+        if d.info.status != ExperimentStatus::Complete {
             warnings.push(format!(
                 "{} (#{}) is {}, not complete",
                 safe(name),
                 d.info.id,
-                safe(&d.info.status)
+                safe(d.info.status.as_str())
             ));
         }
     }
@@ -303,7 +304,7 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
         finished_at: picked.last().and_then(|p| p.0.info.finished_at.clone()),
         // Incomplete members are warned about above; the virtual experiment
         // cannot be resumed as a whole.
-        status: "complete".into(),
+        status: ExperimentStatus::Complete,
         entered_config: None,
         self_usage: None,
         configs: names,

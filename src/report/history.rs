@@ -166,7 +166,7 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         let values: Vec<f64> = d
             .runs
             .iter()
-            .filter(|r| !r.warmup && r.status == "ok" && r.workload == m.workload)
+            .filter(|r| r.is_measured_ok() && r.workload == m.workload)
             .filter_map(|r| {
                 r.samples
                     .get(want_m)

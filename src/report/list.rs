@@ -21,18 +21,14 @@ pub fn render(store: &Store) -> Result<String> {
     for id in store.experiment_ids()? {
         let d = store.load(id)?;
         let i = &d.info;
-        let ok = d
-            .runs
-            .iter()
-            .filter(|r| r.status == "ok" && !r.warmup)
-            .count();
+        let ok = d.runs.iter().filter(|r| r.is_measured_ok()).count();
         let _ = writeln!(
             out,
             "{:>4}  {:<20} {:<16} {:<12} {:<20} {:>5}",
             i.id,
             terminal_safe(&i.name),
             terminal_safe(i.label.as_deref().unwrap_or("-")),
-            terminal_safe(&i.status),
+            terminal_safe(i.status.as_str()),
             terminal_safe(&i.created_at),
             ok
         );

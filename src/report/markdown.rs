@@ -14,7 +14,7 @@ pub fn render(a: &Analysis) -> String {
         "## sysdelta: experiment {} \"{}\" ({})\n",
         i.id,
         esc(&i.name),
-        esc(&i.status)
+        esc(i.status.as_str())
     );
     // Stored strings are escaped text, never code spans (where the escapes
     // would show literally).

@@ -83,7 +83,7 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> String {
     let runs: HashMap<i64, &crate::store::StoredRun> = data
         .runs
         .iter()
-        .filter(|r| !r.warmup && r.status == "ok")
+        .filter(|r| r.is_measured_ok())
         .map(|r| (r.id, r))
         .collect();
     let mut names: Vec<(&str, &str)> = data

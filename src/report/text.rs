@@ -48,7 +48,7 @@ pub fn header(a: &Analysis) -> String {
             .as_ref()
             .map(|l| format!(" label {}", ascii(l)))
             .unwrap_or_default(),
-        ascii(&i.status)
+        ascii(i.status.as_str())
     );
     let _ = writeln!(
         h,

@@ -310,15 +310,15 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let closed = store.close_run_log();
     match result {
         Err(panic) => {
-            let _ = store.finish(exp, "failed", Some(&usage));
+            let _ = store.finish(exp, ExperimentStatus::Failed, Some(&usage));
             resume_unwind(panic)
         }
         Ok(Err(e)) => {
             let _ = store.add_event(exp, "error", &format!("{e:#}"));
             let status = if still_entered {
-                "interrupted"
+                ExperimentStatus::Interrupted
             } else {
-                "failed"
+                ExperimentStatus::Failed
             };
             let _ = store.finish(exp, status, Some(&usage));
             Err(e)

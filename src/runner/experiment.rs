@@ -13,7 +13,7 @@ use anyhow::Result;
 
 use super::{machine, ExecOptions, Outcome};
 use crate::plan::Plan;
-use crate::store::{lock::lock_waiting, Store};
+use crate::store::{lock::lock_waiting, ExperimentStatus, Store};
 
 /// What the caller asks of the experiment besides its plan.
 pub struct Request<'a> {
@@ -76,7 +76,7 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
             if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared)? {
                 eprintln!("sysdelta: {msg}");
             }
-            store.set_status(id, "running")?;
+            store.set_status(id, ExperimentStatus::Running)?;
             id
         }
         None => super::create(&store, &prepared, req.label)?,

@@ -19,7 +19,7 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
                 .iter()
                 .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
                 .collect();
-            if runs.iter().any(|r| r.status == "ok") {
+            if runs.iter().any(|r| r.status == RunStatus::Ok) {
                 continue;
             }
             let last = runs
@@ -107,11 +107,11 @@ pub(crate) fn finish(
     (runs_done, runs_failed): (usize, usize),
 ) -> Result<Outcome> {
     let status = if interrupted {
-        "interrupted"
+        ExperimentStatus::Interrupted
     } else if stopped.is_some() {
-        "failed"
+        ExperimentStatus::Failed
     } else {
-        "complete"
+        ExperimentStatus::Complete
     };
     store.finish(exp, status, Some(usage))?;
     Ok(Outcome {

@@ -40,6 +40,7 @@ use crate::error::{bad, bad_all};
 use crate::metric::MetricSpec;
 use crate::monitor::Monitor;
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
+use crate::status::{ExperimentStatus, RunStatus};
 use crate::store::{NewExperiment, RunRecord, Store};
 use crate::workload::command::CommandWorkload;
 use crate::workload::{RunOutcome, Workload};
@@ -187,7 +188,7 @@ pub use crate::workload::scratch_var;
 #[derive(Debug)]
 pub struct Outcome {
     pub experiment_id: i64,
-    pub status: &'static str,
+    pub status: ExperimentStatus,
     pub runs_done: usize,
     pub runs_failed: usize,
     /// Why the experiment stopped before its end (a cell failing

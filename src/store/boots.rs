@@ -12,6 +12,7 @@ use rusqlite::params;
 use serde::Serialize;
 
 use super::Store;
+use crate::status::BootStatus;
 
 /// One boot as stored.
 #[derive(Clone, Debug, Serialize)]
@@ -29,7 +30,7 @@ pub struct StoredBoot {
     /// Launch until the guest sysdelta said hello, seconds.
     pub launch_to_hello_s: Option<f64>,
     /// `running`, `ok` or `failed`.
-    pub status: String,
+    pub status: BootStatus,
     pub reason: Option<String>,
     pub console_tail: Option<String>,
     /// The guest's `uname -r`, `/proc/version`, `/proc/cmdline`, online
@@ -108,7 +109,11 @@ impl Store {
             "UPDATE boots SET status = ?2, reason = ?3, console_tail = ?4, runs = ?5 WHERE id = ?1",
             params![
                 boot,
-                if end.ok { "ok" } else { "failed" },
+                if end.ok {
+                    BootStatus::Ok
+                } else {
+                    BootStatus::Failed
+                },
                 end.reason,
                 end.console_tail,
                 end.runs

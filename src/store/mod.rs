@@ -37,6 +37,7 @@ use crate::error::bad;
 use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
 use crate::overrides::{Order, Overrides};
+pub use crate::status::{BootStatus, ExperimentStatus, RunStatus};
 pub use boots::{BootEnd, StoredBoot};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";
@@ -117,7 +118,7 @@ pub struct ExperimentInfo {
     pub baseline: String,
     pub created_at: String,
     pub finished_at: Option<String>,
-    pub status: String,
+    pub status: ExperimentStatus,
     pub entered_config: Option<String>,
     pub self_usage: Option<serde_json::Value>,
     pub configs: Vec<String>,
@@ -132,7 +133,7 @@ pub struct StoredRun {
     pub config: String,
     pub workload: String,
     pub warmup: bool,
-    pub status: String,
+    pub status: RunStatus,
     pub reason: Option<String>,
     pub stderr_tail: Option<String>,
     pub exit_code: Option<i32>,
@@ -141,6 +142,14 @@ pub struct StoredRun {
     /// The boot (`boots.id`) a run of a kernel config ran in; None on the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<i64>,
+}
+
+impl StoredRun {
+    /// A measured run (not a warm-up) that gave its samples: the runs the
+    /// statistics use.
+    pub fn is_measured_ok(&self) -> bool {
+        !self.warmup && self.status == RunStatus::Ok
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -151,7 +151,7 @@ impl Store {
     pub fn finish(
         &self,
         exp: i64,
-        status: &str,
+        status: ExperimentStatus,
         self_usage: Option<&serde_json::Value>,
     ) -> Result<()> {
         // The experiment's runs go into the tables before it is marked
@@ -166,7 +166,7 @@ impl Store {
         flushed
     }
 
-    pub fn set_status(&self, exp: i64, status: &str) -> Result<()> {
+    pub fn set_status(&self, exp: i64, status: ExperimentStatus) -> Result<()> {
         self.conn.execute(
             "UPDATE experiments SET status = ?2 WHERE id = ?1",
             params![exp, status],
@@ -196,9 +196,9 @@ pub(super) fn insert_experiment(
     imported_from: Option<&str>,
 ) -> Result<i64> {
     let status = if imported_from.is_some() {
-        "complete"
+        ExperimentStatus::Complete
     } else {
-        "running"
+        ExperimentStatus::Running
     };
     conn.execute(
         "INSERT INTO experiments (name, label, plan_source, plan_text, overrides, host, fingerprint, seed,

@@ -112,7 +112,9 @@ pub fn experiment(store: &Store, kernels: &[Kernel], shape: &Shape) -> i64 {
                 .unwrap();
         }
     }
-    store.set_status(exp, "complete").unwrap();
+    store
+        .set_status(exp, sysdelta::status::ExperimentStatus::Complete)
+        .unwrap();
     exp
 }
 

@@ -106,7 +106,7 @@ fn run_sequence(
     let measured = data
         .runs
         .iter()
-        .filter(|r| !r.warmup && r.status == "ok" && r.workload == m.workload);
+        .filter(|r| r.is_measured_ok() && r.workload == m.workload);
     for (i, r) in measured.enumerate() {
         if let (Some(ci), Some(v)) = (
             configs.iter().position(|c| *c == r.config),
@@ -139,7 +139,7 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
         i.id,
         esc(&i.name),
         i.label.as_ref().map(|l| format!(", label <b>{}</b>", esc(l))).unwrap_or_default(),
-        esc(&i.status),
+        esc(i.status.as_str()),
         esc(&i.host),
         a.runs_ok,
         a.runs_failed,

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::{esc, Extras};
 use crate::analysis::Analysis;
+use crate::status::RunStatus;
 use crate::store::ExperimentData;
 
 pub(super) fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {
@@ -34,7 +35,7 @@ pub(super) fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extr
                         r.config == *c
                             && r.workload == **w
                             && r.warmup == warm
-                            && (r.status == "ok") == ok
+                            && (r.status == RunStatus::Ok) == ok
                     })
                     .count()
             };
