@@ -31,6 +31,10 @@ struct RawPlan {
     teardown: Option<Spanned<String>>,
     monitors: Option<Vec<Spanned<String>>>,
     monitor_interval: Option<Spanned<toml::Value>>,
+    /// See `plan::telemetry`.
+    profile_hz: Option<Spanned<i64>>,
+    monitor_budget: Option<Spanned<String>>,
+    monitor_control: Option<Spanned<bool>>,
     quick: Option<Spanned<RawQuick>>,
     /// Boots per kernel config (plans whose configs name kernels).
     boots: Option<Spanned<WideInt>>,
@@ -406,6 +410,21 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         monitors.push(m.into_inner());
     }
 
+    let telemetry = super::telemetry::parse(
+        origin,
+        &raw.profile_hz,
+        &raw.monitor_budget,
+        &raw.monitor_control,
+    )?;
+    super::telemetry::add_control(&mut configs, &baseline, &monitors, &telemetry);
+    check_schedule_size(
+        origin,
+        runs_at,
+        configs.len(),
+        workloads.len(),
+        warmups + u64::from(most_runs),
+    )?;
+
     let name = raw
         .name
         .map(|n| n.into_inner())
@@ -425,6 +444,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         workloads,
         monitors,
         monitor_interval,
+        telemetry,
         overrides: ov.clone(),
         boots,
     })
@@ -594,6 +614,7 @@ fn build_config(
     Ok(ConfigDef {
         name,
         monitors,
+        monitors_off: false,
         setup: rc.setup.as_ref().map(|s| s.get_ref().clone()),
         teardown: rc.teardown.as_ref().map(|s| s.get_ref().clone()),
         env,

@@ -9,6 +9,7 @@ pub mod load;
 pub mod model;
 pub mod position;
 pub mod shorthand;
+pub mod telemetry;
 
 pub use load::{load_file, parse};
 pub use model::*;

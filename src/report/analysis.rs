@@ -173,7 +173,12 @@ pub struct Analysis {
     pub runs_ok: usize,
     pub runs_failed: usize,
     pub runs_planned: usize,
+    /// Comparisons of the headline family (the workloads' own metrics).
     pub n_comparisons: usize,
+    /// Comparisons of the telemetry family (monitors' metrics), corrected
+    /// on their own (`report::families`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub n_telemetry_comparisons: usize,
     pub alpha: f64,
     pub confidence: f64,
     pub resamples: usize,
@@ -189,6 +194,37 @@ pub struct Analysis {
     pub failed: Vec<FailedRun>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    /// What the monitors cost: the baseline against its monitors-off
+    /// control (`report::overhead`), when the plan had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_overhead: Option<MonitorOverhead>,
+}
+
+/// The baseline with its monitors against the same config without them.
+#[derive(Clone, Debug, Serialize)]
+pub struct MonitorOverhead {
+    /// The control config (the baseline with monitors off).
+    pub control: String,
+    /// Per workload metric (telemetry aside): the baseline's change
+    /// against the control, with the statistics of any comparison (the
+    /// p-values corrected over these lines, as a family of their own).
+    pub lines: Vec<OverheadLine>,
+    /// What the experiment recorded of the profile's rate and cost.
+    pub profile_rate: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OverheadLine {
+    pub workload: String,
+    #[serde(flatten)]
+    pub spec: MetricSpec,
+    pub runs_with: usize,
+    pub runs_without: usize,
+    pub comparison: Comparison,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Per-run value of a metric: the median of its samples in that run.
@@ -285,7 +321,14 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
     }
     // Baseline first, then the others in plan order.
     let mut configs = vec![baseline.clone()];
-    configs.extend(info.configs.iter().filter(|c| **c != baseline).cloned());
+    // A plan's monitors-off control config is not a config of the table:
+    // it is reported as the monitor overhead (`report::overhead`).
+    configs.extend(
+        info.configs
+            .iter()
+            .filter(|c| **c != baseline && !c.ends_with(crate::monitor::CONTROL_SUFFIX))
+            .cloned(),
+    );
 
     let measured: Vec<&StoredRun> = data
         .runs
@@ -450,10 +493,16 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         .collect();
     let pvals: Vec<(usize, usize, f64)> = per_metric.into_iter().flatten().collect();
     let raw: Vec<f64> = pvals.iter().map(|x| x.2).collect();
-    let adjusted = match opts.correction {
-        Correction::Holm => stats::multiple::holm(&raw),
-        Correction::Bh => stats::multiple::benjamini_hochberg(&raw),
+    // Headline and telemetry metrics are corrected as two families.
+    let telemetry: Vec<bool> = pvals
+        .iter()
+        .map(|(mi, _, _)| crate::monitor::is_telemetry_metric(&metrics[*mi].spec.name))
+        .collect();
+    let correct = match opts.correction {
+        Correction::Holm => stats::multiple::holm,
+        Correction::Bh => stats::multiple::benjamini_hochberg,
     };
+    let (adjusted, n_headline, n_telemetry) = super::families::adjust(&raw, &telemetry, correct);
     for ((mi, ci, _), padj) in pvals.iter().zip(adjusted) {
         let m = &mut metrics[*mi];
         let dir = m.spec.direction;
@@ -528,10 +577,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         }
     }
     warnings.extend(super::warnings::data_warnings(
-        &metrics,
-        &configs,
-        pvals.len(),
-        opts.alpha,
+        &metrics, &configs, n_headline, opts.alpha,
     ));
     warnings.extend(super::warnings::ci_warnings(&metrics));
     let max_samples_per_run = data
@@ -555,7 +601,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         info: info.clone(),
         baseline,
         configs,
-        n_comparisons: pvals.len(),
+        n_comparisons: n_headline,
+        n_telemetry_comparisons: n_telemetry,
         correction: opts.correction,
         ci_method: opts.ci_method,
         equivalence: opts.equivalence,
@@ -571,5 +618,6 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         failed,
         events: data.events.clone(),
         warnings,
+        monitor_overhead: None,
     })
 }

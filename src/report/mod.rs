@@ -13,11 +13,13 @@ pub mod compare;
 pub mod csv;
 pub mod detail;
 pub mod escape;
+pub mod families;
 mod history;
 pub mod html;
 pub mod json;
 pub mod list;
 pub mod markdown;
+pub mod overhead;
 pub mod sections;
 pub mod text;
 mod warnings;
@@ -47,7 +49,8 @@ pub struct ReportOptions {
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    let mut a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    a.monitor_overhead = overhead::compute(data, &opts.analysis);
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {

@@ -167,6 +167,12 @@ pub fn header(a: &Analysis) -> String {
         ),
     };
     h.push_str(&wrap(&chance, ""));
+    if let Some(t) = super::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::report::analysis::Correction::Bh,
+    ) {
+        h.push_str(&wrap(&t, ""));
+    }
     let mut mde: Vec<f64> = a
         .metrics
         .iter()
@@ -428,6 +434,13 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
         out.push_str("No successful runs: nothing to compare.\n\n");
     } else {
         out.push_str(&tables(a, &metrics));
+    }
+    let overhead = super::overhead::text_lines(a);
+    if !overhead.is_empty() {
+        for l in &overhead {
+            out.push_str(&wrap(&ascii(l), "    "));
+        }
+        out.push('\n');
     }
     out.push_str(&super::boots_text::text_section(a));
     if with_detail {

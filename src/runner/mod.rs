@@ -8,6 +8,7 @@ pub mod schedule;
 pub mod signals;
 pub mod slot;
 pub mod streaks;
+pub mod telemetry;
 
 use std::collections::HashSet;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -743,6 +744,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     });
 
     declare_metrics(store, exp, p)?;
+    telemetry::before_first_block(store, exp, p)?;
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
     // Workload notes already recorded as events (each distinct line once,
