@@ -7,7 +7,7 @@
 //!    CPU 0, timed by its thread CPU clock (which holds the sampling
 //!    interrupts that land on it, not the time other tasks took), in
 //!    rounds of three in rotating order: bare; under sysdelta's vmstat (1 s)
-//!    + profile at RATE; under `perf record -a -e cpu-clock -F RATE`. The
+//!    and profile at RATE; under `perf record -a -e cpu-clock -F RATE`. The
 //!    extra CPU time of each is the median over rounds of its time against
 //!    the round's bare one. Per sample: extra time / (loop time x RATE).
 //! 3. The monitors' own CPU share: their threads' CPU time over their wall

@@ -116,7 +116,10 @@ fn data(monitor: bool) -> ExperimentData {
     }
 }
 
-fn headline(a: &Analysis) -> Vec<(String, String, String, Option<f64>, Option<f64>, Verdict)> {
+/// (workload, metric, config, p, adjusted p, verdict) of a comparison.
+type Row = (String, String, String, Option<f64>, Option<f64>, Verdict);
+
+fn headline(a: &Analysis) -> Vec<Row> {
     a.metrics
         .iter()
         .filter(|m| !m.spec.name.starts_with("vmstat."))

@@ -73,8 +73,9 @@ pub fn header(a: &Analysis) -> String {
         f("thp"),
         f("loadavg_at_start")
     );
-    // Successful measured runs per (config, workload) cell.
-    let counts: Vec<usize> = i
+    // Successful measured runs per (config, workload) cell (of the table's
+    // configs: a monitors-off control has no cells).
+    let counts: Vec<usize> = a
         .configs
         .iter()
         .flat_map(|c| {

@@ -64,7 +64,8 @@ pub fn time_series(
     // Points per config and per run: (x, y) in the plot's coordinates.
     let runs: Vec<Vec<Vec<(f64, f64)>>> = per_config
         .iter()
-        .map(|runs| match shape {
+        .enumerate()
+        .map(|(ci, runs)| match shape {
             SeriesShape::PerInterval => runs
                 .iter()
                 .take(MAX_RUNS_PER_CONFIG)
@@ -78,11 +79,18 @@ pub fn time_series(
                 .collect(),
             // Every run, one point each: they are cheap and the point of
             // this shape is to show the runs.
-            SeriesShape::PerRun => runs
-                .iter()
-                .enumerate()
-                .filter_map(|(i, r)| run_mean(r).map(|m| vec![(i as f64 + 1.0, m)]))
-                .collect(),
+            // Each config's points are shifted a little to the side, so
+            // that configs with equal values do not hide one another.
+            SeriesShape::PerRun => {
+                let k = per_config.len().max(1) as f64;
+                runs.iter()
+                    .enumerate()
+                    .filter_map(|(i, r)| {
+                        let dx = 0.3 * ((ci as f64 + 0.5) / k - 0.5);
+                        run_mean(r).map(|m| vec![(i as f64 + 1.0 + dx, m)])
+                    })
+                    .collect()
+            }
         })
         .collect();
     let all = || runs.iter().flatten().flatten();
@@ -105,7 +113,12 @@ pub fn time_series(
         chart
             .configure_mesh()
             .x_labels(6)
-            .x_label_formatter(&|v| plot::tick(*v))
+            .x_label_formatter(&|v| match shape {
+                SeriesShape::PerInterval => plot::tick(*v),
+                // Runs are counted: whole numbers only.
+                SeriesShape::PerRun if (v - v.round()).abs() < 1e-9 => format!("{}", v.round()),
+                SeriesShape::PerRun => String::new(),
+            })
             .x_desc(x_desc)
             .y_labels(5)
             .y_label_formatter(&|v| plot::tick(*v))
