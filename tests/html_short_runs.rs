@@ -107,6 +107,10 @@ fn no_time_series_plot_is_empty_when_runs_are_shorter_than_the_interval() {
         svgs[empty[0]]
     );
     assert!(html.contains("one point per run"), "the caption says so");
+    assert!(
+        html.contains("id=\"monitor-overhead\""),
+        "the HTML report has the overhead lines"
+    );
     if std::env::var_os("SYSDELTA_KEEP_HTML").is_some() {
         let keep = std::path::Path::new("/tmp/sysdelta-short-runs.html");
         std::fs::write(keep, &html).unwrap();

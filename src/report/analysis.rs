@@ -577,7 +577,11 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         }
     }
     warnings.extend(super::warnings::data_warnings(
-        &metrics, &configs, n_headline, opts.alpha,
+        &metrics,
+        &configs,
+        n_headline,
+        n_telemetry,
+        opts.alpha,
     ));
     warnings.extend(super::warnings::ci_warnings(&metrics));
     let max_samples_per_run = data
