@@ -86,6 +86,65 @@ pub(super) fn add_control(
 #[cfg(test)]
 mod tests {
     use super::parse_percent;
+    use crate::plan::{parse, Overrides};
+
+    const BASE: &str = "[[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+
+    fn configs(head: &str) -> Vec<(String, bool)> {
+        let p = parse("p.toml", &format!("{head}\n{BASE}"), &Overrides::default()).unwrap();
+        p.configs
+            .into_iter()
+            .map(|c| (c.name, c.monitors_off))
+            .collect()
+    }
+
+    #[test]
+    fn the_control_is_the_baseline_with_monitors_off() {
+        let with = configs("monitors = [\"vmstat\"]");
+        assert_eq!(
+            with,
+            vec![
+                ("a".into(), false),
+                ("b".into(), false),
+                ("a (monitors off)".into(), true)
+            ]
+        );
+        // No monitors, or asked not to: no control.
+        assert_eq!(configs("").len(), 2);
+        assert_eq!(
+            configs("monitors = [\"vmstat\"]\nmonitor_control = false").len(),
+            2
+        );
+        let p = parse(
+            "p.toml",
+            &format!("monitors = [\"profile\"]\nprofile_hz = 250\nmonitor_budget = \"1%\"\n{BASE}"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(p.telemetry.profile_hz, Some(250));
+        assert_eq!(p.telemetry.budget, 0.01);
+    }
+
+    #[test]
+    fn bad_settings_are_one_line_with_their_place() {
+        let e = parse(
+            "p.toml",
+            &format!("profile_hz = 0\n{BASE}"),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("p.toml:1:") && e.contains("profile_hz 0"),
+            "{e}"
+        );
+        let e = parse(
+            "p.toml",
+            &format!("monitor_budget = \"5\"\n{BASE}"),
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(e.contains("monitor_budget '5'"), "{e}");
+    }
 
     #[test]
     fn percent() {
