@@ -62,7 +62,11 @@ impl RateChoice {
     pub fn choose(per_sample_s: f64, budget: f64, explicit: Option<u64>) -> RateChoice {
         let hz = match explicit {
             Some(hz) => hz,
-            None if per_sample_s > 0.0 => ((budget / per_sample_s).floor() as u64).clamp(1, MAX_HZ),
+            // The relative nudge keeps 0.005 / 20e-6 (249.99999... in
+            // floating point) at the 250 Hz it is.
+            None if per_sample_s > 0.0 => {
+                ((budget / per_sample_s * (1.0 + 1e-9)).floor() as u64).clamp(1, MAX_HZ)
+            }
             None => MAX_HZ,
         };
         RateChoice {
