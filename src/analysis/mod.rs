@@ -10,7 +10,9 @@ use serde::Serialize;
 
 pub mod boots;
 mod cis;
+pub mod families;
 mod model;
+pub mod overhead;
 mod warnings;
 
 pub use model::*;
@@ -30,7 +32,12 @@ pub struct Analysis {
     pub runs_ok: usize,
     pub runs_failed: usize,
     pub runs_planned: usize,
+    /// Comparisons of the headline family (the workloads' own metrics).
     pub n_comparisons: usize,
+    /// Comparisons of the telemetry family (monitors' metrics), corrected
+    /// on their own (`analysis::families`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub n_telemetry_comparisons: usize,
     pub alpha: f64,
     pub confidence: f64,
     pub resamples: usize,
@@ -46,6 +53,14 @@ pub struct Analysis {
     pub failed: Vec<FailedRun>,
     pub events: Vec<Event>,
     pub warnings: Vec<String>,
+    /// What the monitors cost: the baseline against its monitors-off
+    /// control (`analysis::overhead`), when the plan had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_overhead: Option<MonitorOverhead>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// `worse` or `better` when the rank test rejects (adjusted p < alpha) and
@@ -113,7 +128,14 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
     }
     // Baseline first, then the others in plan order.
     let mut configs = vec![baseline.clone()];
-    configs.extend(info.configs.iter().filter(|c| **c != baseline).cloned());
+    // A plan's monitors-off control config is not a config of the table:
+    // it is reported as the monitor overhead (`report::overhead`).
+    configs.extend(
+        info.configs
+            .iter()
+            .filter(|c| **c != baseline && !c.ends_with(crate::monitor::CONTROL_SUFFIX))
+            .cloned(),
+    );
 
     let measured: Vec<&StoredRun> = data.runs.iter().filter(|r| r.is_measured_ok()).collect();
     // Successful measured runs of each (config, workload) cell, in run order.
@@ -273,10 +295,16 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         .collect();
     let pvals: Vec<(usize, usize, f64)> = per_metric.into_iter().flatten().collect();
     let raw: Vec<f64> = pvals.iter().map(|x| x.2).collect();
-    let adjusted = match opts.correction {
-        Correction::Holm => stats::multiple::holm(&raw),
-        Correction::Bh => stats::multiple::benjamini_hochberg(&raw),
+    // Headline and telemetry metrics are corrected as two families.
+    let telemetry: Vec<bool> = pvals
+        .iter()
+        .map(|(mi, _, _)| crate::monitor::is_telemetry_metric(&metrics[*mi].spec.name))
+        .collect();
+    let correct = match opts.correction {
+        Correction::Holm => stats::multiple::holm,
+        Correction::Bh => stats::multiple::benjamini_hochberg,
     };
+    let (adjusted, n_headline, n_telemetry) = families::adjust(&raw, &telemetry, correct);
     for ((mi, ci, _), padj) in pvals.iter().zip(adjusted) {
         let m = &mut metrics[*mi];
         let dir = m.spec.direction;
@@ -349,7 +377,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
     warnings.extend(warnings::data_warnings(
         &metrics,
         &configs,
-        pvals.len(),
+        n_headline,
+        n_telemetry,
         opts.alpha,
     ));
     warnings.extend(warnings::ci_warnings(&metrics));
@@ -374,7 +403,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         info: info.clone(),
         baseline,
         configs,
-        n_comparisons: pvals.len(),
+        n_comparisons: n_headline,
+        n_telemetry_comparisons: n_telemetry,
         correction: opts.correction,
         ci_method: opts.ci_method,
         equivalence: opts.equivalence,
@@ -390,5 +420,6 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
         failed,
         events: data.events.clone(),
         warnings,
+        monitor_overhead: None,
     })
 }

@@ -188,3 +188,26 @@ pub fn ci_not_estimable(c: &Comparison) -> bool {
         .as_deref()
         .is_some_and(|n| n.starts_with(NOT_ESTIMABLE))
 }
+
+/// The baseline with its monitors against the same config without them.
+#[derive(Clone, Debug, Serialize)]
+pub struct MonitorOverhead {
+    /// The control config (the baseline with monitors off).
+    pub control: String,
+    /// Per workload metric (telemetry aside): the baseline's change
+    /// against the control, with the statistics of any comparison (the
+    /// p-values corrected over these lines, as a family of their own).
+    pub lines: Vec<OverheadLine>,
+    /// What the experiment recorded of the profile's rate and cost.
+    pub profile_rate: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct OverheadLine {
+    pub workload: String,
+    #[serde(flatten)]
+    pub spec: MetricSpec,
+    pub runs_with: usize,
+    pub runs_without: usize,
+    pub comparison: Comparison,
+}

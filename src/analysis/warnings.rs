@@ -61,10 +61,12 @@ pub(super) fn data_warnings(
     metrics: &[MetricAnalysis],
     configs: &[String],
     family: usize,
+    telemetry_family: usize,
     alpha: f64,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let mut too_few: Vec<(usize, usize, &str)> = Vec::new();
+    // (n0, n, unit, telemetry): telemetry is corrected over its own family.
+    let mut too_few: Vec<(usize, usize, &str, bool)> = Vec::new();
     let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());
     let mut boot_drift = Vec::new();
     for m in metrics {
@@ -75,14 +77,16 @@ pub(super) fn data_warnings(
             "runs"
         };
         let n0 = m.cells[0].values.len();
+        let tele = crate::monitor::is_telemetry_metric(&m.spec.name);
+        let fam = if tele { telemetry_family } else { family };
         for c in m.cells.iter().skip(1) {
             let n = c.values.len();
             if n0 >= 2
                 && n >= 2
-                && stats::detect::too_few_runs(n0, n, alpha, family)
-                && !too_few.contains(&(n0, n, unit))
+                && stats::detect::too_few_runs(n0, n, alpha, fam)
+                && !too_few.contains(&(n0, n, unit, tele))
             {
-                too_few.push((n0, n, unit));
+                too_few.push((n0, n, unit, tele));
             }
         }
         for (ci, c) in m.cells.iter().enumerate() {
@@ -130,11 +134,16 @@ pub(super) fn data_warnings(
             }
         }
     }
-    for (a, b, unit) in too_few {
+    for (a, b, unit, tele) in too_few {
         let p = stats::detect::min_achievable_p(a, b).unwrap_or(1.0);
+        let (what, fam) = if tele {
+            (" of telemetry", telemetry_family)
+        } else {
+            ("", family)
+        };
         out.push(format!(
-            "{a} vs {b} {unit}: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
-             correction over {family} comparisons, so no difference can be flagged; add {unit}"
+            "{a} vs {b} {unit}{what}: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
+             correction over {fam} comparisons, so no difference can be flagged; add {unit}"
         ));
     }
     push_grouped(

@@ -7,6 +7,7 @@
 //! interval), [`Monitor::preflight`] once before the experiment, then
 //! `start` right before the workload and `stop` right after it.
 
+pub mod counters;
 pub mod fingerprint;
 pub mod meminfo;
 pub mod procfs;
@@ -23,7 +24,28 @@ use crate::metric::MetricSpec;
 pub use profile::Profile;
 
 /// Names accepted in a plan's `monitors = [...]`.
-pub const NAMES: &[&str] = &["vmstat", "meminfo", "profile"];
+pub const NAMES: &[&str] = &["vmstat", "meminfo", "profile", "counters"];
+
+/// True for a metric a monitor added to a run (`vmstat.cs_per_s`,
+/// `profile.kernel_pct`, ...): telemetry, which the report corrects as a
+/// family of its own so that it does not take power from the workload's
+/// metrics (see `report::families`).
+pub fn is_telemetry_metric(metric: &str) -> bool {
+    metric
+        .split_once('.')
+        .is_some_and(|(prefix, _)| NAMES.contains(&prefix))
+}
+
+/// The name of the control config a plan adds for its baseline: the same
+/// config with monitors off, so the report can say what the monitors cost
+/// (`plan.monitor_control`). Config names in plans hold no spaces, so this
+/// one cannot clash with a user's.
+pub fn control_config(baseline: &str) -> String {
+    format!("{baseline}{CONTROL_SUFFIX}")
+}
+
+/// See [`control_config`].
+pub const CONTROL_SUFFIX: &str = " (monitors off)";
 
 /// Shortest sampling interval accepted: below it the monitor itself becomes
 /// a noticeable load and /proc reads start to dominate what they measure.
@@ -65,6 +87,14 @@ pub trait Monitor: Send {
     fn start(&mut self) -> anyhow::Result<()>;
     /// Stop sampling, join the thread and return what was collected.
     fn stop(&mut self) -> anyhow::Result<MonitorData>;
+    /// Set the sampling rate of a sampling monitor (the profile; others
+    /// ignore it), chosen by [`profile::calibrate`] before the first run.
+    fn set_rate_hz(&mut self, _hz: u64) {}
+    /// What the experiment should record once about this monitor here
+    /// (e.g. the counters monitor falling back to software events).
+    fn notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Build a monitor by plan name, sampling every `interval`.
@@ -81,6 +111,7 @@ pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String>
             profile::DEFAULT_HZ,
             interval,
         ))),
+        "counters" => Ok(Box::new(counters::CountersMonitor::new())),
         _ => Err(format!(
             "unknown monitor {name:?}; known monitors: {}",
             NAMES.join(", ")

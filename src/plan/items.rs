@@ -114,6 +114,7 @@ pub(super) fn build_config(
         workdir: workdir(origin, &rc.workdir)?,
         kinds,
         kernel,
+        monitors_off: false,
     })
 }
 

@@ -186,13 +186,6 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     }
     // Kernel configs warm up in every boot; on the host, once per cell.
     let warmups = u64::from(warmup) * u64::from(boots.max(1));
-    check_schedule_size(
-        origin,
-        runs_at,
-        configs.len(),
-        workloads.len(),
-        warmups + u64::from(most_runs),
-    )?;
 
     let baseline = match &raw.baseline {
         Some(b) => {
@@ -231,6 +224,21 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         monitors.push(m.into_inner());
     }
 
+    let telemetry = super::telemetry::parse(
+        origin,
+        &raw.profile_hz,
+        &raw.monitor_budget,
+        &raw.monitor_control,
+    )?;
+    super::telemetry::add_control(&mut configs, &baseline, &monitors, &telemetry);
+    check_schedule_size(
+        origin,
+        runs_at,
+        configs.len(),
+        workloads.len(),
+        warmups + u64::from(most_runs),
+    )?;
+
     let name = raw
         .name
         .map(|n| n.into_inner())
@@ -250,6 +258,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         workloads,
         monitors,
         monitor_interval,
+        telemetry,
         overrides: ov.clone(),
         boots,
     })

@@ -12,6 +12,7 @@ pub mod model;
 pub mod position;
 mod raw;
 pub mod shorthand;
+pub mod telemetry;
 
 pub use load::{load_file, parse};
 pub use model::*;

@@ -66,6 +66,9 @@ pub struct ConfigDef {
     pub name: String,
     /// Monitors this config runs in addition to the plan's.
     pub monitors: Vec<String>,
+    /// The control config of `plan::telemetry::add_control`: the baseline
+    /// run without any monitor, the plan's included.
+    pub monitors_off: bool,
     pub setup: Option<String>,
     pub teardown: Option<String>,
     pub env: Vec<(String, String)>,
@@ -73,6 +76,20 @@ pub struct ConfigDef {
     pub kinds: Vec<KindDecl>,
     /// Set: this config runs in a VM booted with this kernel.
     pub kernel: Option<KernelDef>,
+}
+
+/// The plan's telemetry settings (`plan::telemetry`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Telemetry {
+    /// `profile_hz`: the profile's rate as the plan names it; None: chosen
+    /// from the measured cost of a sample, within `budget`.
+    pub profile_hz: Option<u64>,
+    /// `monitor_budget`: the profile's share of a CPU the chosen rate may
+    /// cost (0.005 for "0.5%").
+    pub budget: f64,
+    /// `monitor_control`: run the baseline with monitors off too, to
+    /// measure what they cost (default on).
+    pub control: bool,
 }
 
 /// Default of `--max-failures`: a cell that fails this many runs in a row
@@ -120,6 +137,7 @@ pub struct Plan {
     pub workloads: Vec<WorkloadDef>,
     pub monitors: Vec<String>,
     pub monitor_interval: Duration,
+    pub telemetry: Telemetry,
     pub overrides: Overrides,
     /// Boots per kernel config (plans whose configs name kernels; 0 otherwise).
     pub boots: u32,

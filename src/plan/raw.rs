@@ -22,6 +22,10 @@ pub(super) struct RawPlan {
     pub(super) teardown: Option<Spanned<String>>,
     pub(super) monitors: Option<Vec<Spanned<String>>>,
     pub(super) monitor_interval: Option<Spanned<toml::Value>>,
+    /// See `plan::telemetry`.
+    pub(super) profile_hz: Option<Spanned<i64>>,
+    pub(super) monitor_budget: Option<Spanned<String>>,
+    pub(super) monitor_control: Option<Spanned<bool>>,
     pub(super) quick: Option<Spanned<RawQuick>>,
     /// Boots per kernel config (plans whose configs name kernels).
     pub(super) boots: Option<Spanned<WideInt>>,

@@ -39,6 +39,20 @@ pub fn render(a: &Analysis) -> String {
         a.alpha,
         a.n_comparisons
     );
+    if let Some(t) = crate::analysis::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::analysis::Correction::Bh,
+    ) {
+        let _ = writeln!(out, "{}\n", esc(&t));
+    }
+    let overhead = super::overhead::text_lines(a);
+    if let Some((head, rest)) = overhead.split_first() {
+        let _ = writeln!(out, "{}\n", esc(head));
+        for l in rest {
+            let _ = writeln!(out, "- {}", esc(l.trim()));
+        }
+        out.push('\n');
+    }
     if super::boots_text::by_boot(a) {
         let _ = writeln!(
             out,

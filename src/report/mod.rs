@@ -15,6 +15,7 @@ pub mod html;
 pub mod json;
 pub mod list;
 pub mod markdown;
+pub mod overhead;
 pub mod sections;
 pub mod text;
 
@@ -44,7 +45,8 @@ pub struct ReportOptions {
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    let mut a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    a.monitor_overhead = analysis::overhead::compute(data, &opts.analysis);
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {

@@ -73,8 +73,9 @@ pub fn header(a: &Analysis) -> String {
         f("thp"),
         f("loadavg_at_start")
     );
-    // Successful measured runs per (config, workload) cell.
-    let counts: Vec<usize> = i
+    // Successful measured runs per (config, workload) cell (of the table's
+    // configs: a monitors-off control has no cells).
+    let counts: Vec<usize> = a
         .configs
         .iter()
         .flat_map(|c| {
@@ -167,6 +168,12 @@ pub fn header(a: &Analysis) -> String {
         ),
     };
     h.push_str(&wrap(&chance, ""));
+    if let Some(t) = crate::analysis::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::analysis::Correction::Bh,
+    ) {
+        h.push_str(&wrap(&t, ""));
+    }
     let mut mde: Vec<f64> = a
         .metrics
         .iter()
@@ -428,6 +435,13 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
         out.push_str("No successful runs: nothing to compare.\n\n");
     } else {
         out.push_str(&tables(a, &metrics));
+    }
+    let overhead = super::overhead::text_lines(a);
+    if !overhead.is_empty() {
+        for l in &overhead {
+            out.push_str(&wrap(&ascii(l), "    "));
+        }
+        out.push('\n');
     }
     out.push_str(&super::boots_text::text_section(a));
     if with_detail {

@@ -80,6 +80,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     });
 
     declare_metrics(store, exp, p)?;
+    telemetry::before_first_block(store, exp, p)?;
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
     // Workload notes already recorded as events (each distinct line once,

@@ -13,6 +13,7 @@ pub mod schedule;
 pub mod signals;
 pub mod slot;
 pub mod streaks;
+pub mod telemetry;
 
 pub use crash::teardown_after_crash;
 pub use execute::execute;

@@ -76,8 +76,13 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
     }
     let mut monitor_errors = Vec::new();
     let mut monitor_data = Vec::new();
-    for m in p
-        .monitors
+    // The control config runs with no monitor at all (plan::telemetry).
+    let plan_monitors = if plan.configs[slot.config].monitors_off {
+        0
+    } else {
+        p.monitors.len()
+    };
+    for m in p.monitors[..plan_monitors]
         .iter_mut()
         .chain(p.config_monitors[slot.config].iter_mut())
     {
@@ -91,8 +96,7 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
         .into_iter()
         .map(|note| format!("{} under {cfg_name}: {note}", wdef.name))
         .collect();
-    for m in p
-        .monitors
+    for m in p.monitors[..plan_monitors]
         .iter_mut()
         .chain(p.config_monitors[slot.config].iter_mut())
     {

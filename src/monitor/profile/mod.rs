@@ -9,6 +9,7 @@
 //! file they ran in, "comm (libc.so.6)", flagged non-kernel: function names
 //! inside user files are not resolved.
 
+pub mod calibrate;
 pub mod kallsyms;
 pub mod perf;
 pub mod usermaps;
@@ -333,6 +334,10 @@ impl Monitor for ProfileMonitor {
 
     fn preflight(&self) -> Vec<String> {
         profile_preflight()
+    }
+
+    fn set_rate_hz(&mut self, hz: u64) {
+        self.hz = hz.clamp(1, 100_000);
     }
 
     fn start(&mut self) -> anyhow::Result<()> {

@@ -16,10 +16,16 @@ pub struct Row {
 }
 
 /// Rows of every comparison with a positive ratio, largest |log ratio| first.
-/// Comparisons without a ratio (n/a) are left to the table.
+/// Comparisons without a ratio (n/a) are left to the table, and so is
+/// telemetry (the monitors' metrics): dozens of them would bury the
+/// workloads' own metrics in the plot.
 pub fn rows(a: &Analysis) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
-    for m in &a.metrics {
+    for m in a
+        .metrics
+        .iter()
+        .filter(|m| !crate::monitor::is_telemetry_metric(&m.spec.name))
+    {
         for c in &m.comparisons {
             let Some(d) = c.delta_mean_pct else { continue };
             let ratio = 1.0 + d / 100.0;

@@ -113,7 +113,8 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
 /// The HTML report of one stored experiment, with its series and source.
 pub fn render_stored(store: &Store, id: i64, opts: &analysis::Options) -> Result<String> {
     let data = store.load(id)?;
-    let a = analysis::analyze(&data, opts).map_err(bad)?;
+    let mut a = analysis::analyze(&data, opts).map_err(bad)?;
+    a.monitor_overhead = crate::analysis::overhead::compute(&data, opts);
     let x = Extras::from_store(store, &data)?;
     render(&data, &a, &x)
 }

@@ -200,6 +200,24 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         a.alpha,
         a.n_comparisons
     );
+    let overhead = crate::report::overhead::text_lines(a);
+    if let Some((head, rest)) = overhead.split_first() {
+        let _ = write!(o, "<p id=\"monitor-overhead\"><b>{}</b></p><ul>", esc(head));
+        for l in rest {
+            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
+        }
+        o.push_str("</ul>");
+    }
+    if let Some(t) = crate::analysis::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::analysis::Correction::Bh,
+    ) {
+        let _ = write!(
+            o,
+            "<p>{} Telemetry is left out of this plot; it is in the table below.</p>",
+            esc(&t)
+        );
+    }
     let rows = forest::rows(a);
     if rows.is_empty() {
         o.push_str("<p>No comparison has a ratio to plot.</p>");
@@ -391,8 +409,10 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
     o.push_str("<h2 id=\"series\">Time series</h2>");
     let _ = write!(
         o,
-        "<p>Monitors and per-interval workload output, one line per run (at most {} runs per config), coloured by config.</p>{}",
+        "<p>Monitors and per-interval workload output, one line per run (at most {} runs per config), coloured by config; \
+         where most runs have fewer than {} values (runs shorter than a few monitor intervals), one point per run, the mean of its values.</p>{}",
         lines::MAX_RUNS_PER_CONFIG,
+        lines::MIN_POINTS_PER_RUN,
         legend(&a.configs)
     );
     let mut groups: BTreeMap<(&str, &str), Vec<&SeriesEntry>> = BTreeMap::new();
@@ -409,6 +429,16 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
             .map(|c| recs.iter().filter(|r| r.0 == *c).map(|r| &r.2).collect())
             .collect();
         let unit = recs.first().map(|r| r.2.unit.clone()).unwrap_or_default();
+        // A series no run has a value of gets a line of text, not an empty plot.
+        let Some(shape) = lines::shape(&per) else {
+            let _ = write!(
+                o,
+                "<h4>{} / {}</h4><p>No values recorded in any run.</p>",
+                esc(w),
+                esc(name)
+            );
+            continue;
+        };
         let _ = write!(
             o,
             "<h4>{} / {} <small>({})</small></h4>",
@@ -416,8 +446,14 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
             esc(name),
             esc(&unit)
         );
-        let svg = lines::time_series(&per, &unit, 2 * PLOT_WIDTH)?;
-        let mut alt = format!("Time series {name} of {w}:");
+        let svg = lines::time_series(&per, &unit, shape, 2 * PLOT_WIDTH)?;
+        let mut alt = match shape {
+            lines::SeriesShape::PerInterval => format!("Time series {name} of {w}:"),
+            lines::SeriesShape::PerRun => format!(
+                "Time series {name} of {w}, one point per run (runs had fewer than {} values each):",
+                lines::MIN_POINTS_PER_RUN
+            ),
+        };
         for (c, runs) in a.configs.iter().zip(&per) {
             let all: Vec<f64> = runs.iter().flat_map(|r| r.v.iter().copied()).collect();
             if let Some(s) = crate::stats::summary::summarize(&all) {
