@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use sysdelta::analysis::{self, Analysis, Options, Verdict};
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::Overrides;
-use sysdelta::analysis::{self, Analysis, Options, Verdict};
 use sysdelta::report::{self, Format, ReportOptions};
 use sysdelta::store::{ExperimentData, ExperimentInfo, StoredMetric, StoredRun};
 

@@ -159,40 +159,14 @@ pub fn sweep(
     unit: &str,
     width: u32,
 ) -> anyhow::Result<String> {
-    let k = categories.len().max(1);
     let (y0, y1) = plot::padded_range(lines.iter().flat_map(|l| l.1.iter().flatten().copied()))
         .unwrap_or((0.0, 1.0));
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .margin(8)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..(k as f64 - 0.5), y0.min(0.0)..y1)
-            .map_err(err)?;
         let names: Vec<String> = categories.iter().map(|c| plot::clip(c, 12)).collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(k + 1)
-            .x_label_formatter(&|v| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                    names[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .y_labels(5)
-            .y_label_formatter(&|v| plot::tick(*v))
-            .y_desc(unit)
-            .label_style(plot::font(12))
-            .max_light_lines(0)
-            .set_all_tick_mark_size(0)
-            .draw()
-            .map_err(err)?;
+        let mut chart = plot::category_chart(&root, &names, y0.min(0.0)..y1, unit, 5)?;
         for (li, (_, vals)) in lines.iter().enumerate() {
             let col = plot::color(li);
             let pts: Vec<(f64, f64)> = vals

@@ -182,3 +182,50 @@ pub(super) fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str
     }
     let _ = write!(out, "</div><figcaption>{caption}</figcaption></figure>");
 }
+
+/// A chart whose x axis is `names` (one category per whole number, 0 up)
+/// and whose y axis runs over `ys` with `y_labels` ticks in `unit`: the
+/// frame, the category labels and the y ticks, drawn. Shared by the sweep
+/// and the per-config distribution plots.
+pub fn category_chart<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, plotters::coord::Shift>,
+    names: &[String],
+    ys: std::ops::Range<f64>,
+    unit: &str,
+    y_labels: usize,
+) -> anyhow::Result<
+    ChartContext<
+        'a,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+> {
+    let k = names.len().max(1);
+    let mut chart = ChartBuilder::on(root)
+        .margin(8)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(-0.5..(k as f64 - 0.5), ys)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(k + 1)
+        .x_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
+                names[i as usize].clone()
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(y_labels)
+        .y_label_formatter(&|v| tick(*v))
+        .y_desc(unit)
+        .label_style(font(12))
+        .max_light_lines(0)
+        .set_all_tick_mark_size(0)
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}

@@ -68,37 +68,11 @@ fn distribution<DB: DrawingBackend>(
     unit: &str,
     (ylo, yhi): (f64, f64),
 ) -> anyhow::Result<()> {
-    let k = configs.len().max(1);
     let total: usize = values.iter().map(Vec::len).sum();
     let strip = total <= STRIP_MAX_POINTS;
     {
-        let mut chart = ChartBuilder::on(root)
-            .margin(8)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(-0.5..(k as f64 - 0.5), ylo..yhi)
-            .map_err(err)?;
         let names: Vec<String> = configs.iter().map(|c| plot::clip(c, 14)).collect();
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(k + 1)
-            .x_label_formatter(&|v| {
-                let i = v.round();
-                if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < names.len() {
-                    names[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
-            .y_labels(4)
-            .y_label_formatter(&|v| plot::tick(*v))
-            .y_desc(unit)
-            .label_style(plot::font(12))
-            .max_light_lines(0)
-            .set_all_tick_mark_size(0)
-            .draw()
-            .map_err(err)?;
+        let mut chart = plot::category_chart(root, &names, ylo..yhi, unit, 4)?;
         for (ci, vals) in values.iter().enumerate() {
             if vals.is_empty() {
                 continue;
