@@ -30,14 +30,7 @@ const ROUNDS: usize = 9;
 /// monitor pays once per run (its thread, the rings) weighs little.
 const ITERS: u64 = 270_000_000;
 
-fn spin(iters: u64) -> u64 {
-    let mut h = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..iters {
-        h = (h ^ i).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
-    }
-    std::hint::black_box(h)
-}
+use sysdelta::monitor::profile::calibrate::spin;
 
 fn timed() -> f64 {
     let c = thread_cpu_s();

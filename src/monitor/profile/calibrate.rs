@@ -107,8 +107,9 @@ impl RateChoice {
     }
 }
 
-/// The fixed work: a multiply-xor hash chain the optimizer cannot fold.
-fn spin(iters: u64) -> u64 {
+/// The fixed work: a multiply-xor hash chain the optimizer cannot fold
+/// (public so that the monitors' bench loads the CPU the same way).
+pub fn spin(iters: u64) -> u64 {
     let mut h = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..iters {
         h = (h ^ i).wrapping_mul(0xff51_afd7_ed55_8ccd);
