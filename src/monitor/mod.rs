@@ -7,6 +7,7 @@
 //! interval), [`Monitor::preflight`] once before the experiment, then
 //! `start` right before the workload and `stop` right after it.
 
+use crate::error::Error;
 pub mod fingerprint;
 pub mod meminfo;
 pub mod procfs;
@@ -68,11 +69,11 @@ pub trait Monitor: Send {
 }
 
 /// Build a monitor by plan name, sampling every `interval`.
-pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String> {
+pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, Error> {
     if interval < MIN_INTERVAL {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "monitor {name:?}: interval {interval:?} is below the minimum of 10ms"
-        ));
+        )));
     }
     match name {
         "vmstat" => Ok(Box::new(vmstat::VmstatMonitor::new(interval))),
@@ -81,9 +82,9 @@ pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String>
             profile::DEFAULT_HZ,
             interval,
         ))),
-        _ => Err(format!(
+        _ => Err(Error::bad(format!(
             "unknown monitor {name:?}; known monitors: {}",
             NAMES.join(", ")
-        )),
+        ))),
     }
 }

@@ -21,7 +21,7 @@ pub mod text;
 use anyhow::Result;
 
 use crate::analysis;
-use crate::error::bad;
+use crate::error::Error;
 use crate::store::ExperimentData;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -44,7 +44,7 @@ pub struct ReportOptions {
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    let a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    let a = analysis::analyze(data, &opts.analysis).map_err(Error::into_bad_input)?;
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {
