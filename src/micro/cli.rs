@@ -74,7 +74,7 @@ fn positive(v: Option<i64>, what: &str, default: usize) -> Result<usize, Error> 
 /// Turn the arguments into a selection and options (all checks of user
 /// input happen here or in `MicroOptions::validate`).
 pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), Error> {
-    let sel = Selection::parse(&args.filter).map_err(Error::bad)?;
+    let sel = Selection::parse(&args.filter)?;
     let mut o = if args.quick {
         MicroOptions::quick()
     } else {

@@ -79,6 +79,12 @@ impl MicroOutcome {
     }
 }
 
+/// Why a benchmark cannot run here (cross-cpu on one CPU, no L3, no SysV
+/// IPC): its reason to be skipped, not a failure of the suite.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
 /// How to run the suite.
 /// The most samples a metric keeps (`samples`).
 pub const MAX_SAMPLES: usize = 1_000_000;
@@ -301,7 +307,7 @@ pub fn run_suite(
         ctx_overhead: Default::default(),
     };
     let mut out = Vec::new();
-    let mut ring: Option<Result<Vec<sem::RingRep>, String>> = None;
+    let mut ring: Option<Result<Vec<sem::RingRep>, Unavailable>> = None;
     // Create and delete of one size are measured together (fs::create_delete).
     let mut fs_pairs: std::collections::HashMap<usize, anyhow::Result<(BenchOut, BenchOut)>> =
         std::collections::HashMap::new();
@@ -317,7 +323,7 @@ pub fn run_suite(
                 ring = Some(match sem::ring(&env, opts.semring) {
                     Ok(r) => r,
                     Err(err) if err.downcast_ref::<Cancelled>().is_some() => return Err(err),
-                    Err(err) => Err(format!("failed: {err:#}")),
+                    Err(err) => Err(Unavailable(format!("failed: {err:#}"))),
                 });
             }
             Ok(match ring.as_ref() {
@@ -335,7 +341,7 @@ pub fn run_suite(
                         opts.semring.groups, opts.semring.sems, opts.semring.laps
                     ),
                 },
-                Some(Err(r)) => BenchOut::Skip(r.clone()),
+                Some(Err(r)) => BenchOut::Skip(r.0.clone()),
                 None => unreachable!("ring result set above"),
             })
         } else if let Kind::Create { kb } | Kind::Delete { kb } = e.kind {

@@ -58,7 +58,7 @@ impl MicroWorkload {
                 .as_bool()
                 .ok_or_else(|| bad("quick must be true or false".into()))?,
         };
-        let sel = Selection::parse(&filter).map_err(bad)?;
+        let sel = Selection::parse(&filter).map_err(|e| bad(e.to_string()))?;
         let mut opts = if quick {
             MicroOptions::quick()
         } else {
