@@ -7,6 +7,7 @@
 //! constructs the workload when the experiment starts.
 
 use crate::config::journal::JournalHandle;
+use crate::error::Error;
 use crate::workload::Workload;
 
 /// Every built-in workload name, for messages.
@@ -28,7 +29,7 @@ pub struct BuildContext {
 }
 
 /// Check a builtin's name and parameters without side effects.
-pub fn validate(name: &str, params: &toml::Value) -> Result<(), String> {
+pub fn validate(name: &str, params: &toml::Value) -> Result<(), Error> {
     build(name, params, &BuildContext::default()).map(|_| ())
 }
 
@@ -37,7 +38,7 @@ pub fn build(
     name: &str,
     params: &toml::Value,
     ctx: &BuildContext,
-) -> Result<Box<dyn Workload>, String> {
+) -> Result<Box<dyn Workload>, Error> {
     Ok(match name {
         "compile" => Box::new(crate::workload::compile::CompileWorkload::from_params(
             params,
@@ -57,17 +58,17 @@ pub fn build(
         )?),
         "micro" => Box::new(
             crate::micro::workload::MicroWorkload::from_params(params)
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| Error::bad(e.to_string()))?,
         ),
         "transport" => Box::new(
             crate::transport::workload::TransportWorkload::from_params(params)
-                .map_err(|e| format!("{e:#}"))?,
+                .map_err(|e| Error::bad(format!("{e:#}")))?,
         ),
         other => {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "unknown builtin '{other}': known are {}",
                 BUILTINS.join(", ")
-            ))
+            )))
         }
     })
 }

@@ -35,10 +35,13 @@ fn run(name: &str, interval_ms: u64, work: Duration) -> Option<MonitorData> {
 #[test]
 fn bad_names_and_intervals_are_one_clear_error() {
     let e = build("vmstat", Duration::from_millis(5)).err().unwrap();
-    assert!(e.contains("vmstat") && e.contains("10ms"), "{e}");
+    assert!(
+        e.to_string().contains("vmstat") && e.to_string().contains("10ms"),
+        "{e}"
+    );
     let e = build("iostat", Duration::from_secs(1)).err().unwrap();
     assert!(
-        e.contains("iostat") && e.contains("vmstat, meminfo, profile"),
+        e.to_string().contains("iostat") && e.to_string().contains("vmstat, meminfo, profile"),
         "{e}"
     );
     for n in NAMES {

@@ -23,7 +23,7 @@ fn refused(text: &str, ov: &Overrides) -> String {
             "accepted: runs {} warmup {} timeout {:?}\n{text}",
             p.runs, p.warmup, p.workloads[0].timeout
         ),
-        Err(e) => e,
+        Err(e) => e.to_string(),
     }
 }
 

@@ -8,6 +8,7 @@ use sysdelta::workload::{RunContext, RunOutcome, Workload};
 
 fn params(s: &str) -> Result<MemsweepWorkload, String> {
     MemsweepWorkload::from_params(&toml::from_str::<toml::Value>(s).unwrap())
+        .map_err(|e| e.to_string())
 }
 
 #[test]

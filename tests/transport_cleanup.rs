@@ -9,12 +9,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 use std::time::Duration;
 
+use sysdelta::error::is_user_error;
 use sysdelta::transport::sink::SinkTarget;
 use sysdelta::transport::step::{run_step, StepEnv, StepParams};
 use sysdelta::transport::sweep::{run_sweep, SweepOptions};
 use sysdelta::transport::tracefs::Tracefs;
 use sysdelta::transport::workload::TransportWorkload;
-use sysdelta::transport::{BadInput, Kind};
+use sysdelta::transport::Kind;
 use sysdelta::workload::{RunContext, RunOutcome, Workload};
 
 /// Tests that mount tracefs run one at a time, so the mount check is exact.
@@ -163,7 +164,7 @@ fn full_disk_stops_reports_bytes_and_removes_the_file() {
             hold_consumer: false,
         };
         let e = run_sweep(&opts, &AtomicBool::new(false)).expect_err("disk fills");
-        assert!(e.is::<BadInput>(), "{e:#}");
+        assert!(is_user_error(&e), "{e:#}");
         let m = e.to_string();
         assert!(
             m.contains("disk full") && m.contains("bytes written"),

@@ -3,10 +3,11 @@
 
 use std::sync::atomic::AtomicBool;
 
+use sysdelta::error::is_user_error;
 use sysdelta::transport::sink::SinkTarget;
 use sysdelta::transport::sweep::{run_sweep, SweepOptions};
 use sysdelta::transport::workload::TransportWorkload;
-use sysdelta::transport::{BadInput, Kind};
+use sysdelta::transport::Kind;
 
 fn opts(kinds: &[Kind], record_size: usize, volume: u64) -> SweepOptions {
     SweepOptions {
@@ -26,7 +27,7 @@ fn opts(kinds: &[Kind], record_size: usize, volume: u64) -> SweepOptions {
 
 fn bad(o: &SweepOptions) -> String {
     let e = run_sweep(o, &AtomicBool::new(false)).expect_err("bad input is rejected");
-    assert!(e.is::<BadInput>(), "not a BadInput: {e:#}");
+    assert!(is_user_error(&e), "not a BadInput: {e:#}");
     e.to_string()
 }
 
@@ -66,7 +67,7 @@ fn workload_params_are_checked() {
     let p: toml::Value = toml::from_str("record_size = 0").unwrap();
     let e = TransportWorkload::from_params(&p).err().expect("rejected");
     assert!(
-        e.is::<BadInput>() && e.to_string().contains("record size 0"),
+        is_user_error(&e) && e.to_string().contains("record size 0"),
         "{e:#}"
     );
     let p: toml::Value = toml::from_str("transports = [\"relayfs\"]").unwrap();

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use super::boots::CellUnits;
 use super::model::{MetricAnalysis, Options, NOT_ESTIMABLE};
+use crate::error::Error;
 use crate::stats;
 
 /// False for an interval no ratio of these samples' means can have: one
@@ -30,20 +31,20 @@ pub(super) fn estimable(
     other: &[f64],
     base_means: &[f64],
     ci: Option<(f64, f64)>,
-) -> Result<(f64, f64), String> {
+) -> Result<(f64, f64), Error> {
     if let Some(ci) = ci {
         if possible(base, other, Some(ci)) {
             return Ok(ci);
         }
-        return Err(format!(
+        return Err(Error::bad(format!(
             "{NOT_ESTIMABLE}: the interval reaches below -100%, which no ratio of non-negative \
              values can (a numerical failure)"
-        ));
+        )));
     }
     let zero_runs = base.iter().filter(|&&x| x == 0.0).count();
     let zero_means = base_means.iter().filter(|&&m| m == 0.0).count();
     let (neg, pos) = (base.iter().any(|&x| x < 0.0), base.iter().any(|&x| x > 0.0));
-    Err(if zero_means > 0 {
+    Err(Error::bad(if zero_means > 0 {
         format!(
             "{NOT_ESTIMABLE}: {zero_runs} of {} baseline runs are 0, and {zero_means} of {} \
              bootstrap resamples of the baseline have mean 0, where the ratio is infinite",
@@ -57,7 +58,7 @@ pub(super) fn estimable(
         )
     } else {
         format!("{NOT_ESTIMABLE}: the bootstrap interval is undefined for these samples")
-    })
+    }))
 }
 
 /// Resampled means of every (metric, config) cell, for the bootstrap CIs

@@ -17,6 +17,7 @@ mod warnings;
 
 pub use model::*;
 
+use crate::error::Error;
 use crate::metric::Direction;
 use crate::stats;
 use crate::status::{ExperimentStatus, RunStatus};
@@ -113,18 +114,18 @@ fn pct_ci((lo, hi): (f64, f64), base_sign: f64) -> (f64, f64) {
     (a.min(b), a.max(b))
 }
 
-pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String> {
+pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error> {
     let info = &data.info;
     let baseline = opts
         .baseline
         .clone()
         .unwrap_or_else(|| info.baseline.clone());
     if !info.configs.contains(&baseline) {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "baseline '{baseline}' is not a config of experiment {} (configs: {})",
             info.id,
             info.configs.join(", ")
-        ));
+        )));
     }
     // Baseline first, then the others in plan order.
     let mut configs = vec![baseline.clone()];
@@ -244,7 +245,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, String
                                             .ratio_ci_other_method
                                             .map(|ci| pct_ci(ci, base_sign));
                                     }
-                                    Err(why) => cmp.ci_note = Some(why),
+                                    Err(why) => cmp.ci_note = Some(why.to_string()),
                                 }
                                 if let Some(margin) = opts.equivalence {
                                     let ci90 = match opts.ci_method {

@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::analysis;
-use crate::error::bad;
+use crate::error::{bad, Error};
 use crate::overrides::{Order, Overrides};
 use crate::report::{Format, ReportOptions};
 
@@ -101,28 +101,34 @@ pub struct ReportFlags {
 }
 
 /// "ci=1%" -> 0.01.
-pub fn parse_until(s: &str) -> Result<f64, String> {
+pub fn parse_until(s: &str) -> Result<f64, Error> {
     let Some(v) = s.strip_prefix("ci=") else {
-        return Err(format!("'{s}': expected ci=WIDTH, e.g. ci=1%"));
+        return Err(Error::bad(format!("'{s}': expected ci=WIDTH, e.g. ci=1%")));
     };
     parse_percent(v)
 }
 
 /// "1%" or "1" -> 0.01.
-pub fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, Error> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')
         .parse()
-        .map_err(|_| format!("'{s}' is not a percentage (e.g. 1%)"))?;
+        .map_err(|_| Error::bad(format!("'{s}' is not a percentage (e.g. 1%)")))?;
     if !(v > 0.0 && v < 100.0) {
-        return Err(format!("'{s}': the margin must be between 0% and 100%"));
+        return Err(Error::bad(format!(
+            "'{s}': the margin must be between 0% and 100%"
+        )));
     }
     Ok(v / 100.0)
 }
 
-pub fn parse_order(s: &str) -> Result<Order, String> {
-    Order::parse(s).ok_or_else(|| format!("unknown order '{s}': use random-blocks or sequential"))
+pub fn parse_order(s: &str) -> Result<Order, Error> {
+    Order::parse(s).ok_or_else(|| {
+        Error::bad(format!(
+            "unknown order '{s}': use random-blocks or sequential"
+        ))
+    })
 }
 
 pub fn overrides(e: &ExecArgs) -> Overrides {

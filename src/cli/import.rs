@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
-use crate::error::bad;
+use crate::error::{bad, Error};
 use crate::import;
 use crate::store::Store;
 
@@ -51,7 +51,7 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<()> {
         ImportFormat::Gobench => import::gobench::parse(&files),
         ImportFormat::Lmbench => import::lmbench::parse(&files),
     }
-    .map_err(bad)?;
+    .map_err(Error::into_bad_input)?;
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
     let store = Store::open(store_path, true)?;
     let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;

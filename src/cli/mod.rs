@@ -16,11 +16,11 @@ pub mod report;
 pub mod restore;
 pub mod run;
 
-use crate::error::{is_user_error, user_problems};
+use crate::error::{self, Error};
 use crate::report::escape::terminal_safe;
 use crate::runner;
 use crate::store::DEFAULT_PATH;
-use output::{die_of_broken_pipe, quiet_on_broken_pipe, BrokenPipe};
+use output::{die_of_broken_pipe, quiet_on_broken_pipe};
 
 #[derive(Parser)]
 #[command(
@@ -123,28 +123,27 @@ pub fn main() -> ExitCode {
     crate::process::stop_launcher();
     match result {
         Ok(code) => code,
-        Err(e) if e.is::<BrokenPipe>() => die_of_broken_pipe(),
-        Err(e) => {
-            if is_user_error(&e)
-                || e.is::<crate::transport::BadInput>()
-                || e.is::<crate::micro::BadInput>()
-            {
+        Err(e) => match error::of(&e) {
+            Some(Error::BrokenPipe) => die_of_broken_pipe(),
+            Some(bad @ Error::BadInput(problems)) => {
                 // One line a problem, whatever a stored name or an input
                 // path holds: no control character reaches the terminal.
                 let whole = [e.to_string()];
-                let problems = match user_problems(&e) {
+                let problems = if problems.join("\n") == whole[0] {
                     // The problems themselves, unless context was added.
-                    Some(p) if p.join("\n") == whole[0] => p,
-                    _ => &whole[..],
+                    &problems[..]
+                } else {
+                    &whole[..]
                 };
                 for p in problems {
                     eprintln!("sysdelta: {}", terminal_safe(p));
                 }
-                ExitCode::from(2)
-            } else {
-                eprintln!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
-                ExitCode::from(1)
+                ExitCode::from(bad.exit_code())
             }
-        }
+            Some(Error::Failed(_)) | None => {
+                eprintln!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
+                ExitCode::from(error::EXIT_FAILURE)
+            }
+        },
     }
 }

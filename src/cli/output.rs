@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::error::bad;
+use crate::error::{bad, Error};
 
 /// Write `text` to `path` atomically (temporary file in the same directory,
 /// then rename; mode 0666 less the umask, as any file a command writes),
@@ -20,7 +20,7 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
                 if e.kind() == std::io::ErrorKind::BrokenPipe {
                     // Ended in `main`, once everything a run holds (its
                     // scratch directory, its locks) is put away.
-                    return Err(anyhow::Error::new(BrokenPipe));
+                    return Err(anyhow::Error::new(Error::BrokenPipe));
                 }
                 return Err(e.into());
             }
@@ -49,19 +49,6 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// The reader of stdout went away: `emit` returns this, and `main` ends
-/// the process as coreutils do once the command has cleaned up.
-#[derive(Debug)]
-pub struct BrokenPipe;
-
-impl std::fmt::Display for BrokenPipe {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("broken pipe")
-    }
-}
-
-impl std::error::Error for BrokenPipe {}
-
 /// The reader of stdout went away (`sysdelta list | head -1`): end as
 /// coreutils do, killed by SIGPIPE, with nothing on stderr. Rust ignores
 /// SIGPIPE (so that sockets and pipes inside the benchmarks report EPIPE);
@@ -72,7 +59,7 @@ pub fn die_of_broken_pipe() -> ! {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         libc::raise(libc::SIGPIPE);
     }
-    std::process::exit(141)
+    std::process::exit(crate::error::EXIT_BROKEN_PIPE.into())
 }
 
 /// `println!` panics when stdout is a closed pipe; the subcommands that

@@ -10,7 +10,7 @@ use clap::Args;
 
 use super::args::{overrides, report_options, ExecArgs};
 use super::output::emit;
-use crate::error::bad;
+use crate::error::{bad, Error};
 use crate::plan;
 use crate::report;
 use crate::runner::{self, experiment};
@@ -78,14 +78,15 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
         if info.status == ExperimentStatus::Complete {
             return Err(bad(format!("experiment {id} is already complete")));
         }
-        let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides).map_err(bad)?;
+        let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
+            .map_err(Error::into_bad_input)?;
         drop(store);
         return execute(store_path, plan, &a.exec, Some(id));
     }
     let Some(path) = &a.plan else {
         return Err(bad("run needs a plan file (or --resume ID)"));
     };
-    let plan = plan::load_file(path, &overrides(&a.exec)).map_err(bad)?;
+    let plan = plan::load_file(path, &overrides(&a.exec)).map_err(Error::into_bad_input)?;
     execute(store_path, plan, &a.exec, None)
 }
 
@@ -98,7 +99,7 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         &a.command,
         &overrides(&a.exec),
     )
-    .map_err(bad)?;
+    .map_err(Error::into_bad_input)?;
     execute(store_path, plan, &a.exec, None)
 }
 

@@ -39,7 +39,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::analysis::{self, Cell};
-use crate::error::bad;
+use crate::error::Error;
 use crate::stats::power;
 use crate::store::{ExperimentData, Store};
 
@@ -72,14 +72,14 @@ pub struct PlanRunsArgs {
 
 /// Parse `--detect`: a positive percentage below 100, with or without `%`.
 /// Returns the fraction (1% -> 0.01).
-pub fn parse_detect(s: &str) -> Result<f64, String> {
+pub fn parse_detect(s: &str) -> Result<f64, Error> {
     let t = s.trim();
     let num = t.strip_suffix('%').unwrap_or(t).trim();
     match num.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 100.0 => Ok(v / 100.0),
-        _ => Err(format!(
+        _ => Err(Error::bad(format!(
             "--detect '{s}': expected a positive percentage below 100%, such as 1% or 0.5%"
-        )),
+        ))),
     }
 }
 
@@ -209,7 +209,7 @@ fn any_row(
 }
 
 /// Rows for every metric and compared config of a loaded experiment.
-pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, String> {
+pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, Error> {
     // The run values and summaries are the report's; its CIs are not used,
     // so a few resamples keep this fast.
     let opts = analysis::Options {
@@ -361,11 +361,11 @@ pub fn render_json(p: &RunPlan) -> String {
 }
 
 pub fn run(args: &PlanRunsArgs, store_path: &Path) -> Result<()> {
-    let detect = parse_detect(&args.detect).map_err(bad)?;
+    let detect = parse_detect(&args.detect).map_err(Error::into_bad_input)?;
     let store = Store::open(store_path, false)?;
     let id = store.resolve(args.experiment.as_deref().unwrap_or("last"))?;
     let data = store.load(id)?;
-    let p = plan(&data, detect).map_err(bad)?;
+    let p = plan(&data, detect).map_err(Error::into_bad_input)?;
     let text = match args.format {
         PlanFormat::Text => render_text(&p),
         PlanFormat::Json => render_json(&p),

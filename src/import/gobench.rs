@@ -7,6 +7,7 @@
 use regex::Regex;
 
 use super::{Imported, ImportedRun};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::MetricSamples;
 
@@ -34,23 +35,25 @@ fn never_negative(unit: &str) -> bool {
 
 /// A value of `unit` as written in a result line: a finite number, and not
 /// negative where the unit cannot be.
-fn value(text: &str, unit: &str) -> Result<f64, String> {
+fn value(text: &str, unit: &str) -> Result<f64, Error> {
     let v: f64 = text
         .parse()
-        .map_err(|_| format!("'{text}' is not a number (before unit '{unit}')"))?;
+        .map_err(|_| Error::bad(format!("'{text}' is not a number (before unit '{unit}')")))?;
     if !v.is_finite() {
-        return Err(format!("'{text} {unit}' is not a finite number"));
+        return Err(Error::bad(format!(
+            "'{text} {unit}' is not a finite number"
+        )));
     }
     if v < 0.0 && never_negative(unit) {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "'{text} {unit}' is negative, which {unit} cannot be"
-        ));
+        )));
     }
     Ok(v)
 }
 
 /// Parse one file as config `config` into `imp`.
-pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), String> {
+pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), Error> {
     let name_re = Regex::new(r"^Benchmark(\S*?)(?:-\d+)?$").expect("valid regex");
     let key_re = Regex::new(r"^([a-z][^\s:]*):\s*(.*)$").expect("valid regex");
     let mut found = 0usize;
@@ -79,32 +82,36 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
             .captures(first)
             .map(|c| c[1].to_string())
             .filter(|n| !n.is_empty())
-            .ok_or_else(|| format!("{}: malformed benchmark name '{first}'", at()))?;
+            .ok_or_else(|| Error::bad(format!("{}: malformed benchmark name '{first}'", at())))?;
         let iters: u64 = rest[0].parse().map_err(|_| {
-            format!(
+            Error::bad(format!(
                 "{}: expected an iteration count after {first}, found '{}'",
                 at(),
                 rest[0]
-            )
+            ))
         })?;
         if iters == 0 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "{}: iteration count 0 after {first}: a result is at least one iteration",
                 at()
-            ));
+            )));
         }
         let pairs = &rest[1..];
         if pairs.is_empty() || pairs.len() % 2 != 0 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "{}: expected 'value unit' pairs after the iteration count (truncated line?)",
                 at()
-            ));
+            )));
         }
         let mut samples = Vec::new();
         for p in pairs.chunks(2) {
-            let v = value(p[0], p[1]).map_err(|m| format!("{}: {m}", at()))?;
+            let v = value(p[0], p[1]).map_err(|m| Error::bad(format!("{}: {m}", at())))?;
             if samples.iter().any(|s: &MetricSamples| s.metric == p[1]) {
-                return Err(format!("{}: unit '{}' appears twice", at(), p[1]));
+                return Err(Error::bad(format!(
+                    "{}: unit '{}' appears twice",
+                    at(),
+                    p[1]
+                )));
             }
             imp.declare(&name, MetricSpec::new(p[1], "", direction(p[1])));
             samples.push(MetricSamples {
@@ -121,15 +128,15 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
         found += 1;
     }
     if found == 0 {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "{path}: no Go benchmark result lines ('BenchmarkName-N  iters  value unit ...')"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// Parse files, each a config named by its file stem (deduplicated).
-pub fn parse(files: &[(String, String)]) -> Result<Imported, String> {
+pub fn parse(files: &[(String, String)]) -> Result<Imported, Error> {
     let mut imp = Imported {
         format: "Go benchmark output".into(),
         name: "go test -bench import".into(),
@@ -172,8 +179,11 @@ mod tests {
     fn truncated_line_is_reported_with_its_number() {
         let t = "BenchmarkJoin-2  20000  58.3 ns/op\nBenchmarkJoin-2  20000  58.3\n";
         let e = parse(&[("x.txt".into(), t.into())]).unwrap_err();
-        assert!(e.starts_with("x.txt:2:"), "{e}");
+        assert!(e.to_string().starts_with("x.txt:2:"), "{e}");
         let e = parse(&[("y.txt".into(), "{\"json\": 1}".into())]).unwrap_err();
-        assert!(e.contains("no Go benchmark result lines"), "{e}");
+        assert!(
+            e.to_string().contains("no Go benchmark result lines"),
+            "{e}"
+        );
     }
 }

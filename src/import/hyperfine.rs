@@ -7,6 +7,7 @@
 use serde::Deserialize;
 
 use super::{Imported, ImportedRun};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::MetricSamples;
 
@@ -27,10 +28,10 @@ struct RawExport {
 }
 
 impl TryFrom<RawExport> for Export {
-    type Error = String;
-    fn try_from(raw: RawExport) -> Result<Export, String> {
+    type Error = Error;
+    fn try_from(raw: RawExport) -> Result<Export, Error> {
         if raw.results.is_empty() {
-            return Err("hyperfine export has no results".into());
+            return Err(Error::bad("hyperfine export has no results"));
         }
         Ok(Export {
             results: raw.results,
@@ -56,16 +57,16 @@ struct RawCommand {
 }
 
 impl TryFrom<RawCommand> for Command {
-    type Error = String;
-    fn try_from(r: RawCommand) -> Result<Command, String> {
+    type Error = Error;
+    fn try_from(r: RawCommand) -> Result<Command, Error> {
         if let Some(codes) = &r.exit_codes {
             if codes.len() != r.times.len() {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "command {:?} has {} times but {} exit_codes",
                     r.command,
                     r.times.len(),
                     codes.len()
-                ));
+                )));
             }
         }
         Ok(Command {
@@ -94,7 +95,7 @@ impl<'de> Deserialize<'de> for Seconds {
 
 /// "PATH:LINE: what" of a serde_json error (its message without the
 /// " at line L column C" it appends).
-fn json_error(path: &str, e: &serde_json::Error) -> String {
+fn json_error(path: &str, e: &serde_json::Error) -> Error {
     let text = e.to_string();
     let what = text
         .rsplit_once(" at line ")
@@ -103,12 +104,12 @@ fn json_error(path: &str, e: &serde_json::Error) -> String {
         serde_json::error::Category::Data => "",
         _ => "not a hyperfine JSON export: ",
     };
-    format!("{path}:{}: {kind}{what}", e.line())
+    Error::bad(format!("{path}:{}: {kind}{what}", e.line()))
 }
 
 /// Parse one export; `path` names the file in errors. A run whose exit
 /// code is not 0 (`exit_codes`, written with `-i`) is a failed run.
-pub fn parse(path: &str, text: &str, workload: &str) -> Result<Imported, String> {
+pub fn parse(path: &str, text: &str, workload: &str) -> Result<Imported, Error> {
     let export: Export = serde_json::from_str(text).map_err(|e| json_error(path, &e))?;
     let mut imp = Imported {
         format: "hyperfine JSON".into(),
@@ -171,7 +172,8 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.starts_with("x.json:1: not a hyperfine JSON export"),
+            e.to_string()
+                .starts_with("x.json:1: not a hyperfine JSON export"),
             "{e}"
         );
     }

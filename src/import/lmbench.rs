@@ -10,6 +10,7 @@
 use regex::Regex;
 
 use super::{Imported, ImportedRun};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::MetricSamples;
 
@@ -34,15 +35,15 @@ fn config_of(path: &str) -> String {
 
 /// A number as the file writes it (digits only, so never negative): refused
 /// if it does not fit a finite f64 (`1e999`, hundreds of digits).
-fn finite(text: &str, at: &str) -> Result<f64, String> {
+fn finite(text: &str, at: &str) -> Result<f64, Error> {
     match text.parse::<f64>() {
         Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(format!("{at}: '{text}' is not a finite number")),
+        _ => Err(Error::bad(format!("{at}: '{text}' is not a finite number"))),
     }
 }
 
 /// Parse one result file into `imp` as one run of config `config`.
-fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), String> {
+fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), Error> {
     let line_re = Regex::new(r"^([A-Za-z][^:\x22\[]*?):\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s+(microseconds|MB/sec|KB/sec)\s*$")
         .expect("valid regex");
     let header_re = Regex::new(r"^\[([A-Z_ ]+):\s*(.*)\]\s*$").expect("valid regex");
@@ -115,10 +116,10 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
         }
     }
     if samples.is_empty() {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "{path}: no LMbench results (expected lines like 'Simple syscall: 0.1 microseconds'){}",
             if saw_header { " - truncated?" } else { "" }
-        ));
+        )));
     }
     imp.runs.push(ImportedRun {
         config: config.into(),
@@ -130,7 +131,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
 }
 
 /// Parse result files (one run each), grouped into configs by `<os>/<host>`.
-pub fn parse(files: &[(String, String)]) -> Result<Imported, String> {
+pub fn parse(files: &[(String, String)]) -> Result<Imported, Error> {
     let mut imp = Imported {
         format: "LMbench results".into(),
         name: "LMbench import".into(),

@@ -1,6 +1,7 @@
 //! The catalogue of micro benchmarks: stable metric names, the LMbench 2.0
 //! summary group and column each belongs to, and the selection filter.
 
+use crate::error::Error;
 use crate::metric::Direction;
 
 use super::pin::Pinning;
@@ -384,7 +385,7 @@ impl Selection {
     /// `lat.pipe.same_cpu`), or, for `prefix*`, whose name starts with
     /// `prefix`. An empty filter selects everything. A term that selects
     /// nothing is an error naming it and listing the valid groups.
-    pub fn parse(filter: &[String]) -> Result<Selection, String> {
+    pub fn parse(filter: &[String]) -> Result<Selection, Error> {
         let cat = catalog();
         if filter.is_empty() {
             return Ok(Selection::all());
@@ -401,12 +402,14 @@ impl Selection {
                     }
                 }
                 if !hit {
-                    return Err(unknown(term, &cat));
+                    return Err(Error::bad(unknown(term, &cat)));
                 }
                 any = true;
             }
             if !any {
-                return Err(format!("empty micro benchmark filter term {raw:?}"));
+                return Err(Error::bad(format!(
+                    "empty micro benchmark filter term {raw:?}"
+                )));
             }
         }
         Ok(Selection {
@@ -499,7 +502,7 @@ mod tests {
     #[test]
     fn unknown_name_is_named() {
         let e = Selection::parse(&["proc.nul_call".into()]).unwrap_err();
-        assert!(e.contains("\"proc.nul_call\""), "{e}");
-        assert!(e.contains("proc.null_call"), "{e}");
+        assert!(e.to_string().contains("\"proc.nul_call\""), "{e}");
+        assert!(e.to_string().contains("proc.null_call"), "{e}");
     }
 }

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use super::catalog::{catalog, Selection};
 use super::harness::cov;
 use super::table::{fmt_value, print_lmbench_tables};
-use super::{run_suite, BadInput, MicroOptions, MicroOutcome, MicroResult, Pinning, SemRingParams};
+use super::{run_suite, MicroOptions, MicroOutcome, MicroResult, Pinning, SemRingParams};
+use crate::error::Error;
 
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct MicroArgs {
@@ -60,11 +61,11 @@ pub struct MicroArgs {
     pub quiet: bool,
 }
 
-fn positive(v: Option<i64>, what: &str, default: usize) -> Result<usize, BadInput> {
+fn positive(v: Option<i64>, what: &str, default: usize) -> Result<usize, Error> {
     match v {
         None => Ok(default),
         Some(x) if x > 0 => Ok(x as usize),
-        Some(x) => Err(BadInput(format!(
+        Some(x) => Err(Error::bad(format!(
             "micro: --{what} must be positive, got {x}"
         ))),
     }
@@ -72,15 +73,15 @@ fn positive(v: Option<i64>, what: &str, default: usize) -> Result<usize, BadInpu
 
 /// Turn the arguments into a selection and options (all checks of user
 /// input happen here or in `MicroOptions::validate`).
-pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), BadInput> {
-    let sel = Selection::parse(&args.filter).map_err(BadInput)?;
+pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), Error> {
+    let sel = Selection::parse(&args.filter)?;
     let mut o = if args.quick {
         MicroOptions::quick()
     } else {
         MicroOptions::full()
     };
     o.pin = Pinning::parse(&args.pin).ok_or_else(|| {
-        BadInput(format!(
+        Error::bad(format!(
             "micro: --pin {:?}: expected unpinned or same-cpu",
             args.pin
         ))
@@ -97,7 +98,7 @@ pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), BadInput> 
     if let Some(c) = &args.cpus {
         let cpus: Result<Vec<usize>, _> = c.split(',').map(|x| x.trim().parse()).collect();
         o.cpus =
-            Some(cpus.map_err(|_| BadInput(format!("micro: --cpus {c:?}: expected e.g. 0,1")))?);
+            Some(cpus.map_err(|_| Error::bad(format!("micro: --cpus {c:?}: expected e.g. 0,1")))?);
     }
     o.semring = SemRingParams {
         groups: positive(args.sem_groups, "sem-groups", o.semring.groups)?,
@@ -105,7 +106,7 @@ pub fn options(args: &MicroArgs) -> Result<(Selection, MicroOptions), BadInput> 
         laps: positive(args.sem_laps, "sem-laps", o.semring.laps)?,
     };
     if args.repeat == 0 {
-        return Err(BadInput("micro: --repeat must be at least 1".into()));
+        return Err(Error::bad("micro: --repeat must be at least 1"));
     }
     o.validate()?;
     o.progress = !args.quiet;

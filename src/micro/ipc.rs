@@ -93,7 +93,7 @@ fn socketpair() -> anyhow::Result<(Fd, Fd)> {
 pub fn pipe_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (a_rd, a_wr) = pipe()?;
     let (b_rd, b_wr) = pipe()?;
@@ -111,7 +111,7 @@ pub fn pipe_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
 pub fn unix_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (s0, s1) = socketpair()?;
     let _c = Child::spawn(pl.child, echo_child(s1.0, s1.0))?;
@@ -128,7 +128,7 @@ pub fn unix_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
 pub fn pipe_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (rd, wr) = pipe()?;
     let _c = Child::spawn(pl.child, flood_child(wr.0))?;
@@ -143,7 +143,7 @@ pub fn pipe_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
 pub fn unix_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (s0, s1) = socketpair()?;
     let _c = Child::spawn(pl.child, flood_child(s1.0))?;

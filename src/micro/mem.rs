@@ -18,7 +18,7 @@
 use std::hint::black_box;
 
 use super::harness::Bench;
-use super::{mbs, BenchOut, Env};
+use super::{mbs, BenchOut, Env, Unavailable};
 
 const MIB: usize = 1 << 20;
 
@@ -275,8 +275,12 @@ impl Bench for Chase {
 }
 
 /// The region size for a level (1, 2, 3; 0 = main memory), or why not.
-pub fn chase_size(ci: &CacheInfo, level: u8, quick: bool) -> Result<usize, String> {
-    let no = |l: &str| format!("no {l} cache reported in /sys/devices/system/cpu/cpu0/cache");
+pub fn chase_size(ci: &CacheInfo, level: u8, quick: bool) -> Result<usize, Unavailable> {
+    let no = |l: &str| {
+        Unavailable(format!(
+            "no {l} cache reported in /sys/devices/system/cpu/cpu0/cache"
+        ))
+    };
     match level {
         1 => ci.l1.map(|s| s / 2).ok_or_else(|| no("L1 data")),
         2 => ci.l2.map(|s| s / 2).ok_or_else(|| no("L2")),
@@ -295,7 +299,7 @@ pub fn latency(env: &Env, level: u8) -> anyhow::Result<BenchOut> {
     let ci = CacheInfo::read();
     let size = match chase_size(&ci, level, env.quick) {
         Ok(s) => s,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let line_words = ci.line / 8;
     let lines = size / ci.line;

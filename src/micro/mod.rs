@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
 use crate::metric::Direction;
 
 pub use catalog::{Entry, Kind, RingMetric, Selection, Table};
@@ -78,18 +79,11 @@ impl MicroOutcome {
     }
 }
 
-/// A user error (bad filter, impossible parameter, unusable temp dir,
-/// missing /bin/sh). The message is the one line to print; the CLI exits 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadInput(pub String);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
+/// Why a benchmark cannot run here (cross-cpu on one CPU, no L3, no SysV
+/// IPC): its reason to be skipped, not a failure of the suite.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
 
 /// How to run the suite.
 /// The most samples a metric keeps (`samples`).
@@ -153,39 +147,39 @@ impl MicroOptions {
     }
 
     /// Check the options; the error is one line for the user.
-    pub fn validate(&self) -> Result<(), BadInput> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.samples < 11 {
-            return Err(BadInput(format!(
+            return Err(Error::bad(format!(
                 "micro: samples must be at least 11, got {}",
                 self.samples
             )));
         }
         // Each metric keeps all its samples in memory.
         if self.samples > MAX_SAMPLES {
-            return Err(BadInput(format!(
+            return Err(Error::bad(format!(
                 "micro: samples is too large (at most {MAX_SAMPLES}), got {}",
                 self.samples
             )));
         }
         if self.min_sample < Duration::from_millis(10) {
-            return Err(BadInput(format!(
+            return Err(Error::bad(format!(
                 "micro: minimum sample time must be at least 10 ms, got {:?}",
                 self.min_sample
             )));
         }
         if self.pin == Pinning::CrossCpu {
-            return Err(BadInput(
-                "micro: --pin cross-cpu applies only to two-process benchmarks, which always run both same-cpu and cross-cpu; use unpinned or same-cpu".into(),
+            return Err(Error::bad(
+                "micro: --pin cross-cpu applies only to two-process benchmarks, which always run both same-cpu and cross-cpu; use unpinned or same-cpu",
             ));
         }
         if let Some(c) = &self.cpus {
             if c.is_empty() {
-                return Err(BadInput("micro: empty CPU list".into()));
+                return Err(Error::bad("micro: empty CPU list"));
             }
         }
         self.semring
             .validate()
-            .map_err(|e| BadInput(format!("micro: {e}")))
+            .map_err(|e| Error::bad(format!("micro: {e}")))
     }
 }
 
@@ -233,9 +227,9 @@ pub struct Env<'a> {
 struct Scratch(PathBuf);
 
 impl Scratch {
-    fn new(base: &Path) -> Result<Scratch, BadInput> {
+    fn new(base: &Path) -> Result<Scratch, Error> {
         let bad = |e: std::io::Error| {
-            BadInput(format!(
+            Error::bad(format!(
                 "micro: temp dir {} is not usable: {e}",
                 base.display()
             ))
@@ -265,17 +259,17 @@ impl Drop for Scratch {
 }
 
 /// Check what the selection needs before anything runs.
-pub fn preflight(sel: &Selection, opts: &MicroOptions) -> Result<(), BadInput> {
+pub fn preflight(sel: &Selection, opts: &MicroOptions) -> Result<(), Error> {
     opts.validate()?;
     if sel.contains("proc.fork_sh") && !Path::new("/bin/sh").exists() {
-        return Err(BadInput(
-            "micro: proc.fork_sh needs /bin/sh, which does not exist here (deselect it with a filter)".into(),
+        return Err(Error::bad(
+            "micro: proc.fork_sh needs /bin/sh, which does not exist here (deselect it with a filter)",
         ));
     }
     if let Some(c) = &opts.cpus {
         let allowed = pin::allowed_cpus().unwrap_or_default();
         if let Some(bad) = c.iter().find(|x| !allowed.contains(x)) {
-            return Err(BadInput(format!(
+            return Err(Error::bad(format!(
                 "micro: CPU {bad} is not available (allowed: {allowed:?})"
             )));
         }
@@ -285,7 +279,7 @@ pub fn preflight(sel: &Selection, opts: &MicroOptions) -> Result<(), BadInput> {
 
 /// Run the selected benchmarks. Returns one outcome per selected metric, in
 /// catalogue order; a metric that cannot run here is `Skipped` with the
-/// reason. Errors: [`BadInput`] for bad options or an unusable temp dir,
+/// reason. Errors: [`Error::BadInput`] for bad options or an unusable temp dir,
 /// [`Cancelled`] when `cancel` was set (all children are reaped and scratch
 /// files removed before this returns).
 pub fn run_suite(
@@ -313,7 +307,7 @@ pub fn run_suite(
         ctx_overhead: Default::default(),
     };
     let mut out = Vec::new();
-    let mut ring: Option<Result<Vec<sem::RingRep>, String>> = None;
+    let mut ring: Option<Result<Vec<sem::RingRep>, Unavailable>> = None;
     // Create and delete of one size are measured together (fs::create_delete).
     let mut fs_pairs: std::collections::HashMap<usize, anyhow::Result<(BenchOut, BenchOut)>> =
         std::collections::HashMap::new();
@@ -329,7 +323,7 @@ pub fn run_suite(
                 ring = Some(match sem::ring(&env, opts.semring) {
                     Ok(r) => r,
                     Err(err) if err.downcast_ref::<Cancelled>().is_some() => return Err(err),
-                    Err(err) => Err(format!("failed: {err:#}")),
+                    Err(err) => Err(Unavailable(format!("failed: {err:#}"))),
                 });
             }
             Ok(match ring.as_ref() {
@@ -347,7 +341,7 @@ pub fn run_suite(
                         opts.semring.groups, opts.semring.sems, opts.semring.laps
                     ),
                 },
-                Some(Err(r)) => BenchOut::Skip(r.clone()),
+                Some(Err(r)) => BenchOut::Skip(r.0.clone()),
                 None => unreachable!("ring result set above"),
             })
         } else if let Kind::Create { kb } | Kind::Delete { kb } = e.kind {

@@ -124,7 +124,7 @@ fn accept_one(l: libc::c_int) -> libc::c_int {
 pub fn udp_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (srv, cli) = match (|| -> io::Result<(Fd, Fd)> {
         let srv = socket(libc::SOCK_DGRAM)?;
@@ -191,7 +191,7 @@ fn tcp_pair(
 pub fn tcp_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (_c, s) = match tcp_pair(&pl, |c| echo_child(c, c)())? {
         Ok(x) => x,
@@ -210,7 +210,7 @@ pub fn tcp_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
 pub fn tcp_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (_c, s) = match tcp_pair(&pl, |c| flood_child(c)())? {
         Ok(x) => x,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use std::io;
 
 use super::child::CpuMask;
+use super::Unavailable;
 use crate::sys::affinity;
 
 /// How the processes of one measurement were placed; recorded with it.
@@ -74,16 +75,19 @@ pub struct Placement {
 
 /// Place parent and child per `p` within the allowed CPUs. Err(reason) if
 /// the placement is impossible here (cross-cpu on one CPU).
-pub fn place(p: Pinning) -> Result<Placement, String> {
-    let cpus = allowed_cpus().map_err(|e| format!("sched_getaffinity: {e}"))?;
+pub fn place(p: Pinning) -> Result<Placement, Unavailable> {
+    let cpus = allowed_cpus().map_err(|e| Unavailable(format!("sched_getaffinity: {e}")))?;
     match p {
         Pinning::Unpinned => Ok(Placement {
             _guard: None,
             child: None,
         }),
         Pinning::SameCpu => {
-            let a = *cpus.first().ok_or("no CPU allowed")?;
-            let g = AffinityGuard::set(&[a]).map_err(|e| format!("pin to cpu {a}: {e}"))?;
+            let a = *cpus
+                .first()
+                .ok_or_else(|| Unavailable("no CPU allowed".into()))?;
+            let g = AffinityGuard::set(&[a])
+                .map_err(|e| Unavailable(format!("pin to cpu {a}: {e}")))?;
             Ok(Placement {
                 _guard: Some(g),
                 child: Some(CpuMask::one(a)),
@@ -91,13 +95,14 @@ pub fn place(p: Pinning) -> Result<Placement, String> {
         }
         Pinning::CrossCpu => {
             if cpus.len() < 2 {
-                return Err(format!(
+                return Err(Unavailable(format!(
                     "cross-cpu needs 2 CPUs, only {} allowed here",
                     cpus.len()
-                ));
+                )));
             }
             let (a, b) = (cpus[0], cpus[1]);
-            let g = AffinityGuard::set(&[a]).map_err(|e| format!("pin to cpu {a}: {e}"))?;
+            let g = AffinityGuard::set(&[a])
+                .map_err(|e| Unavailable(format!("pin to cpu {a}: {e}")))?;
             Ok(Placement {
                 _guard: Some(g),
                 child: Some(CpuMask::one(b)),

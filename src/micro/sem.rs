@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use super::child::Child;
 use super::harness::Bench;
 use super::pin::{allowed_cpus, place, Pinning};
-use super::{us, BenchOut, Env};
+use super::{us, BenchOut, Env, Unavailable};
+use crate::error::Error;
 
 /// semopbench's -g/-s/-n.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -35,23 +36,23 @@ pub struct SemRingParams {
 impl SemRingParams {
     pub const MAX_PROCS: usize = 4096;
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
         if self.groups == 0 || self.sems == 0 || self.laps == 0 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "semring parameters must be positive: groups={} sems={} laps={}",
                 self.groups, self.sems, self.laps
-            ));
+            )));
         }
         // Checked: a product that wraps around must not pass as small.
         let procs = self.groups.checked_mul(self.sems);
         if procs.is_none_or(|n| n > Self::MAX_PROCS) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "semring would fork {} processes (groups {} x sems {}); at most {} allowed",
                 procs.map_or("too many".to_string(), |n| n.to_string()),
                 self.groups,
                 self.sems,
                 Self::MAX_PROCS
-            ));
+            )));
         }
         Ok(())
     }
@@ -118,7 +119,7 @@ impl Bench for PingPong {
 pub fn pingpong(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     let pl = match place(pin) {
         Ok(p) => p,
-        Err(r) => return Ok(BenchOut::Skip(r)),
+        Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let set = match SemSet::new(2) {
         Ok(s) => s,
@@ -206,16 +207,16 @@ impl Drop for Shared {
 pub fn ring_once(
     p: SemRingParams,
     check: &dyn Fn() -> anyhow::Result<()>,
-) -> anyhow::Result<Result<RingRep, String>> {
+) -> anyhow::Result<Result<RingRep, Unavailable>> {
     let mut sets = Vec::with_capacity(p.groups);
     for _ in 0..p.groups {
         match SemSet::new(p.sems) {
             Ok(s) => sets.push(s),
             Err(e) => {
-                return Ok(Err(format!(
+                return Ok(Err(Unavailable(format!(
                     "SysV semaphores unavailable: semget({} sems): {e}",
                     p.sems
-                )))
+                ))))
             }
         }
     }
@@ -275,14 +276,14 @@ pub fn ring_once(
 }
 
 /// `samples` repetitions after one warm-up repetition.
-pub fn ring(env: &Env, p: SemRingParams) -> anyhow::Result<Result<Vec<RingRep>, String>> {
-    p.validate().map_err(anyhow::Error::msg)?;
+pub fn ring(env: &Env, p: SemRingParams) -> anyhow::Result<Result<Vec<RingRep>, Unavailable>> {
+    p.validate().map_err(Error::into_failure)?;
     let check = || env.h.check();
     if let Err(e) = SemSet::new(p.sems) {
-        return Ok(Err(format!(
+        return Ok(Err(Unavailable(format!(
             "SysV semaphores unavailable: semget({} sems): {e}",
             p.sems
-        )));
+        ))));
     }
     let reps = env.h.repeat(
         || ring_once(p, &check)?.map_err(anyhow::Error::msg),

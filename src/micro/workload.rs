@@ -14,7 +14,8 @@ use std::time::Instant;
 use crate::metric::MetricSpec;
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 
-use super::{run_suite, BadInput, Cancelled, MicroOptions, MicroOutcome, Pinning, Selection};
+use super::{run_suite, Cancelled, MicroOptions, MicroOutcome, Pinning, Selection};
+use crate::error::Error;
 
 pub struct MicroWorkload {
     sel: Selection,
@@ -24,13 +25,13 @@ pub struct MicroWorkload {
 
 impl MicroWorkload {
     /// Build from the plan's params table; errors are one line for the user.
-    pub fn from_params(params: &toml::Value) -> Result<MicroWorkload, BadInput> {
+    pub fn from_params(params: &toml::Value) -> Result<MicroWorkload, Error> {
         let empty = toml::value::Table::new();
         let t = match params {
             toml::Value::Table(t) => t,
             _ => &empty,
         };
-        let bad = |m: String| BadInput(format!("micro workload params: {m}"));
+        let bad = |m: String| Error::bad(format!("micro workload params: {m}"));
         for k in t.keys() {
             if !["filter", "quick", "samples", "pin", "semring"].contains(&k.as_str()) {
                 return Err(bad(format!(
@@ -57,13 +58,13 @@ impl MicroWorkload {
                 .as_bool()
                 .ok_or_else(|| bad("quick must be true or false".into()))?,
         };
-        let sel = Selection::parse(&filter).map_err(bad)?;
+        let sel = Selection::parse(&filter).map_err(|e| bad(e.to_string()))?;
         let mut opts = if quick {
             MicroOptions::quick()
         } else {
             MicroOptions::full()
         };
-        let int = |v: &toml::Value, what: &str| -> Result<usize, BadInput> {
+        let int = |v: &toml::Value, what: &str| -> Result<usize, Error> {
             match v.as_integer() {
                 Some(i) if i > 0 => Ok(i as usize),
                 _ => Err(bad(format!("{what} must be a positive integer, got {v}"))),
@@ -92,7 +93,7 @@ impl MicroWorkload {
                 }
             }
         }
-        opts.validate().map_err(|e| bad(e.0))?;
+        opts.validate().map_err(|e| bad(e.to_string()))?;
         Ok(MicroWorkload {
             sel,
             opts,

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::metric::MetricSpec;
 
 pub use profile::Profile;
@@ -98,11 +99,11 @@ pub trait Monitor: Send {
 }
 
 /// Build a monitor by plan name, sampling every `interval`.
-pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String> {
+pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, Error> {
     if interval < MIN_INTERVAL {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "monitor {name:?}: interval {interval:?} is below the minimum of 10ms"
-        ));
+        )));
     }
     match name {
         "vmstat" => Ok(Box::new(vmstat::VmstatMonitor::new(interval))),
@@ -112,9 +113,9 @@ pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, String>
             interval,
         ))),
         "counters" => Ok(Box::new(counters::CountersMonitor::new())),
-        _ => Err(format!(
+        _ => Err(Error::bad(format!(
             "unknown monitor {name:?}; known monitors: {}",
             NAMES.join(", ")
-        )),
+        ))),
     }
 }

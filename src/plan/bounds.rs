@@ -9,6 +9,7 @@ use super::duration::{as_written, seconds};
 use super::model::{MAX_TIMEOUT, MIN_TIMEOUT};
 use super::position::Origin;
 use super::raw::WideInt;
+use crate::error::Error;
 
 /// A plan's integer `what` in `min..=max`; the error names the field and
 /// the bound it crosses.
@@ -18,12 +19,12 @@ pub(super) fn bounded<T>(
     what: &str,
     min: T,
     max: T,
-) -> Result<T, String>
+) -> Result<T, Error>
 where
     T: Copy + Into<i128> + TryFrom<i128> + std::fmt::Display,
 {
     let n = v.get_ref().0;
-    let at = |msg: String| origin.at(v.span().start, msg);
+    let at = |msg: String| origin.bad_at(v.span().start, msg);
     if n < min.into() {
         return Err(at(format!("{what} must be at least {min}, got {n}")));
     }
@@ -34,12 +35,16 @@ where
 }
 
 /// A CLI count override `flag` in `min..=max`.
-pub(super) fn flag_bounded(flag: &str, n: u32, min: u32, max: u32) -> Result<u32, String> {
+pub(super) fn flag_bounded(flag: &str, n: u32, min: u32, max: u32) -> Result<u32, Error> {
     if n < min {
-        return Err(format!("{flag} must be at least {min}, got {n}"));
+        return Err(Error::bad(format!(
+            "{flag} must be at least {min}, got {n}"
+        )));
     }
     if n > max {
-        return Err(format!("{flag} is too large (at most {max}), got {n}"));
+        return Err(Error::bad(format!(
+            "{flag} is too large (at most {max}), got {n}"
+        )));
     }
     Ok(n)
 }
@@ -52,8 +57,8 @@ pub(super) fn duration_at(
     what: &str,
     min: Duration,
     max: Duration,
-) -> Result<Duration, String> {
-    let at = |msg: String| origin.at(v.span().start, msg);
+) -> Result<Duration, Error> {
+    let at = |msg: String| origin.bad_at(v.span().start, msg);
     let written = as_written(v.get_ref());
     let secs = seconds(v.get_ref()).map_err(|m| at(format!("{what}: {m}")))?;
     if secs > max.as_secs_f64() {
@@ -71,6 +76,6 @@ pub(super) fn duration_at(
     Ok(d)
 }
 
-pub(super) fn timeout_at(origin: &Origin, v: &Spanned<toml::Value>) -> Result<Duration, String> {
+pub(super) fn timeout_at(origin: &Origin, v: &Spanned<toml::Value>) -> Result<Duration, Error> {
     duration_at(origin, v, "timeout", MIN_TIMEOUT, MAX_TIMEOUT)
 }

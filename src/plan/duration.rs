@@ -4,16 +4,18 @@
 
 use std::time::Duration;
 
+use crate::error::Error;
+
 /// "90", 90, 1.5, "250ms", "90s", "5m", "1h" -> Duration. Refuses what is
 /// not positive or does not fit a `Duration`; callers bound it further.
-pub fn parse_duration(v: &toml::Value) -> Result<Duration, String> {
+pub fn parse_duration(v: &toml::Value) -> Result<Duration, Error> {
     let secs = seconds(v)?;
     Duration::try_from_secs_f64(secs)
-        .map_err(|_| format!("duration {} is too large", as_written(v)))
+        .map_err(|_| Error::bad(format!("duration {} is too large", as_written(v))))
 }
 
 /// A duration's seconds: positive, possibly infinite.
-pub(super) fn seconds(v: &toml::Value) -> Result<f64, String> {
+pub(super) fn seconds(v: &toml::Value) -> Result<f64, Error> {
     let secs = match v {
         toml::Value::Integer(i) => *i as f64,
         toml::Value::Float(f) => *f,
@@ -31,13 +33,23 @@ pub(super) fn seconds(v: &toml::Value) -> Result<f64, String> {
                 (s, 1.0)
             };
             num.trim().parse::<f64>().map_err(|_| {
-                format!("'{s}' is not a duration (use e.g. 90, \"90s\", \"250ms\", \"5m\")")
+                Error::bad(format!(
+                    "'{s}' is not a duration (use e.g. 90, \"90s\", \"250ms\", \"5m\")"
+                ))
             })? * mult
         }
-        other => return Err(format!("expected a duration, got {}", other.type_str())),
+        other => {
+            return Err(Error::bad(format!(
+                "expected a duration, got {}",
+                other.type_str()
+            )))
+        }
     };
     if secs.is_nan() || secs <= 0.0 {
-        return Err(format!("duration must be positive, got {}", as_written(v)));
+        return Err(Error::bad(format!(
+            "duration must be positive, got {}",
+            as_written(v)
+        )));
     }
     Ok(secs)
 }

@@ -12,6 +12,7 @@ use super::bounds::timeout_at;
 use super::model::*;
 use super::position::Origin;
 use super::raw::{RawConfig, RawMetric, RawWorkload};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 
 pub(super) fn default_name(source: &str) -> String {
@@ -26,16 +27,16 @@ pub(super) fn check_name(
     n: &Spanned<String>,
     what: &str,
     seen: &mut HashSet<String>,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let name = n.get_ref();
     if name.is_empty() || name.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(origin.at(
+        return Err(origin.bad_at(
             n.span().start,
             format!("{what} name '{name}' must be non-empty without spaces"),
         ));
     }
     if !seen.insert(name.clone()) {
-        return Err(origin.at(n.span().start, format!("duplicate {what} name '{name}'")));
+        return Err(origin.bad_at(n.span().start, format!("duplicate {what} name '{name}'")));
     }
     Ok(name.clone())
 }
@@ -44,7 +45,7 @@ pub(super) fn build_config(
     origin: &Origin,
     c: &Spanned<RawConfig>,
     seen: &mut HashSet<String>,
-) -> Result<ConfigDef, String> {
+) -> Result<ConfigDef, Error> {
     let rc = c.get_ref();
     let name = check_name(origin, &rc.name, "config", seen)?;
     let mut env = Vec::new();
@@ -55,14 +56,14 @@ pub(super) fn build_config(
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Boolean(b) => b.to_string(),
             other => {
-                return Err(origin.at(
+                return Err(origin.bad_at(
                     v.span().start,
                     format!("env {k}: expected a string, got {}", other.type_str()),
                 ))
             }
         };
         if k.is_empty() || k.contains('=') || k.contains('\0') {
-            return Err(origin.at(v.span().start, format!("env name '{k}' is not valid")));
+            return Err(origin.bad_at(v.span().start, format!("env name '{k}' is not valid")));
         }
         env.push((k.clone(), val));
     }
@@ -94,7 +95,7 @@ pub(super) fn build_config(
     let mut monitors = Vec::new();
     for m in rc.monitors.iter().flatten() {
         if !crate::monitor::NAMES.contains(&m.get_ref().as_str()) {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 m.span().start,
                 format!(
                     "unknown monitor '{}'; known monitors: {}",
@@ -121,13 +122,13 @@ pub(super) fn build_config(
 pub(super) fn workdir(
     origin: &Origin,
     w: &Option<Spanned<String>>,
-) -> Result<Option<PathBuf>, String> {
+) -> Result<Option<PathBuf>, Error> {
     match w {
         None => Ok(None),
         Some(w) => {
             let p = PathBuf::from(w.get_ref());
             if !p.is_dir() {
-                return Err(origin.at(
+                return Err(origin.bad_at(
                     w.span().start,
                     format!("workdir '{}' is not a directory", p.display()),
                 ));
@@ -143,7 +144,7 @@ pub(super) fn build_workload(
     default_timeout: Duration,
     quick: bool,
     seen: &mut HashSet<String>,
-) -> Result<WorkloadDef, String> {
+) -> Result<WorkloadDef, Error> {
     let start = w.span().start;
     let rw = w.into_inner();
     let name = check_name(origin, &rw.name, "workload", seen)?;
@@ -153,22 +154,24 @@ pub(super) fn build_workload(
     };
     let kind = match (&rw.command, &rw.builtin) {
         (Some(_), Some(b)) => {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 b.span().start,
                 format!("workload '{name}' has both command and builtin"),
             ))
         }
         (None, None) => {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 start,
                 format!("workload '{name}' needs a command or a builtin"),
             ))
         }
         (Some(cmd), None) => {
             if let Some(p) = rw.params.as_ref().or(rw.quick.as_ref()) {
-                return Err(origin.at(p.span().start, "params and quick are for builtin workloads"));
+                return Err(
+                    origin.bad_at(p.span().start, "params and quick are for builtin workloads")
+                );
             }
-            check_command_exists(cmd.get_ref()).map_err(|m| origin.at(cmd.span().start, m))?;
+            check_command_exists(cmd.get_ref()).map_err(|m| origin.bad_at(cmd.span().start, m))?;
             let mut metrics = Vec::new();
             let mut mseen: HashSet<String> = crate::workload::command::TIMING_METRICS
                 .iter()
@@ -184,7 +187,7 @@ pub(super) fn build_workload(
         }
         (None, Some(b)) => {
             if let Some(m) = rw.metrics.first() {
-                return Err(origin.at(
+                return Err(origin.bad_at(
                     m.span().start,
                     "metrics with a regex are for command workloads",
                 ));
@@ -195,7 +198,7 @@ pub(super) fn build_workload(
                 .unwrap_or_else(|| toml::Value::Table(Default::default()));
             if let Some(q) = &rw.quick {
                 let (Some(qt), Some(pt)) = (q.get_ref().as_table(), params.as_table_mut()) else {
-                    return Err(origin.at(q.span().start, "quick and params must be tables"));
+                    return Err(origin.bad_at(q.span().start, "quick and params must be tables"));
                 };
                 if quick {
                     for (k, v) in qt {
@@ -212,7 +215,7 @@ pub(super) fn build_workload(
     if let WorkloadKind::Builtin { name: b, params } = &kind {
         crate::builtins::validate(b, params).map_err(|m| {
             let at = rw.builtin.as_ref().map(|s| s.span().start).unwrap_or(start);
-            origin.at(at, format!("workload '{name}': {m}"))
+            origin.bad_at(at, format!("workload '{name}': {m}"))
         })?;
     }
     Ok(WorkloadDef {
@@ -227,18 +230,18 @@ pub(super) fn build_regex_metric(
     origin: &Origin,
     m: &Spanned<RawMetric>,
     seen: &mut HashSet<String>,
-) -> Result<RegexMetric, String> {
+) -> Result<RegexMetric, Error> {
     let rm = m.get_ref();
     let name = check_name(origin, &rm.name, "metric", seen)?;
     let regex = regex::bytes::Regex::new(rm.regex.get_ref()).map_err(|e| {
-        origin.at(
+        origin.bad_at(
             rm.regex.span().start,
             format!("metric '{name}': bad regex: {}", regex_error(&e)),
         )
     })?;
     let has_value_group = regex.capture_names().any(|n| n == Some("value"));
     if !has_value_group && regex.captures_len() < 2 {
-        return Err(origin.at(
+        return Err(origin.bad_at(
             rm.regex.span().start,
             format!(
                 "metric '{name}': regex needs a capture group (named 'value' or the first group)"
@@ -248,7 +251,7 @@ pub(super) fn build_regex_metric(
     let direction = match &rm.direction {
         None => Direction::Lower,
         Some(d) => Direction::parse(d.get_ref()).ok_or_else(|| {
-            origin.at(
+            origin.bad_at(
                 d.span().start,
                 format!(
                     "direction must be \"lower\" or \"higher\", got '{}'",
@@ -280,13 +283,13 @@ pub(super) const SHELL_WORDS: &[&str] = &[
 
 /// Check that the first program of a shell command can be found, so a typo
 /// fails validation instead of failing every run.
-pub fn check_command_exists(cmd: &str) -> Result<(), String> {
+pub fn check_command_exists(cmd: &str) -> Result<(), Error> {
     let first_line = cmd
         .lines()
         .map(str::trim)
         .find(|l| !l.is_empty() && !l.starts_with('#'));
     let Some(line) = first_line else {
-        return Err("command is empty".into());
+        return Err(Error::bad("command is empty"));
     };
     let words = match shlex::split(line) {
         Some(w) => w,
@@ -311,7 +314,9 @@ pub fn check_command_exists(cmd: &str) -> Result<(), String> {
         return if p.exists() {
             Ok(())
         } else {
-            Err(format!("command not found: '{prog}' does not exist"))
+            Err(Error::bad(format!(
+                "command not found: '{prog}' does not exist"
+            )))
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -324,5 +329,7 @@ pub fn check_command_exists(cmd: &str) -> Result<(), String> {
             }
         }
     }
-    Err(format!("command not found: '{prog}' is not on PATH"))
+    Err(Error::bad(format!(
+        "command not found: '{prog}' is not on PATH"
+    )))
 }

@@ -10,6 +10,7 @@ use toml::Spanned;
 
 use super::model::KernelDef;
 use super::position::Origin;
+use crate::error::Error;
 
 /// The kernel command line's limit on x86 (`COMMAND_LINE_SIZE`), less what
 /// sysdelta puts there itself.
@@ -47,17 +48,17 @@ struct RawKernel {
 }
 
 /// Parse the `kernel` table of config `config` (at byte `start`).
-pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<KernelDef, String> {
+pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<KernelDef, Error> {
     let start = v.span().start;
     let at = |pos: usize, field: &str, msg: String| {
-        origin.at(pos, format!("config '{config}', kernel.{field}: {msg}"))
+        origin.bad_at(pos, format!("config '{config}', kernel.{field}: {msg}"))
     };
     let raw: RawKernel = v
         .get_ref()
         .clone()
         .try_into()
         .map_err(|e: toml::de::Error| {
-            origin.at(
+            origin.bad_at(
                 start,
                 format!("config '{config}', kernel: {}", e.message().trim()),
             )
@@ -85,7 +86,7 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
         })
         .transpose()?;
     let cmdline = match &raw.cmdline {
-        Some(c) => check_cmdline(c).map_err(|m| at(start, "cmdline", m))?,
+        Some(c) => check_cmdline(c).map_err(|m| at(start, "cmdline", m.to_string()))?,
         None => String::new(),
     };
     let cpus = match &raw.cpus {
@@ -104,7 +105,7 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
     };
     let memory_mib = match &raw.memory {
         Some(m) => {
-            let mib = memory_mib(m).map_err(|e| at(start, "memory", e))?;
+            let mib = memory_mib(m).map_err(|e| at(start, "memory", e.to_string()))?;
             if !(MIN_MEMORY_MIB..=MAX_MEMORY_MIB).contains(&mib) {
                 return Err(at(
                     start,
@@ -132,7 +133,8 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
     };
     let boot_timeout = match &raw.boot_timeout {
         Some(t) => {
-            let d = super::duration::parse_duration(t).map_err(|m| at(start, "boot_timeout", m))?;
+            let d = super::duration::parse_duration(t)
+                .map_err(|m| at(start, "boot_timeout", m.to_string()))?;
             if d > MAX_BOOT_TIMEOUT {
                 return Err(at(
                     start,
@@ -159,27 +161,27 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
 /// An image path as written: absolute; a glob (`*`, `?`, `[`) picks the
 /// match with the highest version (so `/boot/vmlinuz-*-cloud-amd64` follows
 /// the distribution's updates); a directory is a built kernel tree.
-pub fn resolve_image(written: &str) -> Result<PathBuf, String> {
+pub fn resolve_image(written: &str) -> Result<PathBuf, Error> {
     if !written.starts_with('/') {
-        return Err(format!("'{written}' must be an absolute path"));
+        return Err(Error::bad(format!("'{written}' must be an absolute path")));
     }
     let path = if written.contains(['*', '?', '[']) {
-        let matches = glob::glob(written).map_err(|e| format!("'{written}': {e}"))?;
+        let matches = glob::glob(written).map_err(|e| Error::bad(format!("'{written}': {e}")))?;
         let mut found: Vec<PathBuf> = matches.filter_map(Result::ok).collect();
         found.sort_by(|a, b| version_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
         found
             .pop()
-            .ok_or_else(|| format!("nothing matches '{written}'"))?
+            .ok_or_else(|| Error::bad(format!("nothing matches '{written}'")))?
     } else {
         PathBuf::from(written)
     };
     if path.is_dir() {
         let bz = path.join("arch/x86/boot/bzImage");
         if !bz.is_file() {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "{} is a directory without arch/x86/boot/bzImage (not a built kernel tree)",
                 path.display()
-            ));
+            )));
         }
         return Ok(bz);
     }
@@ -189,7 +191,13 @@ pub fn resolve_image(written: &str) -> Result<PathBuf, String> {
 /// Order of version strings as `sort -V` roughly does: runs of digits
 /// compare as numbers, the rest as bytes.
 pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    fn parts(s: &str) -> Vec<Result<u64, String>> {
+    /// A run of digits sorts before text at the same place.
+    #[derive(PartialEq, Eq, PartialOrd, Ord)]
+    enum Part {
+        Number(u64),
+        Text(String),
+    }
+    fn parts(s: &str) -> Vec<Part> {
         let mut out = Vec::new();
         let mut cur = String::new();
         let mut digits = false;
@@ -197,9 +205,9 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
             let d = ch.is_ascii_digit();
             if !cur.is_empty() && d != digits {
                 out.push(if digits {
-                    Ok(cur.parse().unwrap_or(u64::MAX))
+                    Part::Number(cur.parse().unwrap_or(u64::MAX))
                 } else {
-                    Err(std::mem::take(&mut cur))
+                    Part::Text(std::mem::take(&mut cur))
                 });
                 cur.clear();
             }
@@ -208,9 +216,9 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         }
         if !cur.is_empty() {
             out.push(if digits {
-                Ok(cur.parse().unwrap_or(u64::MAX))
+                Part::Number(cur.parse().unwrap_or(u64::MAX))
             } else {
-                Err(cur)
+                Part::Text(cur)
             });
         }
         out
@@ -219,37 +227,40 @@ pub fn version_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 /// The user's options: printable, within the limit, none of sysdelta's own.
-fn check_cmdline(s: &str) -> Result<String, String> {
+fn check_cmdline(s: &str) -> Result<String, Error> {
     if let Some(c) = s.chars().find(|c| c.is_control()) {
-        return Err(format!("holds a control character ({:?})", c));
+        return Err(Error::bad(format!("holds a control character ({:?})", c)));
     }
     if s.len() > MAX_USER_CMDLINE {
-        return Err(format!(
+        return Err(Error::bad(format!(
             "is {} bytes, more than the {MAX_USER_CMDLINE} left for it",
             s.len()
-        ));
+        )));
     }
     for word in s.split_whitespace() {
         // The kernel drops a quote around a parameter ("panic=0").
         let bare = word.trim_start_matches('"');
         if let Some(own) = OWNED_OPTIONS.iter().find(|o| bare.starts_with(**o)) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "'{word}': sysdelta sets {own}... itself (the console it reads, how a panic ends the boot, the init it runs)"
-            ));
+            )));
         }
     }
     Ok(s.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// "512M", "1G", "1GiB", 1024 (MiB) -> MiB; K/M/G/T are powers of 1024.
-fn memory_mib(v: &toml::Value) -> Result<u64, String> {
+fn memory_mib(v: &toml::Value) -> Result<u64, Error> {
     match v {
         toml::Value::Integer(i) if *i > 0 => Ok(*i as u64),
         toml::Value::String(s) => {
-            let bytes = crate::sys::size::parse_size(s)
-                .ok_or_else(|| format!("'{s}' is not a size (use e.g. \"512M\", \"2G\")"))?;
+            let bytes = crate::sys::size::parse_size(s).ok_or_else(|| {
+                Error::bad(format!("'{s}' is not a size (use e.g. \"512M\", \"2G\")"))
+            })?;
             Ok(bytes >> 20)
         }
-        other => Err(format!("expected a size such as \"512M\", got {other}")),
+        other => Err(Error::bad(format!(
+            "expected a size such as \"512M\", got {other}"
+        ))),
     }
 }

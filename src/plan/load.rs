@@ -10,34 +10,35 @@ use super::items::{build_config, build_workload, default_name};
 use super::model::*;
 use super::position::Origin;
 use super::raw::RawPlan;
+use crate::error::Error;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 const DEFAULT_RUNS: u32 = 10;
 const DEFAULT_SEED: u64 = 1;
 
 /// Read and validate a plan file.
-pub fn load_file(path: &Path, ov: &Overrides) -> Result<Plan, String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| format!("{}: cannot read plan: {e}", path.display()))?;
+pub fn load_file(path: &Path, ov: &Overrides) -> Result<Plan, Error> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| Error::bad(format!("{}: cannot read plan: {e}", path.display())))?;
     let text = String::from_utf8(bytes).map_err(|e| {
         let origin = Origin {
             name: path.display().to_string(),
             text: String::from_utf8_lossy(e.as_bytes()).into_owned(),
         };
-        origin.at(e.utf8_error().valid_up_to(), "plan is not valid UTF-8")
+        origin.bad_at(e.utf8_error().valid_up_to(), "plan is not valid UTF-8")
     })?;
     parse(&path.display().to_string(), &text, ov)
 }
 
 /// Validate plan text; `source_name` is used in messages.
-pub fn parse(source_name: &str, text: &str, ov: &Overrides) -> Result<Plan, String> {
+pub fn parse(source_name: &str, text: &str, ov: &Overrides) -> Result<Plan, Error> {
     let origin = Origin {
         name: source_name.to_string(),
         text: text.to_string(),
     };
     let raw: RawPlan = toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start).unwrap_or(0);
-        origin.at(at, e.message().trim())
+        origin.bad_at(at, e.message().trim())
     })?;
     build(&origin, raw, ov)
 }
@@ -50,10 +51,10 @@ fn check_schedule_size(
     configs: usize,
     workloads: usize,
     blocks: u64,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let total = (configs as u128) * (workloads as u128) * u128::from(blocks);
     if total > MAX_SCHEDULED_RUNS.into() {
-        return Err(origin.at(
+        return Err(origin.bad_at(
             at,
             format!(
                 "the schedule is too large (at most {MAX_SCHEDULED_RUNS} runs): \
@@ -65,8 +66,8 @@ fn check_schedule_size(
     Ok(())
 }
 
-fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> {
-    let top = |m: &str| origin.at(0, m);
+fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
+    let top = |m: &str| origin.bad_at(0, m);
     if raw.config.is_empty() {
         return Err(top(
             "plan has no [[config]]: at least one configuration is needed",
@@ -115,7 +116,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let mut most_runs = runs;
     if ov.until_ci.is_some() {
         if ov.runs.is_some() {
-            return Err("--until and --runs contradict each other: --until decides the runs (bound them with --max-runs)".into());
+            return Err(Error::bad("--until and --runs contradict each other: --until decides the runs (bound them with --max-runs)"));
         }
         let max = flag_bounded(
             "--max-runs",
@@ -127,7 +128,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         most_runs = max;
         runs_at = 0;
     } else if ov.max_runs.is_some() {
-        return Err("--max-runs goes with --until".into());
+        return Err(Error::bad("--max-runs goes with --until"));
     }
     if let Some(w) = ov.warmup {
         warmup = flag_bounded("--warmup", w, 0, MAX_WARMUP)?;
@@ -135,7 +136,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let order = match (&ov.order, &raw.order) {
         (Some(o), _) => *o,
         (None, Some(o)) => Order::parse(o.get_ref()).ok_or_else(|| {
-            origin.at(
+            origin.bad_at(
                 o.span().start,
                 format!(
                     "unknown order '{}': use \"random-blocks\" or \"sequential\"",
@@ -146,7 +147,9 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         (None, None) => Order::RandomBlocks,
     };
     if ov.until_ci.is_some() && order != Order::RandomBlocks {
-        return Err("--until needs random-blocks order: blocks are added one at a time".into());
+        return Err(Error::bad(
+            "--until needs random-blocks order: blocks are added one at a time",
+        ));
     }
     let seed = match (ov.seed, &raw.seed) {
         (Some(s), _) => s,
@@ -174,9 +177,9 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
         }
         most_runs = runs;
         if ov.until_ci.is_some() {
-            return Err(
-                "--until does not work with kernel configs yet: give --runs and --boots".into(),
-            );
+            return Err(Error::bad(
+                "--until does not work with kernel configs yet: give --runs and --boots",
+            ));
         }
     }
     let mut workloads = Vec::new();
@@ -190,7 +193,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let baseline = match &raw.baseline {
         Some(b) => {
             if !configs.iter().any(|c| c.name == *b.get_ref()) {
-                return Err(origin.at(
+                return Err(origin.bad_at(
                     b.span().start,
                     format!("baseline '{}' is not one of the configs", b.get_ref()),
                 ));
@@ -214,9 +217,9 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, String> 
     let mut monitors = Vec::new();
     for m in monitor_decls {
         crate::monitor::build(m.get_ref(), monitor_interval)
-            .map_err(|e| origin.at(m.span().start, e))?;
+            .map_err(|e| origin.bad_at(m.span().start, e))?;
         if monitors.contains(m.get_ref()) {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 m.span().start,
                 format!("monitor '{}' is listed twice", m.get_ref()),
             ));
@@ -272,25 +275,25 @@ fn kernel_boots(
     raw: &RawPlan,
     configs: &[ConfigDef],
     ov: &Overrides,
-) -> Result<u32, String> {
+) -> Result<u32, Error> {
     let with = configs.iter().filter(|c| c.kernel.is_some()).count();
     if with == 0 {
         if let Some(b) = &raw.boots {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 b.span().start,
                 "boots is for plans whose configs name a kernel ([config.kernel])",
             ));
         }
         if let Some(b) = raw.quick.as_ref().and_then(|q| q.get_ref().boots.as_ref()) {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 b.span().start,
                 "quick.boots is for plans whose configs name a kernel ([config.kernel])",
             ));
         }
         if ov.boots.is_some() {
-            return Err(
-                "--boots is for plans whose configs name a kernel ([config.kernel])".into(),
-            );
+            return Err(Error::bad(
+                "--boots is for plans whose configs name a kernel ([config.kernel])",
+            ));
         }
         return Ok(0);
     }
@@ -299,7 +302,7 @@ fn kernel_boots(
             .iter()
             .find(|c| c.kernel.is_none())
             .map(|c| c.name.as_str());
-        return Err(origin.at(
+        return Err(origin.bad_at(
             0,
             format!(
                 "config '{}' has no [config.kernel] while others do: either every config boots a \

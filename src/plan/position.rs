@@ -1,5 +1,7 @@
 //! Byte offsets in a plan's text to `file:line:col` for error messages.
 
+use crate::error::Error;
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -43,6 +45,11 @@ impl Origin {
     pub fn at(&self, offset: usize, msg: impl std::fmt::Display) -> String {
         let (l, c) = line_col(&self.text, offset);
         format!("{}:{}:{}: {}", self.name, l, c, one_line(&msg.to_string()))
+    }
+
+    /// [`Origin::at`] as bad input.
+    pub fn bad_at(&self, offset: usize, msg: impl std::fmt::Display) -> Error {
+        Error::bad(self.at(offset, msg))
     }
 }
 

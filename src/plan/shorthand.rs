@@ -5,16 +5,17 @@
 //! can be run again with `sysdelta run`.
 
 use super::model::{Overrides, Plan};
+use crate::error::Error;
 
 /// One `-c NAME=SETUP` argument.
-pub fn split_config_arg(arg: &str) -> Result<(String, String), String> {
+pub fn split_config_arg(arg: &str) -> Result<(String, String), Error> {
     match arg.split_once('=') {
         Some((name, setup)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), setup.to_string()))
         }
-        _ => Err(format!(
+        _ => Err(Error::bad(format!(
             "-c '{arg}': expected NAME=SETUP (SETUP may be empty, as in -c base=)"
-        )),
+        ))),
     }
 }
 
@@ -22,11 +23,11 @@ pub fn split_config_arg(arg: &str) -> Result<(String, String), String> {
 /// the config's name and its `[config.kernel]` table. The words after the
 /// image are the table's keys, split as a shell would (so a cmdline with
 /// spaces is quoted); numbers stay numbers.
-pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), String> {
+pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
     let bad = |why: &str| {
-        format!(
+        Error::bad(format!(
             "-k '{arg}': {why}; expected NAME=IMAGE [cpus=N] [memory=SIZE] [cmdline=\"OPTIONS\"] [modules=DIR] [accel=auto|kvm|tcg] [boot_timeout=DURATION]"
-        )
+        ))
     };
     let (name, rest) = arg
         .split_once('=')
@@ -107,7 +108,7 @@ pub fn build(
     teardown_args: &[String],
     command: &[String],
     ov: &Overrides,
-) -> Result<Plan, String> {
+) -> Result<Plan, Error> {
     build_with_kernels(config_args, teardown_args, &[], command, ov)
 }
 
@@ -119,14 +120,14 @@ pub fn build_with_kernels(
     kernel_args: &[String],
     command: &[String],
     ov: &Overrides,
-) -> Result<Plan, String> {
+) -> Result<Plan, Error> {
     if config_args.is_empty() && kernel_args.is_empty() {
         return Err(
-            "ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1') or -k NAME=IMAGE".into(),
+            Error::bad("ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1') or -k NAME=IMAGE"),
         );
     }
     if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
-        return Err("ab needs a command after --".into());
+        return Err(Error::bad("ab needs a command after --"));
     }
     let mut configs = config_args
         .iter()
@@ -136,7 +137,9 @@ pub fn build_with_kernels(
     for a in kernel_args {
         let (name, t) = split_kernel_arg(a)?;
         if kernels.iter().any(|(n, _)| *n == name) {
-            return Err(format!("-k '{a}': config `{name}` already has a kernel"));
+            return Err(Error::bad(format!(
+                "-k '{a}': config `{name}` already has a kernel"
+            )));
         }
         if !configs.iter().any(|(c, _)| *c == name) {
             configs.push((name.clone(), String::new()));
@@ -149,15 +152,17 @@ pub fn build_with_kernels(
             Some((n, c)) if !n.trim().is_empty() && !c.trim().is_empty() => {
                 (n.trim().to_string(), c.to_string())
             }
-            _ => return Err(format!("-t '{a}': expected NAME=COMMAND")),
+            _ => return Err(Error::bad(format!("-t '{a}': expected NAME=COMMAND"))),
         };
         if !configs.iter().any(|(c, _)| *c == name) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "-t '{a}': no config named `{name}` (give it with -c)"
-            ));
+            )));
         }
         if teardowns.iter().any(|(c, _)| *c == name) {
-            return Err(format!("-t '{a}': config `{name}` already has a teardown"));
+            return Err(Error::bad(format!(
+                "-t '{a}': config `{name}` already has a teardown"
+            )));
         }
         teardowns.push((name, cmd));
     }
@@ -167,7 +172,7 @@ pub fn build_with_kernels(
         command[0].clone()
     } else {
         shlex::try_join(command.iter().map(String::as_str))
-            .map_err(|e| format!("cannot quote the command for the shell: {e}"))?
+            .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?
     };
     let text = plan_text_with_kernels(&configs, &teardowns, &kernels, &cmd, "ab");
     super::load::parse("(ab)", &text, ov)
@@ -196,7 +201,7 @@ mod tests {
             "up='/boot/x",
         ] {
             let e = split_kernel_arg(bad).unwrap_err();
-            assert!(e.starts_with(&format!("-k '{bad}'")), "{e}");
+            assert!(e.to_string().starts_with(&format!("-k '{bad}'")), "{e}");
         }
     }
 
@@ -248,7 +253,7 @@ mod tests {
     #[test]
     fn bad_config_argument_is_named() {
         let e = build(&["=x".into()], &[], &["true".into()], &Overrides::default()).unwrap_err();
-        assert!(e.contains("-c '=x'"), "{e}");
+        assert!(e.to_string().contains("-c '=x'"), "{e}");
         let t = |arg: &str| {
             build(
                 &["a=".into()],
@@ -259,10 +264,14 @@ mod tests {
             .unwrap_err()
         };
         assert!(
-            t("b=echo").contains("no config named `b`"),
+            t("b=echo").to_string().contains("no config named `b`"),
             "{}",
             t("b=echo")
         );
-        assert!(t("a=").contains("expected NAME=COMMAND"), "{}", t("a="));
+        assert!(
+            t("a=").to_string().contains("expected NAME=COMMAND"),
+            "{}",
+            t("a=")
+        );
     }
 }

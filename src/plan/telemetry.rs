@@ -5,6 +5,7 @@ use toml::Spanned;
 
 use super::model::{ConfigDef, Telemetry};
 use super::position::Origin;
+use crate::error::Error;
 use crate::monitor::profile::calibrate::DEFAULT_BUDGET;
 
 /// Highest `profile_hz` accepted: above it each CPU spends most of its
@@ -17,12 +18,12 @@ pub(super) fn parse(
     profile_hz: &Option<Spanned<i64>>,
     budget: &Option<Spanned<String>>,
     control: &Option<Spanned<bool>>,
-) -> Result<Telemetry, String> {
+) -> Result<Telemetry, Error> {
     let profile_hz = match profile_hz {
         None => None,
         Some(h) if (1..=MAX_PROFILE_HZ).contains(h.get_ref()) => Some(*h.get_ref() as u64),
         Some(h) => {
-            return Err(origin.at(
+            return Err(origin.bad_at(
                 h.span().start,
                 format!(
                     "profile_hz {} is out of range (1 to {MAX_PROFILE_HZ})",
@@ -34,7 +35,7 @@ pub(super) fn parse(
     let budget = match budget {
         None => DEFAULT_BUDGET,
         Some(b) => parse_percent(b.get_ref()).ok_or_else(|| {
-            origin.at(
+            origin.bad_at(
                 b.span().start,
                 format!(
                     "monitor_budget '{}' is not a share of a CPU between 0% and 100% (e.g. \"0.5%\")",
@@ -132,7 +133,8 @@ mod tests {
             &format!("profile_hz = 0\n{BASE}"),
             &Overrides::default(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.starts_with("p.toml:1:") && e.contains("profile_hz 0"),
             "{e}"
@@ -142,7 +144,8 @@ mod tests {
             &format!("monitor_budget = \"5\"\n{BASE}"),
             &Overrides::default(),
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("monitor_budget '5'"), "{e}");
     }
 

@@ -14,7 +14,7 @@ use anyhow::Result;
 use super::escape::{self, terminal_safe as safe};
 use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
 use crate::analysis::{self, Analysis};
-use crate::error::bad;
+use crate::error::{bad, Error};
 use crate::monitor::fingerprint;
 use crate::status::ExperimentStatus;
 use crate::store::{ExperimentData, ExperimentInfo, Store, StoredMetric, StoredRun};
@@ -332,7 +332,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
 /// Render a comparison in any report format. The comparison's warnings
 /// lead the text and markdown outputs and join the analysis warnings.
 pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
-    let mut a: Analysis = analysis::analyze(&c.data, &opts.analysis).map_err(bad)?;
+    let mut a: Analysis =
+        analysis::analyze(&c.data, &opts.analysis).map_err(Error::into_bad_input)?;
     if opts.format == Format::Html {
         return html::render(&c.data, &a, &c.extras);
     }

@@ -22,7 +22,7 @@ pub mod text;
 use anyhow::Result;
 
 use crate::analysis;
-use crate::error::bad;
+use crate::error::Error;
 use crate::store::ExperimentData;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,7 +45,7 @@ pub struct ReportOptions {
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    let mut a = analysis::analyze(data, &opts.analysis).map_err(bad)?;
+    let mut a = analysis::analyze(data, &opts.analysis).map_err(Error::into_bad_input)?;
     a.monitor_overhead = analysis::overhead::compute(data, &opts.analysis);
     Ok(match opts.format {
         Format::Text => {

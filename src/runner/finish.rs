@@ -51,7 +51,7 @@ pub(super) fn precision_check(
         resamples: 2000,
         ..Default::default()
     };
-    let a = crate::analysis::analyze(&data, &opts).map_err(|e| anyhow::anyhow!(e))?;
+    let a = crate::analysis::analyze(&data, &opts).map_err(crate::error::Error::into_failure)?;
     let mut widest: Option<(f64, String)> = None;
     let mut undefined = 0usize;
     let wanted = |workload: &str, metric: &str| {

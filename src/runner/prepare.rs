@@ -2,6 +2,7 @@
 //! them all (bad input is refused here, before anything is written), name
 //! the scratch directory, and create the experiment's row.
 
+use crate::error::Error;
 // The runner's shared types and imports, which this file continues.
 use super::*;
 
@@ -9,7 +10,7 @@ pub(super) fn build_workload(
     def: &WorkloadDef,
     ctx: &builtins::BuildContext,
     ignore_exit_status: bool,
-) -> Result<Box<dyn Workload>, String> {
+) -> Result<Box<dyn Workload>, Error> {
     match &def.kind {
         WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
             command: command.clone(),
@@ -114,7 +115,7 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
                 }
                 monitors.push(m)
             }
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     let mut config_monitors = Vec::new();
@@ -128,7 +129,7 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
                     }
                     ms.push(m)
                 }
-                Err(e) => problems.push(e),
+                Err(e) => problems.push(e.to_string()),
             }
         }
         config_monitors.push(ms);

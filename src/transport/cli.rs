@@ -53,7 +53,7 @@ pub struct TransportArgs {
     pub quiet: bool,
 }
 
-/// Turn the arguments into sweep options (bad input is a [`super::BadInput`]).
+/// Turn the arguments into sweep options (bad input is a [`crate::error::Error::BadInput`]).
 pub fn options(args: &TransportArgs) -> anyhow::Result<SweepOptions> {
     let (f0, t0, s0) = if args.quick {
         (5, 50, 5)

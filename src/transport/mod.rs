@@ -31,22 +31,18 @@ pub mod workload;
 
 use std::fmt;
 
-/// Bad input (record size, volume, unknown transport, no permission for
-/// tracefs, a full disk at the consumer's file). The message is the one line
-/// shown to the user; the CLI maps this type to exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
-
 /// The kernel refused or capped the requested buffer size (a missing
 /// capability, a sysctl maximum, memory). The sweep stops doubling there.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct BufferRefused(pub String);
 
-/// Shorthand for returning a [`BadInput`] as an `anyhow::Error`.
+/// Bad input (record size, volume, unknown transport, no permission for
+/// tracefs, a full disk at the consumer's file) as an `anyhow::Error`: the
+/// message is the one line shown to the user, and the CLI exits with 2
+/// ([`crate::error::Error::BadInput`]).
 pub fn bad_input(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(BadInput(msg.into()))
+    crate::error::bad(msg)
 }
 
 /// The transports we know how to drive.

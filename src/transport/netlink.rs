@@ -16,6 +16,7 @@ use super::pair::{cvt, run_pair, stop_check, Raw, StepParams};
 use super::producer::produce;
 use super::sink::Sink;
 use super::sockets::{buffer_error, consume_dgrams, sent_or_refused, set_buffer};
+use crate::error::Error;
 
 fn nl_socket() -> anyhow::Result<OwnedFd> {
     // SAFETY: plain socket creation; the fd is owned right away.
@@ -56,8 +57,10 @@ fn autobind(fd: &OwnedFd) -> anyhow::Result<u32> {
 }
 
 /// Whether this kernel offers NETLINK_USERSOCK.
-pub fn probe() -> Result<(), String> {
-    nl_socket().map(|_| ()).map_err(|e| e.to_string())
+pub fn probe() -> Result<(), Error> {
+    nl_socket()
+        .map(|_| ())
+        .map_err(|e| Error::failed(e.to_string()))
 }
 
 pub fn run(p: &StepParams, sink: &mut Sink, cancel: &AtomicBool) -> anyhow::Result<Raw> {

@@ -23,6 +23,7 @@ use super::pair::{cvt, poll_in, run_pair, stop_check, Raw, StepParams};
 use super::producer::{produce, Sent};
 use super::sink::Sink;
 use super::tracefs::Tracefs;
+use crate::error::Error;
 use crate::sys::perf::{
     perf_event_open, PerfEventAttr, FLAG_WATERMARK, PERF_RECORD_LOST, PERF_RECORD_SAMPLE,
     PERF_TYPE_TRACEPOINT,
@@ -60,12 +61,13 @@ fn perf_open(a: &PerfEventAttr, tid: libc::pid_t) -> std::io::Result<OwnedFd> {
 }
 
 /// Ok(()) when this kernel offers the perf stream used here.
-pub fn probe(fs: &Tracefs) -> Result<(), String> {
-    let id = tracepoint_id(fs, "syscalls/sys_enter_write")
-        .ok_or("no syscalls:sys_enter_write tracepoint (CONFIG_FTRACE_SYSCALLS off)")?;
+pub fn probe(fs: &Tracefs) -> Result<(), Error> {
+    let id = tracepoint_id(fs, "syscalls/sys_enter_write").ok_or_else(|| {
+        Error::failed("no syscalls:sys_enter_write tracepoint (CONFIG_FTRACE_SYSCALLS off)")
+    })?;
     perf_open(&attr(id, PERF_SAMPLE_STACK_USER, 104, 0), 0)
         .map(|_| ())
-        .map_err(|e| format!("perf_event_open(syscalls:sys_enter_write): {e}"))
+        .map_err(|e| Error::failed(format!("perf_event_open(syscalls:sys_enter_write): {e}")))
 }
 
 /// The mmap'ed ring of one perf event; unmapped on drop.

@@ -144,11 +144,11 @@ fn availability(
             }
             if kind == Kind::Perf {
                 let fs = env.tracefs.as_ref().expect("tracefs opened above");
-                return Ok(perf::probe(fs).err());
+                return Ok(perf::probe(fs).err().map(|e| e.to_string()));
             }
             Ok(None)
         }
-        Kind::Netlink => Ok(super::netlink::probe().err()),
+        Kind::Netlink => Ok(super::netlink::probe().err().map(|e| e.to_string())),
         Kind::UnixDgram | Kind::Pipe => Ok(None),
     }
 }

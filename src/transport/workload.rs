@@ -163,7 +163,7 @@ impl Workload for TransportWorkload {
             super::perf::probe(fs).map_err(|e| anyhow::anyhow!("perf: {e}"))?;
         }
         if self.transports.contains(&Kind::Netlink) {
-            super::netlink::probe().map_err(|e| anyhow::anyhow!(e))?;
+            super::netlink::probe().map_err(crate::error::Error::into_failure)?;
         }
         Ok(())
     }

@@ -10,6 +10,8 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::error::Error;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accel {
     Kvm,
@@ -39,12 +41,12 @@ impl Accel {
 /// `requested` is "auto", "kvm" or "tcg". "auto" gives KVM when it is
 /// usable, else TCG with a note saying why; "kvm" when it is not usable is
 /// an error saying why.
-pub fn choose(requested: &str) -> Result<(Accel, Option<String>), String> {
+pub fn choose(requested: &str) -> Result<(Accel, Option<String>), Error> {
     match requested {
         "tcg" => Ok((Accel::Tcg, None)),
         "kvm" => match kvm_unusable(Path::new("/")) {
             None => Ok((Accel::Kvm, None)),
-            Some(why) => Err(format!("accel kvm: {why}")),
+            Some(why) => Err(Error::failed(format!("accel kvm: {why}"))),
         },
         "auto" => match kvm_unusable(Path::new("/")) {
             None => Ok((Accel::Kvm, None)),
@@ -53,7 +55,9 @@ pub fn choose(requested: &str) -> Result<(Accel, Option<String>), String> {
                 Some(format!("{why}; guests run under TCG (emulated CPU)")),
             )),
         },
-        other => Err(format!("accel must be auto, kvm or tcg, not '{other}'")),
+        other => Err(Error::failed(format!(
+            "accel must be auto, kvm or tcg, not '{other}'"
+        ))),
     }
 }
 

@@ -14,6 +14,7 @@ use nix::sys::signal::Signal;
 
 use super::accel::Accel;
 use super::PORT_NAME;
+use crate::error::Error;
 
 /// What one boot is: the kernel, its initramfs and command line, the
 /// CPUs, the memory and the accel.
@@ -45,24 +46,25 @@ fn is_executable(p: &Path) -> bool {
 }
 
 /// QEMU's x86-64 system emulator.
-pub fn find_qemu() -> Result<PathBuf, String> {
+pub fn find_qemu() -> Result<PathBuf, Error> {
     in_path("qemu-system-x86_64").ok_or_else(|| {
-        "qemu-system-x86_64 not found in PATH (Debian 12: apt-get install qemu-system-x86)".into()
+        Error::failed(
+            "qemu-system-x86_64 not found in PATH (Debian 12: apt-get install qemu-system-x86)",
+        )
     })
 }
 
 /// The C virtiofsd of QEMU up to 7.2, whose `-o` options this module
 /// passes. (The Rust virtiofsd spells some of them differently; it is not
 /// told apart yet.)
-pub fn find_virtiofsd() -> Result<PathBuf, String> {
+pub fn find_virtiofsd() -> Result<PathBuf, Error> {
     ["/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd"]
         .iter()
         .map(PathBuf::from)
         .find(|p| is_executable(p))
         .or_else(|| in_path("virtiofsd"))
         .ok_or_else(|| {
-            "virtiofsd not found in /usr/lib/qemu, /usr/libexec or PATH (Debian 12: apt-get install qemu-system-x86)"
-                .into()
+            Error::failed("virtiofsd not found in /usr/lib/qemu, /usr/libexec or PATH (Debian 12: apt-get install qemu-system-x86)")
         })
 }
 
@@ -121,36 +123,44 @@ pub fn qemu_args(spec: &VmSpec, dir: &Path) -> Vec<String> {
     a
 }
 
-pub fn check_spec(spec: &VmSpec, dir: &Path) -> Result<(), String> {
+pub fn check_spec(spec: &VmSpec, dir: &Path) -> Result<(), Error> {
     if !(1..=255).contains(&spec.cpus) {
-        return Err(format!("vm: cpus must be 1 to 255, not {}", spec.cpus));
+        return Err(Error::failed(format!(
+            "vm: cpus must be 1 to 255, not {}",
+            spec.cpus
+        )));
     }
     if spec.memory_mib < 128 {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "vm: memory must be at least 128 MiB, not {}",
             spec.memory_mib
-        ));
+        )));
     }
     for (what, p) in [("kernel", &spec.kernel), ("initramfs", &spec.initramfs)] {
         if !p.is_file() {
-            return Err(format!("vm: {what} {} is not a file", p.display()));
+            return Err(Error::failed(format!(
+                "vm: {what} {} is not a file",
+                p.display()
+            )));
         }
     }
-    let d = dir
-        .to_str()
-        .ok_or_else(|| format!("vm: boot directory {} is not UTF-8", dir.display()))?;
+    let d = dir.to_str().ok_or_else(|| {
+        Error::failed(format!("vm: boot directory {} is not UTF-8", dir.display()))
+    })?;
     // Commas separate QEMU's and virtiofsd's sub-options.
     if d.contains(',') {
-        return Err(format!("vm: boot directory {d} contains a comma, which QEMU and virtiofsd options cannot carry"));
+        return Err(Error::failed(format!("vm: boot directory {d} contains a comma, which QEMU and virtiofsd options cannot carry")));
     }
     let longest = d.len() + "/hostroot.sock".len();
     if longest > SUN_PATH_MAX {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "vm: boot directory {d} is too long for its unix sockets ({longest} bytes, at most {SUN_PATH_MAX})"
-        ));
+        )));
     }
     if !dir.is_dir() {
-        return Err(format!("vm: boot directory {d} is not a directory"));
+        return Err(Error::failed(format!(
+            "vm: boot directory {d} is not a directory"
+        )));
     }
     Ok(())
 }
@@ -179,9 +189,9 @@ pub fn virtiofsd_command(
     ro: &Path,
     log: File,
     parent: i32,
-) -> Result<Command, String> {
+) -> Result<Command, Error> {
     let ro_c = CString::new(ro.as_os_str().as_bytes())
-        .map_err(|_| format!("vm: {} has a NUL byte", ro.display()))?;
+        .map_err(|_| Error::failed(format!("vm: {} has a NUL byte", ro.display())))?;
     let mut cmd = Command::new(bin);
     cmd.arg(format!("--socket-path={}", sock.display()))
         .arg("-o")
@@ -265,18 +275,26 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let mut s = spec();
         s.cpus = 0;
-        assert!(check_spec(&s, t.path()).unwrap_err().contains("cpus"));
+        assert!(check_spec(&s, t.path())
+            .unwrap_err()
+            .to_string()
+            .contains("cpus"));
         let s = spec();
         assert!(check_spec(&s, t.path())
             .unwrap_err()
+            .to_string()
             .contains("kernel /boot/k"));
         let long = t.path().join("x".repeat(120));
         let mut s = spec();
         s.kernel = "/proc/self/exe".into();
         s.initramfs = "/proc/self/exe".into();
-        assert!(check_spec(&s, &long).unwrap_err().contains("too long"));
+        assert!(check_spec(&s, &long)
+            .unwrap_err()
+            .to_string()
+            .contains("too long"));
         assert!(check_spec(&s, Path::new("/tmp/a,b"))
             .unwrap_err()
+            .to_string()
             .contains("comma"));
     }
 }

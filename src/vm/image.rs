@@ -19,6 +19,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelImage {
     pub path: PathBuf,
@@ -41,8 +43,8 @@ const BANNER_PREFIX: &[u8] = b"Linux version ";
 const MAX_IMAGE: u64 = 1 << 30;
 
 impl KernelImage {
-    pub fn inspect(path: &Path) -> Result<KernelImage, String> {
-        let what = |msg: &str| format!("kernel image {}: {msg}", path.display());
+    pub fn inspect(path: &Path) -> Result<KernelImage, Error> {
+        let what = |msg: &str| Error::failed(format!("kernel image {}: {msg}", path.display()));
         let meta = match std::fs::metadata(path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(what("no such file")),
@@ -64,12 +66,12 @@ impl KernelImage {
             .and_then(|f| f.take(SETUP_MAX).read_to_end(&mut head))
             .map_err(|e| what(&format!("cannot be read: {e}")))?;
         let banner = if head.len() > 0x206 && &head[0x202..0x206] == b"HdrS" {
-            bzimage_version(&head).map_err(|e| what(&e))?
+            bzimage_version(&head).map_err(|e| what(&e.to_string()))?
         } else if head.starts_with(b"\x7fELF") {
             // The banner sits in .rodata, megabytes in: read it all (a
             // 60 MB vmlinux takes tens of milliseconds to scan).
             let whole = std::fs::read(path).map_err(|e| what(&format!("cannot be read: {e}")))?;
-            elf_banner(&whole).map_err(|e| what(&e))?
+            elf_banner(&whole).map_err(|e| what(&e.to_string()))?
         } else {
             return Err(what(
                 "is not a bzImage (no HdrS at 0x202) or an ELF vmlinux (no ELF header)",
@@ -85,41 +87,50 @@ impl KernelImage {
 }
 
 /// The version string of a bzImage whose "HdrS" magic was already found.
-pub fn bzimage_version(head: &[u8]) -> Result<String, String> {
+pub fn bzimage_version(head: &[u8]) -> Result<String, Error> {
     let u16_at = |off: usize| -> Option<u16> {
         Some(u16::from_le_bytes(head.get(off..off + 2)?.try_into().ok()?))
     };
     if head.get(0x202..0x206) != Some(b"HdrS".as_slice()) {
-        return Err("is not a bzImage (no HdrS at 0x202)".into());
+        return Err(Error::failed("is not a bzImage (no HdrS at 0x202)"));
     }
-    let protocol = u16_at(0x206).ok_or("bzImage header is cut short")?;
+    let protocol = u16_at(0x206).ok_or_else(|| Error::failed("bzImage header is cut short"))?;
     // kernel_version exists from boot protocol 2.00 on.
     if protocol < 0x200 {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "bzImage boot protocol {}.{:02} is older than 2.00 and has no version string",
             protocol >> 8,
             protocol & 0xff
-        ));
+        )));
     }
-    let ptr = u16_at(0x20E).ok_or("bzImage header is cut short")?;
+    let ptr = u16_at(0x20E).ok_or_else(|| Error::failed("bzImage header is cut short"))?;
     if ptr == 0 {
-        return Err("bzImage header has no version string (pointer at 0x20E is 0)".into());
+        return Err(Error::failed(
+            "bzImage header has no version string (pointer at 0x20E is 0)",
+        ));
     }
     let start = usize::from(ptr) + 0x200;
     let rest = head.get(start..).filter(|r| !r.is_empty()).ok_or_else(|| {
-        format!("bzImage version string pointer 0x{start:x} is beyond the setup code")
+        Error::failed(format!(
+            "bzImage version string pointer 0x{start:x} is beyond the setup code"
+        ))
     })?;
     let end = rest.iter().position(|&b| b == 0).ok_or_else(|| {
-        format!("bzImage version string at 0x{start:x} has no NUL within the setup code")
+        Error::failed(format!(
+            "bzImage version string at 0x{start:x} has no NUL within the setup code"
+        ))
     })?;
-    printable(&rest[..end])
-        .ok_or_else(|| format!("bzImage version string at 0x{start:x} is not printable text"))
+    printable(&rest[..end]).ok_or_else(|| {
+        Error::failed(format!(
+            "bzImage version string at 0x{start:x} is not printable text"
+        ))
+    })
 }
 
 /// The text after the first `Linux version ` that is followed by a digit
 /// (the format string `Linux version %s` of linux_proc_banner is not),
 /// up to the end of its line.
-pub fn elf_banner(bytes: &[u8]) -> Result<String, String> {
+pub fn elf_banner(bytes: &[u8]) -> Result<String, Error> {
     let mut from = 0;
     while let Some(i) = find(&bytes[from..], BANNER_PREFIX) {
         let start = from + i + BANNER_PREFIX.len();
@@ -128,13 +139,16 @@ pub fn elf_banner(bytes: &[u8]) -> Result<String, String> {
                 .iter()
                 .take(1024)
                 .position(|&b| b == b'\n' || b == 0)
-                .ok_or("the ELF's Linux version banner has no end")?;
-            return printable(&bytes[start..start + len])
-                .ok_or_else(|| "the ELF's Linux version banner is not printable text".into());
+                .ok_or_else(|| Error::failed("the ELF's Linux version banner has no end"))?;
+            return printable(&bytes[start..start + len]).ok_or_else(|| {
+                Error::failed("the ELF's Linux version banner is not printable text")
+            });
         }
         from = start;
     }
-    Err("is an ELF file with no \"Linux version \" banner (not a vmlinux?)".into())
+    Err(Error::failed(
+        "is an ELF file with no \"Linux version \" banner (not a vmlinux?)",
+    ))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -191,23 +205,35 @@ mod tests {
         b[0x202] = b'X';
         assert!(bzimage_version(&b)
             .unwrap_err()
+            .to_string()
             .contains("no HdrS at 0x202"));
         let b = header(0x1ff, 0x3c0, b"x\0");
-        assert!(bzimage_version(&b).unwrap_err().contains("older than 2.00"));
+        assert!(bzimage_version(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("older than 2.00"));
         let b = header(0x20f, 0, b"");
         assert!(bzimage_version(&b)
             .unwrap_err()
+            .to_string()
             .contains("pointer at 0x20E is 0"));
         let mut b = header(0x20f, 0x3c0, b"x");
         b.truncate(0x5c1);
-        assert!(bzimage_version(&b).unwrap_err().contains("no NUL"));
+        assert!(bzimage_version(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("no NUL"));
         let mut b = header(0x20f, 0x3c0, b"\0");
         b[0x20E..0x210].copy_from_slice(&0xfff0u16.to_le_bytes());
         assert!(bzimage_version(&b)
             .unwrap_err()
+            .to_string()
             .contains("beyond the setup code"));
         let b = header(0x20f, 0x3c0, b"6.1\x01\0");
-        assert!(bzimage_version(&b).unwrap_err().contains("not printable"));
+        assert!(bzimage_version(&b)
+            .unwrap_err()
+            .to_string()
+            .contains("not printable"));
         assert!(bzimage_version(&b[..0x204]).is_err());
     }
 

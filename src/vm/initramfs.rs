@@ -17,6 +17,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+
 /// Busybox applets `/init` uses, plus a few for reading a broken boot.
 const APPLETS: &[&str] = &[
     "sh", "mount", "umount", "insmod", "mkdir", "chroot", "env", "poweroff", "cat", "echo",
@@ -87,12 +89,12 @@ sleep 60
 "#;
 
 /// The `/init` script for `guest_argv`.
-pub fn init_script(guest_argv: &[String]) -> Result<String, String> {
+pub fn init_script(guest_argv: &[String]) -> Result<String, Error> {
     if guest_argv.is_empty() {
-        return Err("initramfs: the guest command is empty".into());
+        return Err(Error::failed("initramfs: the guest command is empty"));
     }
     let argv = shlex::try_join(guest_argv.iter().map(String::as_str))
-        .map_err(|e| format!("initramfs: cannot quote the guest command: {e}"))?;
+        .map_err(|e| Error::failed(format!("initramfs: cannot quote the guest command: {e}")))?;
     let env = shlex::try_join(GUEST_ENV.iter().copied()).expect("constant has no NUL");
     // busybox chroot (run by busybox env, both from the initramfs) does
     // chroot(2), chdir("/") and execvp, so the command is looked up in the
@@ -111,7 +113,7 @@ pub fn build(
     busybox: &Path,
     modules: &[PathBuf],
     guest_argv: &[String],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let result = write_archive(out, busybox, modules, guest_argv);
     if result.is_err() {
         let _ = std::fs::remove_file(out);
@@ -124,11 +126,15 @@ fn write_archive(
     busybox: &Path,
     modules: &[PathBuf],
     guest_argv: &[String],
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let init = init_script(guest_argv)?;
-    let bb = std::fs::read(busybox)
-        .map_err(|e| format!("busybox {}: cannot be read: {e}", busybox.display()))?;
-    check_static(&bb).map_err(|e| format!("busybox {}: {e}", busybox.display()))?;
+    let bb = std::fs::read(busybox).map_err(|e| {
+        Error::failed(format!(
+            "busybox {}: cannot be read: {e}",
+            busybox.display()
+        ))
+    })?;
+    check_static(&bb).map_err(|e| Error::failed(format!("busybox {}: {e}", busybox.display())))?;
 
     let mut names: Vec<String> = Vec::new();
     let mut ko: Vec<Vec<u8>> = Vec::new();
@@ -136,25 +142,35 @@ fn write_archive(
         let name = m
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("module {} has no usable file name", m.display()))?
+            .ok_or_else(|| {
+                Error::failed(format!("module {} has no usable file name", m.display()))
+            })?
             .to_string();
         if names.contains(&name) || name == "order" {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "module {}: a second module named {name} (they are stored flat)",
                 m.display()
-            ));
+            )));
         }
         ko.push(
-            std::fs::read(m).map_err(|e| format!("module {}: cannot be read: {e}", m.display()))?,
+            std::fs::read(m).map_err(|e| {
+                Error::failed(format!("module {}: cannot be read: {e}", m.display()))
+            })?,
         );
         names.push(name);
     }
     let order: String = names.iter().map(|n| format!("{n}\n")).collect();
 
-    let file = File::create(out)
-        .map_err(|e| format!("initramfs {}: cannot be created: {e}", out.display()))?;
+    let file = File::create(out).map_err(|e| {
+        Error::failed(format!(
+            "initramfs {}: cannot be created: {e}",
+            out.display()
+        ))
+    })?;
     let mut w = Newc::new(BufWriter::new(file));
-    let io = |e: std::io::Error| format!("initramfs {}: write failed: {e}", out.display());
+    let io = |e: std::io::Error| {
+        Error::failed(format!("initramfs {}: write failed: {e}", out.display()))
+    };
     for dir in [
         "bin",
         "dev",
@@ -194,12 +210,12 @@ fn write_archive(
 
 /// A static executable has no PT_INTERP program header: a dynamic one
 /// would need a loader and libraries the initramfs does not have.
-pub fn check_static(elf: &[u8]) -> Result<(), String> {
+pub fn check_static(elf: &[u8]) -> Result<(), Error> {
     if !elf.starts_with(b"\x7fELF") {
-        return Err("is not an ELF executable".into());
+        return Err(Error::failed("is not an ELF executable"));
     }
     if elf.get(5) != Some(&1) {
-        return Err("is not a little-endian ELF".into());
+        return Err(Error::failed("is not a little-endian ELF"));
     }
     let u16_at = |o: usize| {
         elf.get(o..o + 2)
@@ -216,9 +232,9 @@ pub fn check_static(elf: &[u8]) -> Result<(), String> {
     let (phoff, phentsize, phnum) = match elf.get(4) {
         Some(2) => (u64_at(0x20), u16_at(0x36), u16_at(0x38)),
         Some(1) => (u32_at(0x1C), u16_at(0x2A), u16_at(0x2C)),
-        _ => return Err("has an unknown ELF class".into()),
+        _ => return Err(Error::failed("has an unknown ELF class")),
     };
-    let cut = || "has a cut-short ELF header".to_string();
+    let cut = || Error::failed("has a cut-short ELF header");
     let (phoff, phentsize, phnum) = (
         phoff.ok_or_else(cut)?,
         phentsize.ok_or_else(cut)?,
@@ -226,12 +242,10 @@ pub fn check_static(elf: &[u8]) -> Result<(), String> {
     );
     for i in 0..phnum {
         const PT_INTERP: usize = 3;
-        let p_type = u32_at(phoff + i * phentsize).ok_or("has program headers beyond its end")?;
+        let p_type = u32_at(phoff + i * phentsize)
+            .ok_or_else(|| Error::failed("has program headers beyond its end"))?;
         if p_type == PT_INTERP {
-            return Err(
-                "is dynamically linked (it has an ELF interpreter); the initramfs needs a static busybox (Debian: apt-get install busybox-static)"
-                    .into(),
-            );
+            return Err(Error::failed("is dynamically linked (it has an ELF interpreter); the initramfs needs a static busybox (Debian: apt-get install busybox-static)"));
         }
     }
     Ok(())
@@ -337,7 +351,10 @@ mod tests {
         e[0x40] = 1;
         assert!(check_static(&e).is_ok());
         e[0x40 + 56] = 3;
-        assert!(check_static(&e).unwrap_err().contains("dynamically linked"));
+        assert!(check_static(&e)
+            .unwrap_err()
+            .to_string()
+            .contains("dynamically linked"));
         assert!(check_static(b"#!/bin/sh").is_err());
     }
 }

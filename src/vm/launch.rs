@@ -37,6 +37,7 @@ use super::command::{check_spec, child_setup, virtiofsd_command};
 pub use super::command::{find_qemu, find_virtiofsd, qemu_args};
 use super::console::{self, Console};
 use crate::config::journal::process_start_time;
+use crate::error::Error;
 
 /// The kernel options sysdelta's boots need: the console on the first
 /// serial port, and reboot at once on a panic, which `-no-reboot` turns
@@ -77,19 +78,20 @@ impl Boot {
     pub fn start(
         spec: &VmSpec,
         dir: &Path,
-        on_spawn: &mut dyn FnMut(i32, u64) -> Result<(), String>,
-    ) -> Result<Boot, String> {
+        on_spawn: &mut dyn FnMut(i32, u64) -> Result<(), Error>,
+    ) -> Result<Boot, Error> {
         check_spec(spec, dir)?;
         let qemu_bin = find_qemu()?;
         let virtiofsd_bin = find_virtiofsd()?;
         let parent = std::process::id() as i32;
 
         let ro = dir.join("ro");
-        std::fs::create_dir(&ro).map_err(|e| format!("vm: cannot create {}: {e}", ro.display()))?;
+        std::fs::create_dir(&ro)
+            .map_err(|e| Error::failed(format!("vm: cannot create {}: {e}", ro.display())))?;
         let sock = dir.join("hostroot.sock");
         let log_path = dir.join("virtiofsd.log");
         let log = File::create(&log_path)
-            .map_err(|e| format!("vm: cannot create {}: {e}", log_path.display()))?;
+            .map_err(|e| Error::failed(format!("vm: cannot create {}: {e}", log_path.display())))?;
 
         let mut boot = Boot {
             dir: dir.to_path_buf(),
@@ -115,7 +117,10 @@ impl Boot {
             } else {
                 ""
             };
-            format!("vm: cannot start {}: {e}{hint}", virtiofsd_bin.display())
+            Error::failed(format!(
+                "vm: cannot start {}: {e}{hint}",
+                virtiofsd_bin.display()
+            ))
         })?;
         boot.record(child, on_spawn, true)?;
         boot.wait_for_socket(&sock, &log_path)?;
@@ -124,10 +129,10 @@ impl Boot {
             .chain(qemu_args(spec, dir))
             .collect();
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
-            .map_err(|e| format!("vm: pipe for the console: {e}"))?;
+            .map_err(|e| Error::failed(format!("vm: pipe for the console: {e}")))?;
         let write2 = write
             .try_clone()
-            .map_err(|e| format!("vm: pipe for the console: {e}"))?;
+            .map_err(|e| Error::failed(format!("vm: pipe for the console: {e}")))?;
         let child = {
             let mut cmd = Command::new(&qemu_bin);
             cmd.args(&boot.qemu_argv[1..])
@@ -140,7 +145,7 @@ impl Boot {
             // reader can see end of file.
             cmd.spawn()
         }
-        .map_err(|e| format!("vm: cannot start {}: {e}", qemu_bin.display()))?;
+        .map_err(|e| Error::failed(format!("vm: cannot start {}: {e}", qemu_bin.display())))?;
         boot.launched = Instant::now();
         let console = Arc::clone(&boot.console);
         let t0 = boot.launched;
@@ -148,7 +153,7 @@ impl Boot {
             std::thread::Builder::new()
                 .name("vm-console".into())
                 .spawn(move || console::pump(File::from(read), console, t0))
-                .map_err(|e| format!("vm: console thread: {e}"))?,
+                .map_err(|e| Error::failed(format!("vm: console thread: {e}")))?,
         );
         boot.record(child, on_spawn, false)?;
         Ok(boot)
@@ -158,9 +163,9 @@ impl Boot {
     fn record(
         &mut self,
         child: Child,
-        on_spawn: &mut dyn FnMut(i32, u64) -> Result<(), String>,
+        on_spawn: &mut dyn FnMut(i32, u64) -> Result<(), Error>,
         is_virtiofsd: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), Error> {
         let pid = child.id() as i32;
         if is_virtiofsd {
             self.virtiofsd = Some(child);
@@ -169,12 +174,12 @@ impl Boot {
         }
         // Not reaped yet, so /proc/PID/stat is there even if it exited.
         let start = process_start_time(pid)
-            .ok_or_else(|| format!("vm: cannot read the start time of pid {pid}"))?;
+            .ok_or_else(|| Error::failed(format!("vm: cannot read the start time of pid {pid}")))?;
         self.children.push((pid, start));
         on_spawn(pid, start)
     }
 
-    fn wait_for_socket(&mut self, sock: &Path, log: &Path) -> Result<(), String> {
+    fn wait_for_socket(&mut self, sock: &Path, log: &Path) -> Result<(), Error> {
         let t0 = Instant::now();
         loop {
             if sock.exists() {
@@ -183,18 +188,18 @@ impl Boot {
             let fsd = self.virtiofsd.as_mut().expect("virtiofsd was started");
             if let Ok(Some(status)) = fsd.try_wait() {
                 self.virtiofsd_done = true;
-                return Err(format!(
+                return Err(Error::failed(format!(
                     "vm: virtiofsd exited ({status}) before creating {}: {}",
                     sock.display(),
                     last_line(log)
-                ));
+                )));
             }
             if t0.elapsed() > SOCKET_WAIT {
-                return Err(format!(
+                return Err(Error::failed(format!(
                     "vm: virtiofsd did not create {} within {SOCKET_WAIT:?}: {}",
                     sock.display(),
                     last_line(log)
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(2));
         }
@@ -219,23 +224,23 @@ impl Boot {
     /// the socket accepts or `timeout`. QEMU makes the socket as it
     /// starts, so this usually succeeds long before the guest opens its
     /// end; guest writes wait for it.
-    pub fn channel(&mut self, timeout: Duration) -> Result<UnixStream, String> {
+    pub fn channel(&mut self, timeout: Duration) -> Result<UnixStream, Error> {
         let path = self.dir.join("runs.sock");
         let t0 = Instant::now();
         loop {
             if let Some(status) = self.try_wait() {
-                return Err(format!(
+                return Err(Error::failed(format!(
                     "vm: QEMU exited ({status}) before {} accepted",
                     path.display()
-                ));
+                )));
             }
             match UnixStream::connect(&path) {
                 Ok(s) => return Ok(s),
                 Err(e) if t0.elapsed() >= timeout => {
-                    return Err(format!(
+                    return Err(Error::failed(format!(
                         "vm: {} did not accept within {timeout:?}: {e}",
                         path.display()
-                    ))
+                    )))
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
             }

@@ -9,6 +9,8 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+
 /// The guest needs these: virtio over PCI, the virtiofs root, the overlay
 /// that makes it writable in guest RAM, the virtio-serial channel, and
 /// pvpanic so that a panic after `/init` makes QEMU exit with status 1.
@@ -35,30 +37,34 @@ fn name_of(path: &str) -> String {
 /// Resolve [`WANTED`] (plus their dependencies, depth-first, dependencies
 /// first) in `dir`, which holds `modules.dep` and `modules.builtin`, for
 /// the kernel `version`. Built-in modules are skipped.
-pub fn resolve(dir: &Path, version: &str) -> Result<Vec<PathBuf>, String> {
+pub fn resolve(dir: &Path, version: &str) -> Result<Vec<PathBuf>, Error> {
     resolve_names(dir, version, WANTED)
 }
 
 /// [`resolve`] for any list of module names.
-pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<PathBuf>, String> {
+pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<PathBuf>, Error> {
     let d = dir.display();
     if !dir.is_dir() {
-        return Err(format!("modules directory {d}: no such directory"));
+        return Err(Error::failed(format!(
+            "modules directory {d}: no such directory"
+        )));
     }
     // depmod names the directory after `uname -r`; a different one would
     // load modules whose vermagic the kernel refuses.
     let dir_version = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if dir_version != version {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "modules directory {d} is for {dir_version}, the image is {version}"
-        ));
+        )));
     }
     let read = |file: &str| {
         std::fs::read_to_string(dir.join(file)).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                format!("modules directory {d} has no {file} (run depmod {version})")
+                Error::failed(format!(
+                    "modules directory {d} has no {file} (run depmod {version})"
+                ))
             } else {
-                format!("modules directory {d}: cannot read {file}: {e}")
+                Error::failed(format!("modules directory {d}: cannot read {file}: {e}"))
             }
         })
     };
@@ -77,11 +83,11 @@ pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<P
             continue;
         }
         let (module, rest) = line.split_once(':').ok_or_else(|| {
-            format!(
+            Error::failed(format!(
                 "{}:{}: no ':' in this line",
                 dir.join("modules.dep").display(),
                 n + 1
-            )
+            ))
         })?;
         let module = module.trim().to_string();
         let list = rest.split_whitespace().map(str::to_string).collect();
@@ -96,7 +102,9 @@ pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<P
             continue;
         }
         if !deps.contains_key(&name) {
-            return Err(format!("{want} is neither built in nor a module in {d}"));
+            return Err(Error::failed(format!(
+                "{want} is neither built in nor a module in {d}"
+            )));
         }
         visit(
             &name,
@@ -111,20 +119,23 @@ pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<P
     for rel in order {
         let path = dir.join(&rel);
         if rel.ends_with(".ko.xz") || rel.ends_with(".ko.zst") || rel.ends_with(".ko.gz") {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "module {} is compressed; only plain .ko modules are supported (busybox insmod loads them as they are)",
                 path.display()
-            ));
+            )));
         }
         if !rel.ends_with(".ko") {
-            return Err(format!("module {} is not a .ko file", path.display()));
+            return Err(Error::failed(format!(
+                "module {} is not a .ko file",
+                path.display()
+            )));
         }
         if !path.is_file() {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "module {} is listed in {}/modules.dep but missing",
                 path.display(),
                 d
-            ));
+            )));
         }
         paths.push(path);
     }
@@ -141,19 +152,21 @@ fn visit(
     done: &mut HashSet<String>,
     stack: &mut Vec<String>,
     order: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if done.contains(name) || builtin.contains(name) {
         return Ok(());
     }
     if stack.iter().any(|s| s == name) {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "modules.dep has a dependency cycle: {} -> {name}",
             stack.join(" -> ")
-        ));
+        )));
     }
-    let (rel, list) = deps
-        .get(name)
-        .ok_or_else(|| format!("module {name} is a dependency but has no line in modules.dep"))?;
+    let (rel, list) = deps.get(name).ok_or_else(|| {
+        Error::failed(format!(
+            "module {name} is a dependency but has no line in modules.dep"
+        ))
+    })?;
     stack.push(name.to_string());
     for dep in list {
         visit(&name_of(dep), deps, builtin, done, stack, order)?;
@@ -199,10 +212,15 @@ mod tests {
         let got = resolve_names(&d, "9.9.9-test", &["a", "c_x", "d"]).unwrap();
         assert_eq!(names(&got), ["c-x.ko", "b.ko", "a.ko", "d.ko"]);
         let e = resolve_names(&d, "9.9.9-test", &["zz"]).unwrap_err();
-        assert!(e.contains("zz is neither built in nor a module in"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("zz is neither built in nor a module in"),
+            "{e}"
+        );
         let e = resolve_names(&d, "9.9.9-other", &["a"]).unwrap_err();
         assert!(
-            e.contains("is for 9.9.9-test, the image is 9.9.9-other"),
+            e.to_string()
+                .contains("is for 9.9.9-test, the image is 9.9.9-other"),
             "{e}"
         );
     }
@@ -218,10 +236,10 @@ mod tests {
         let t = fake("k/a.ko.xz:\n", "");
         let d = t.path().join("9.9.9-test");
         let e = resolve_names(&d, "9.9.9-test", &["a"]).unwrap_err();
-        assert!(e.contains("is compressed"), "{e}");
+        assert!(e.to_string().contains("is compressed"), "{e}");
         let t = fake("k/a.ko: k/b.ko\nk/b.ko: k/a.ko\n", "");
         let d = t.path().join("9.9.9-test");
         let e = resolve_names(&d, "9.9.9-test", &["a"]).unwrap_err();
-        assert!(e.contains("cycle"), "{e}");
+        assert!(e.to_string().contains("cycle"), "{e}");
     }
 }

@@ -6,6 +6,7 @@
 //! them), plus any metric the plan extracts from stdout with a regex. See
 //! [`crate::process`] for exactly what one measurement covers.
 
+use crate::error::Error;
 use crate::metric::RegexMetric;
 use crate::metric::{Direction, MetricSpec};
 use crate::process::{run_shell, ShellSpec};
@@ -23,30 +24,31 @@ pub struct CommandWorkload {
 }
 
 impl CommandWorkload {
-    fn extract_value(&self, m: &RegexMetric, stdout: &[u8]) -> Result<f64, String> {
-        let caps = m
-            .regex
-            .captures_iter(stdout)
-            .last()
-            .ok_or_else(|| format!("metric '{}': regex did not match stdout", m.spec.name))?;
+    fn extract_value(&self, m: &RegexMetric, stdout: &[u8]) -> Result<f64, Error> {
+        let caps = m.regex.captures_iter(stdout).last().ok_or_else(|| {
+            Error::failed(format!(
+                "metric '{}': regex did not match stdout",
+                m.spec.name
+            ))
+        })?;
         let g = caps.name("value").or_else(|| caps.get(1)).ok_or_else(|| {
-            format!(
+            Error::failed(format!(
                 "metric '{}': capture group did not participate",
                 m.spec.name
-            )
+            ))
         })?;
         let text = String::from_utf8_lossy(g.as_bytes());
         let v: f64 = text.trim().parse().map_err(|_| {
-            format!(
+            Error::failed(format!(
                 "metric '{}': captured '{text}' is not a number",
                 m.spec.name
-            )
+            ))
         })?;
         if !v.is_finite() {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "metric '{}': captured value {v} is not finite",
                 m.spec.name
-            ));
+            )));
         }
         Ok(v)
     }
@@ -127,7 +129,7 @@ impl Workload for CommandWorkload {
                 }),
                 Err(reason) => {
                     return RunOutcome::Failed {
-                        reason,
+                        reason: reason.to_string(),
                         stderr_tail: r.stderr_tail,
                         exit_code,
                     }

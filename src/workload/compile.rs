@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 
@@ -32,7 +33,7 @@ pub struct CompileWorkload {
 impl CompileWorkload {
     /// Parameters: `files` (default 300), `functions` per file (12), `jobs`
     /// (online CPUs), `cc` ("cc"), `cflags` ("-O2"), `seed` (1).
-    pub fn from_params(v: &toml::Value) -> Result<Self, String> {
+    pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
         let empty = toml::Table::new();
         let t = match v {
             toml::Value::Table(t) => t,
@@ -109,13 +110,13 @@ impl Workload for CompileWorkload {
     }
 }
 
-pub(crate) fn check_keys(kind: &str, t: &toml::Table, keys: &[&str]) -> Result<(), String> {
+pub(crate) fn check_keys(kind: &str, t: &toml::Table, keys: &[&str]) -> Result<(), Error> {
     for k in t.keys() {
         if !keys.contains(&k.as_str()) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "unknown parameter `{k}` for {kind} (expected one of: {})",
                 keys.join(", ")
-            ));
+            )));
         }
     }
     Ok(())
@@ -128,15 +129,15 @@ pub(crate) fn param_usize(
     default: usize,
     min: usize,
     max: usize,
-) -> Result<usize, String> {
+) -> Result<usize, Error> {
     match t.get(key) {
         None => Ok(default),
         Some(toml::Value::Integer(i)) if *i >= min as i64 && (*i as u64) <= max as u64 => {
             Ok(*i as usize)
         }
-        Some(other) => Err(format!(
+        Some(other) => Err(Error::bad(format!(
             "{kind}.{key} must be an integer from {min} to {max}, not {other}"
-        )),
+        ))),
     }
 }
 
@@ -145,11 +146,13 @@ pub(crate) fn param_str(
     t: &toml::Table,
     key: &str,
     default: &str,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     match t.get(key) {
         None => Ok(default.to_string()),
         Some(toml::Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!("{kind}.{key} must be a string, not {other}")),
+        Some(other) => Err(Error::bad(format!(
+            "{kind}.{key} must be a string, not {other}"
+        ))),
     }
 }
 
@@ -548,9 +551,9 @@ mod tests {
     fn bad_params_are_named() {
         let v: toml::Value = toml::from_str("files = 0").unwrap();
         let e = CompileWorkload::from_params(&v).err().unwrap();
-        assert!(e.contains("compile.files"), "{e}");
+        assert!(e.to_string().contains("compile.files"), "{e}");
         let v: toml::Value = toml::from_str("filez = 3").unwrap();
         let e = CompileWorkload::from_params(&v).err().unwrap();
-        assert!(e.contains("unknown parameter `filez`"), "{e}");
+        assert!(e.to_string().contains("unknown parameter `filez`"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use super::compile::{check_keys, generate_c_file, launch, param_usize};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 
@@ -28,7 +29,7 @@ pub struct CompressWorkload {
 impl CompressWorkload {
     /// Parameters: `size_mb` (default 64), `tools` (["bzip2"]; any of bzip2,
     /// xz, zstd, gzip), `level` (the tool's default), `seed` (1).
-    pub fn from_params(v: &toml::Value) -> Result<Self, String> {
+    pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
         let empty = toml::Table::new();
         let t = match v {
             toml::Value::Table(t) => t,
@@ -41,22 +42,26 @@ impl CompressWorkload {
             Some(toml::Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_str()
-                        .map(String::from)
-                        .ok_or_else(|| format!("compress.tools must list tool names, found {x}"))
+                    x.as_str().map(String::from).ok_or_else(|| {
+                        Error::bad(format!("compress.tools must list tool names, found {x}"))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => return Err(format!("compress.tools must be a list, not {other}")),
+            Some(other) => {
+                return Err(Error::bad(format!(
+                    "compress.tools must be a list, not {other}"
+                )))
+            }
         };
         if tools.is_empty() {
-            return Err("compress.tools is empty".into());
+            return Err(Error::bad("compress.tools is empty"));
         }
         for tool in &tools {
             if !TOOLS.contains(&tool.as_str()) {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "compress: unknown tool `{tool}` (supported: {})",
                     TOOLS.join(", ")
-                ));
+                )));
             }
         }
         let level = match t.get("level") {
@@ -185,6 +190,6 @@ mod tests {
     fn unknown_tool_is_named() {
         let v: toml::Value = toml::from_str("tools = [\"lzma9\"]").unwrap();
         let e = CompressWorkload::from_params(&v).err().unwrap();
-        assert!(e.contains("unknown tool `lzma9`"), "{e}");
+        assert!(e.to_string().contains("unknown tool `lzma9`"), "{e}");
     }
 }

@@ -29,6 +29,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 
@@ -82,36 +83,45 @@ impl MemsweepWorkload {
     /// Build from the plan's parameter table: `working_set` (required, e.g.
     /// "512M"), `duration` (required, e.g. "10m"), `interval` (default
     /// "1s", at least 10ms), `block` (default "64K", at least 4K).
-    pub fn from_params(v: &toml::Value) -> Result<Self, String> {
-        let t = v.as_table().ok_or("memsweep: parameters must be a table")?;
+    pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
+        let t = v
+            .as_table()
+            .ok_or_else(|| Error::bad("memsweep: parameters must be a table"))?;
         for k in t.keys() {
             if !["working_set", "duration", "interval", "block"].contains(&k.as_str()) {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "memsweep: unknown parameter {k:?} (known: working_set, duration, interval, block)"
-                ));
+                )));
             }
         }
-        let size = |k: &str, def: Option<u64>| -> Result<u64, String> {
+        let size = |k: &str, def: Option<u64>| -> Result<u64, Error> {
             match t.get(k) {
-                None => def.ok_or(format!("memsweep: missing parameter {k:?} (e.g. \"512M\")")),
+                None => def.ok_or(Error::bad(format!(
+                    "memsweep: missing parameter {k:?} (e.g. \"512M\")"
+                ))),
                 Some(toml::Value::Integer(i)) if *i > 0 => Ok(*i as u64),
-                Some(toml::Value::String(s)) => parse_size(s)
-                    .ok_or(format!("memsweep: {k} = {s:?} is not a size like \"512M\"")),
-                Some(o) => Err(format!("memsweep: {k} = {o} is not a size like \"512M\"")),
+                Some(toml::Value::String(s)) => parse_size(s).ok_or(Error::bad(format!(
+                    "memsweep: {k} = {s:?} is not a size like \"512M\""
+                ))),
+                Some(o) => Err(Error::bad(format!(
+                    "memsweep: {k} = {o} is not a size like \"512M\""
+                ))),
             }
         };
-        let dur = |k: &str, def: Option<Duration>| -> Result<Duration, String> {
+        let dur = |k: &str, def: Option<Duration>| -> Result<Duration, Error> {
             match t.get(k) {
-                None => def.ok_or(format!("memsweep: missing parameter {k:?} (e.g. \"60s\")")),
+                None => def.ok_or(Error::bad(format!(
+                    "memsweep: missing parameter {k:?} (e.g. \"60s\")"
+                ))),
                 Some(toml::Value::Integer(i)) if *i > 0 => Ok(Duration::from_secs(*i as u64)),
                 Some(toml::Value::Float(f)) if *f > 0.0 => Duration::try_from_secs_f64(*f)
-                    .map_err(|_| format!("memsweep: {k} = {f:?} is too large")),
-                Some(toml::Value::String(s)) => parse_duration(s).ok_or(format!(
+                    .map_err(|_| Error::bad(format!("memsweep: {k} = {f:?} is too large"))),
+                Some(toml::Value::String(s)) => parse_duration(s).ok_or(Error::bad(format!(
                     "memsweep: {k} = {s:?} is not a duration like \"60s\""
-                )),
-                Some(o) => Err(format!(
+                ))),
+                Some(o) => Err(Error::bad(format!(
                     "memsweep: {k} = {o} is not a duration like \"60s\""
-                )),
+                ))),
             }
         };
         let p = MemsweepParams {
@@ -121,54 +131,54 @@ impl MemsweepWorkload {
             interval: dur("interval", Some(Duration::from_secs(1)))?,
         };
         if p.working_set > MAX_WORKING_SET {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: working_set is too large (at most {MAX_WORKING_SET} bytes = 1T), got {}",
                 p.working_set
-            ));
+            )));
         }
         if p.block > MAX_BLOCK {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: block is too large (at most {MAX_BLOCK} bytes = 1G), got {}",
                 p.block
-            ));
+            )));
         }
         if p.duration > MAX_DURATION {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: duration is too large (at most {}s), got {:?}",
                 MAX_DURATION.as_secs(),
                 p.duration
-            ));
+            )));
         }
         if p.interval < Duration::from_millis(10) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: interval {:?} is below the minimum of 10ms",
                 p.interval
-            ));
+            )));
         }
         if p.duration < p.interval {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: duration {:?} is shorter than one interval ({:?})",
                 p.duration, p.interval
-            ));
+            )));
         }
         if p.block < 4096 || p.block % 4096 != 0 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: block {} must be a multiple of 4K",
                 p.block
-            ));
+            )));
         }
         // The run keeps one value per interval.
         let intervals = p.duration.as_nanos() / p.interval.as_nanos();
         if intervals > MAX_INTERVALS {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: duration / interval is too large (at most {MAX_INTERVALS} intervals), got {intervals}"
-            ));
+            )));
         }
         if p.working_set < 2 * p.block {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memsweep: working_set {} must hold at least two blocks of {}",
                 p.working_set, p.block
-            ));
+            )));
         }
         Ok(MemsweepWorkload { params: p })
     }

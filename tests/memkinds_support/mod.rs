@@ -28,7 +28,7 @@ pub fn skip_reason(need_zram: bool) -> Option<String> {
         return Some("not root".into());
     }
     if let Err(e) = memory_limit::locate_here() {
-        return Some(e);
+        return Some(e.to_string());
     }
     if !Path::new("/proc/swaps").exists() {
         return Some("kernel without swap".into());

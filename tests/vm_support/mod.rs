@@ -58,7 +58,7 @@ pub fn boot_env() -> Option<Env> {
         return None;
     }
     if let Err(e) = launch::find_qemu().and(launch::find_virtiofsd()) {
-        skip(&e);
+        skip(&e.to_string());
         return None;
     }
     if !Path::new("/bin/busybox").is_file() {

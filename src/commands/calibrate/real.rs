@@ -88,7 +88,8 @@ pub fn real_aa_once(order: plan::Order, runs: u32, seed: u64, chunk: usize) -> R
         );
     }
     let data = store.load(id)?;
-    let a = analysis::analyze(&data, &analysis::Options::default()).map_err(anyhow::Error::msg)?;
+    let a = analysis::analyze(&data, &analysis::Options::default())
+        .map_err(crate::error::Error::into_failure)?;
     let flagged = |v: Verdict| matches!(v, Verdict::Better | Verdict::Worse);
     let mut out = RealOutcome {
         wall_flagged: false,

@@ -19,6 +19,7 @@ use super::trace_reader::{journal_outputs, leave_outputs};
 use super::{check, registry, tracefs, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
 
@@ -53,16 +54,16 @@ pub struct Blktrace {
 /// `/sys/block/<name>/trace/enable` as root, and a name with `/` or `..`
 /// would point that write anywhere. (Every entry of /sys/block is a block
 /// device, so a name that stays inside it names one.)
-fn dev_name(d: &str) -> Result<String, String> {
+fn dev_name(d: &str) -> Result<String, Error> {
     let name = d.strip_prefix("/dev/").unwrap_or(d);
     if check::one_component(name) {
         Ok(name.to_string())
     } else {
-        Err(format!(
+        Err(Error::bad(format!(
             "blktrace.devices: `{}` is not a whole disk's name (\"sda\" or \"/dev/sda\"; \
              a disk under a /dev subdirectory by its /sys/block name, e.g. \"dm-0\")",
             d.escape_debug()
-        ))
+        )))
     }
 }
 
@@ -111,7 +112,7 @@ fn dir_is_on(dir: &Path, name: &str) -> bool {
 }
 
 impl Blktrace {
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Blktrace, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Blktrace, Error> {
         let t = value::table("blktrace", v, &["devices", "dir", "keep", "buffer_size_kb"])?;
         let devices = match t.get("devices") {
             // A string is a workload's name, unless it is a /dev path.
@@ -127,17 +128,19 @@ impl Blktrace {
                     .collect::<Result<_, _>>()?,
             ),
             None => {
-                return Err("blktrace needs devices = [\"sda\", ...] or devices = \"fsops\"".into())
+                return Err(Error::bad(
+                    "blktrace needs devices = [\"sda\", ...] or devices = \"fsops\"",
+                ))
             }
         };
         if devices == Devices::Named(Vec::new()) {
-            return Err("blktrace.devices is empty".into());
+            return Err(Error::bad("blktrace.devices is empty"));
         }
         let dir = value::string("blktrace", t, "dir")?.unwrap_or(DEFAULT_DIR.into());
         if !dir.starts_with('/') {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "blktrace.dir must be an absolute path, not `{dir}`"
-            ));
+            )));
         }
         Ok(Blktrace {
             devices,
@@ -312,7 +315,7 @@ impl ConfigKind for Blktrace {
 mod tests {
     use super::*;
 
-    fn build(src: &str) -> Result<Blktrace, String> {
+    fn build(src: &str) -> Result<Blktrace, Error> {
         let d = tempfile::tempdir().unwrap();
         let j = crate::config::journal::Journal::open_shared(&d.path().join("j")).unwrap();
         Blktrace::from_value(&toml::from_str(src).unwrap(), j)
@@ -332,7 +335,10 @@ mod tests {
             "sd a",
         ] {
             let e = dev_name(bad).unwrap_err();
-            assert!(e.starts_with("blktrace.devices: `"), "{bad:?}: {e}");
+            assert!(
+                e.to_string().starts_with("blktrace.devices: `"),
+                "{bad:?}: {e}"
+            );
         }
     }
 
@@ -343,9 +349,12 @@ mod tests {
         let e = build("devices = [\"loop0\", \"../../../tmp\"]")
             .err()
             .unwrap();
-        assert!(e.contains("`../../../tmp` is not a whole disk"), "{e}");
+        assert!(
+            e.to_string().contains("`../../../tmp` is not a whole disk"),
+            "{e}"
+        );
         let e = build("devices = \"/dev/../tmp\"").err().unwrap();
-        assert!(e.contains("`/dev/../tmp`"), "{e}");
+        assert!(e.to_string().contains("`/dev/../tmp`"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use anyhow::Result;
 
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 
 pub struct Cpus {
     cpus: Vec<usize>,
@@ -15,10 +16,14 @@ pub struct Cpus {
 pub const MAX_CPU: usize = 8191;
 
 /// Parse "0-2,5" into [0, 1, 2, 5].
-pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
+pub fn parse_list(s: &str) -> Result<Vec<usize>, Error> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("cpus: `{part}` is not a CPU number or range like 0-3");
+        let bad = || {
+            Error::bad(format!(
+                "cpus: `{part}` is not a CPU number or range like 0-3"
+            ))
+        };
         match part.split_once('-') {
             Some((a, b)) => {
                 let a: usize = a.trim().parse().map_err(|_| bad())?;
@@ -42,8 +47,10 @@ pub fn parse_list(s: &str) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
-fn too_high(cpu: usize) -> String {
-    format!("cpus: CPU {cpu} is above {MAX_CPU}, the most any kernel has")
+fn too_high(cpu: usize) -> Error {
+    Error::bad(format!(
+        "cpus: CPU {cpu} is above {MAX_CPU}, the most any kernel has"
+    ))
 }
 
 /// The CPUs this machine has online.
@@ -55,7 +62,7 @@ pub fn online() -> Vec<usize> {
 }
 
 impl Cpus {
-    pub fn from_value(v: &toml::Value) -> Result<Cpus, String> {
+    pub fn from_value(v: &toml::Value) -> Result<Cpus, Error> {
         let cpus = match v {
             toml::Value::String(s) => parse_list(s)?,
             toml::Value::Integer(i) if *i >= 0 => parse_list(&i.to_string())?,
@@ -65,7 +72,7 @@ impl Cpus {
                     .map(|x| match x.as_integer() {
                         Some(i) if (0..=MAX_CPU as i64).contains(&i) => Ok(i as usize),
                         Some(i) if i > MAX_CPU as i64 => Err(too_high(i as usize)),
-                        _ => Err(format!("cpus: `{x}` is not a CPU number")),
+                        _ => Err(Error::bad(format!("cpus: `{x}` is not a CPU number"))),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 c.sort_unstable();
@@ -73,13 +80,13 @@ impl Cpus {
                 c
             }
             other => {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "cpus must be a list like \"0-1,3\" or [0, 1], not {other}"
-                ))
+                )))
             }
         };
         if cpus.is_empty() {
-            return Err("cpus is empty: name at least one CPU".into());
+            return Err(Error::bad("cpus is empty: name at least one CPU"));
         }
         Ok(Cpus { cpus })
     }
@@ -137,7 +144,7 @@ mod tests {
         assert_eq!(parse_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert_eq!(parse_list("1").unwrap(), vec![1]);
         assert!(parse_list("3-1").is_err());
-        assert!(parse_list("x").unwrap_err().contains("`x`"));
+        assert!(parse_list("x").unwrap_err().to_string().contains("`x`"));
         assert_eq!(parse_list("8190-8191").unwrap(), vec![8190, 8191]);
         let c = Cpus::from_value(&toml::Value::Array(vec![toml::Value::Integer(0)])).unwrap();
         assert_eq!(c.cpus, vec![0]);
@@ -147,18 +154,23 @@ mod tests {
     fn numbers_above_any_kernels_cpus_are_refused_before_allocating() {
         for s in ["0-1000000000000", "8192", "0-18446744073709551615"] {
             let e = parse_list(s).unwrap_err();
-            assert!(e.contains("above 8191"), "{s}: {e}");
+            assert!(e.to_string().contains("above 8191"), "{s}: {e}");
         }
         let e = Cpus::from_value(&toml::Value::Integer(1 << 40))
             .err()
             .unwrap();
-        assert!(e.contains("above 8191"), "{e}");
+        assert!(e.to_string().contains("above 8191"), "{e}");
         let big = toml::Value::Array(vec![toml::Value::Integer(0), toml::Value::Integer(9000)]);
-        assert!(Cpus::from_value(&big).err().unwrap().contains("above 8191"));
+        assert!(Cpus::from_value(&big)
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("above 8191"));
         let neg = toml::Value::Array(vec![toml::Value::Integer(-1)]);
         assert!(Cpus::from_value(&neg)
             .err()
             .unwrap()
+            .to_string()
             .contains("not a CPU number"));
     }
 

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use super::{check, tracefs, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 
 pub struct Ftrace {
     tracer: Option<String>,
@@ -36,20 +37,20 @@ fn is_event_name(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
 }
 
-fn check_tracer(t: &str) -> Result<(), String> {
+fn check_tracer(t: &str) -> Result<(), Error> {
     if is_tracer_name(t) {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::bad(format!(
             "ftrace.tracer: `{}` is not a tracer name (letters, digits and _, e.g. \"nop\")",
             t.escape_debug()
-        ))
+        )))
     }
 }
 
 /// `group`, `group:event` or `group:*`; these are written as lines of
 /// tracefs `set_event`, never joined to a path.
-fn check_event(spec: &str) -> Result<(), String> {
+fn check_event(spec: &str) -> Result<(), Error> {
     let ok = match spec.split_once(':') {
         None => is_event_name(spec),
         Some((g, e)) => is_event_name(g) && (e == "*" || is_event_name(e)),
@@ -57,15 +58,15 @@ fn check_event(spec: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::bad(format!(
             "ftrace.events: `{}` is not an event (write \"group\", \"group:event\" or \"group:*\", e.g. \"sched:sched_switch\")",
             spec.escape_debug()
-        ))
+        )))
     }
 }
 
 impl Ftrace {
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Ftrace, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Ftrace, Error> {
         let t = value::table("ftrace", v, KEYS)?;
         let f = Ftrace {
             tracer: value::string("ftrace", t, "tracer")?,
@@ -87,10 +88,10 @@ impl Ftrace {
             && f.buffer_size_kb.is_none()
             && f.tracing_on.is_none()
         {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "ftrace sets nothing (set one of: {})",
                 KEYS.join(", ")
-            ));
+            )));
         }
         Ok(f)
     }
@@ -244,8 +245,11 @@ mod tests {
             "sched sched",
         ] {
             let e = check_event(bad).unwrap_err();
-            assert!(e.starts_with("ftrace.events: `"), "{bad:?}: {e}");
-            assert!(!e.contains('\n'), "one line: {e}");
+            assert!(
+                e.to_string().starts_with("ftrace.events: `"),
+                "{bad:?}: {e}"
+            );
+            assert!(!e.to_string().contains('\n'), "one line: {e}");
         }
         for ok in ["nop", "function_graph", "blk"] {
             assert_eq!(check_tracer(ok), Ok(()), "{ok}");
@@ -264,8 +268,11 @@ mod tests {
         let e = build("events = [\"sched\", \"sched\\n!irq\"]")
             .err()
             .unwrap();
-        assert!(e.contains("`sched\\n!irq` is not an event"), "{e}");
+        assert!(
+            e.to_string().contains("`sched\\n!irq` is not an event"),
+            "{e}"
+        );
         let e = build("tracer = \"../x\"").err().unwrap();
-        assert!(e.contains("`../x` is not a tracer name"), "{e}");
+        assert!(e.to_string().contains("`../x` is not a tracer name"), "{e}");
     }
 }

@@ -5,6 +5,7 @@
 //! `[config.blktrace]`, `[config.sysctl]` tables, and `cpus = "0-1"` or
 //! `cpus = [0, 1]`. See docs/configs.md.
 
+use crate::error::Error;
 pub mod blktrace;
 pub mod capture;
 pub mod child;
@@ -39,7 +40,7 @@ pub fn build(
     kind: &str,
     value: &toml::Value,
     journal: JournalHandle,
-) -> Result<Box<dyn ConfigKind>, String> {
+) -> Result<Box<dyn ConfigKind>, Error> {
     Ok(match kind {
         "ftrace" => Box::new(ftrace::Ftrace::from_value(value, journal)?),
         "trace_reader" => Box::new(trace_reader::TraceReader::from_value(value, journal)?),
@@ -50,10 +51,10 @@ pub fn build(
         "memory_limit" => Box::new(memory_limit::MemoryLimit::from_value(value, journal)?),
         "swap" => Box::new(swap::Swap::from_value(value, journal)?),
         other => {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "unknown config kind `{other}` (known: {})",
                 KIND_NAMES.join(", ")
-            ))
+            )))
         }
     })
 }
@@ -62,73 +63,71 @@ pub fn build(
 pub(crate) mod value {
     use toml::Value;
 
-    pub fn table<'a>(
-        kind: &str,
-        v: &'a Value,
-        allowed: &[&str],
-    ) -> Result<&'a toml::Table, String> {
+    use crate::error::Error;
+
+    pub fn table<'a>(kind: &str, v: &'a Value, allowed: &[&str]) -> Result<&'a toml::Table, Error> {
         let t = v
             .as_table()
-            .ok_or_else(|| format!("{kind} must be a table, e.g. [config.{kind}]"))?;
+            .ok_or_else(|| Error::bad(format!("{kind} must be a table, e.g. [config.{kind}]")))?;
         for k in t.keys() {
             if !allowed.contains(&k.as_str()) {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "unknown key `{k}` in {kind} (expected one of: {})",
                     allowed.join(", ")
-                ));
+                )));
             }
         }
         Ok(t)
     }
 
-    pub fn string(kind: &str, t: &toml::Table, key: &str) -> Result<Option<String>, String> {
+    pub fn string(kind: &str, t: &toml::Table, key: &str) -> Result<Option<String>, Error> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(format!(
+            Some(other) => Err(Error::bad(format!(
                 "{kind}.{key} must be a string, not {}",
                 other.type_str()
-            )),
+            ))),
         }
     }
 
-    pub fn boolean(kind: &str, t: &toml::Table, key: &str) -> Result<Option<bool>, String> {
+    pub fn boolean(kind: &str, t: &toml::Table, key: &str) -> Result<Option<bool>, Error> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Boolean(b)) => Ok(Some(*b)),
-            Some(other) => Err(format!(
+            Some(other) => Err(Error::bad(format!(
                 "{kind}.{key} must be true or false, not {}",
                 other.type_str()
-            )),
+            ))),
         }
     }
 
-    pub fn positive(kind: &str, t: &toml::Table, key: &str) -> Result<Option<u64>, String> {
+    pub fn positive(kind: &str, t: &toml::Table, key: &str) -> Result<Option<u64>, Error> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Integer(i)) if *i > 0 => Ok(Some(*i as u64)),
-            Some(other) => Err(format!(
+            Some(other) => Err(Error::bad(format!(
                 "{kind}.{key} must be a positive integer, not {other}"
-            )),
+            ))),
         }
     }
 
-    pub fn strings(kind: &str, t: &toml::Table, key: &str) -> Result<Option<Vec<String>>, String> {
+    pub fn strings(kind: &str, t: &toml::Table, key: &str) -> Result<Option<Vec<String>>, Error> {
         match t.get(key) {
             None => Ok(None),
             Some(Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_str()
-                        .map(String::from)
-                        .ok_or_else(|| format!("{kind}.{key} must be a list of strings, found {x}"))
+                    x.as_str().map(String::from).ok_or_else(|| {
+                        Error::bad(format!("{kind}.{key} must be a list of strings, found {x}"))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some),
-            Some(other) => Err(format!(
+            Some(other) => Err(Error::bad(format!(
                 "{kind}.{key} must be a list of strings, not {}",
                 other.type_str()
-            )),
+            ))),
         }
     }
 }
@@ -278,10 +277,16 @@ mod tests {
         let err = build("nosuch", &toml::Value::Integer(1), j.clone())
             .err()
             .unwrap();
-        assert!(err.contains("unknown config kind `nosuch`"), "{err}");
+        assert!(
+            err.to_string().contains("unknown config kind `nosuch`"),
+            "{err}"
+        );
         let v: toml::Value = toml::from_str("tracer = \"nop\"\nbogus = 1").unwrap();
         let err = build("ftrace", &v, j).err().unwrap();
-        assert!(err.contains("unknown key `bogus` in ftrace"), "{err}");
+        assert!(
+            err.to_string().contains("unknown key `bogus` in ftrace"),
+            "{err}"
+        );
     }
 
     #[test]

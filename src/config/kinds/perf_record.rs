@@ -13,6 +13,7 @@ use super::child::{self, Tracked};
 use super::{check, value};
 use crate::config::journal::{EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSamples, MetricSpec};
 
 pub const DEFAULT_OUTPUT: &str = "/var/tmp/sysdelta-perf.data";
@@ -83,13 +84,13 @@ pub struct PerfRecord {
 }
 
 impl PerfRecord {
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<PerfRecord, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<PerfRecord, Error> {
         let t = value::table("perf_record", v, &["event", "freq", "output", "keep"])?;
         let output = value::string("perf_record", t, "output")?.unwrap_or(DEFAULT_OUTPUT.into());
         if !output.starts_with('/') {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "perf_record.output must be an absolute path, not `{output}`"
-            ));
+            )));
         }
         Ok(PerfRecord {
             event: value::string("perf_record", t, "event")?.unwrap_or("cpu-clock".into()),

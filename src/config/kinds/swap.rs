@@ -24,6 +24,7 @@ use super::memory_limit::{parse_size, show_size};
 use super::{check, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 
 const KEYS: &[&str] = &["size", "device", "dir", "priority", "algorithm"];
 const ZRAM_CONTROL: &str = "/sys/class/zram-control";
@@ -83,12 +84,14 @@ pub fn zram_devices() -> Vec<u32> {
 
 /// Whether zram can be had: the control directory exists (built in or
 /// loaded), or modprobe can load a zram module of this kernel.
-fn zram_available() -> Result<(), String> {
+fn zram_available() -> Result<(), Error> {
     if Path::new(ZRAM_CONTROL).exists() {
         return Ok(());
     }
     if sbin_tool("modprobe").is_none() {
-        return Err("zram is not loaded and modprobe is not installed to load it".into());
+        return Err(Error::bad(
+            "zram is not loaded and modprobe is not installed to load it",
+        ));
     }
     let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let dir = PathBuf::from("/lib/modules").join(release.trim());
@@ -101,11 +104,11 @@ fn zram_available() -> Result<(), String> {
     if listed {
         Ok(())
     } else {
-        Err(format!(
+        Err(Error::bad(format!(
             "this kernel ({}) has no zram module (not in {})",
             release.trim(),
             dir.join("modules.dep").display()
-        ))
+        )))
     }
 }
 
@@ -145,10 +148,13 @@ impl Swap {
     /// `swap = "4G"` (a file in /var/tmp) or `[config.swap] size = "4G",
     /// device = "zram"|"file", dir = "/var/tmp", priority = 10,
     /// algorithm = "lz4"`.
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Swap, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Swap, Error> {
         let size_of = |s: &str| {
-            parse_size(s)
-                .ok_or_else(|| format!("swap.size: `{s}` is not a size (e.g. \"4G\", \"512M\")"))
+            parse_size(s).ok_or_else(|| {
+                Error::bad(format!(
+                    "swap.size: `{s}` is not a size (e.g. \"4G\", \"512M\")"
+                ))
+            })
         };
         let mut swap = Swap {
             size: 0,
@@ -169,58 +175,58 @@ impl Swap {
             toml::Value::Table(_) => {
                 let t = value::table("swap", v, KEYS)?;
                 let size = value::string("swap", t, "size")?
-                    .ok_or("swap needs `size`, e.g. size = \"4G\"")?;
+                    .ok_or_else(|| Error::bad("swap needs `size`, e.g. size = \"4G\""))?;
                 swap.size = size_of(&size)?;
                 let dir = value::string("swap", t, "dir")?;
                 match value::string("swap", t, "device")?.as_deref() {
                     None | Some("file") => {
                         if let Some(d) = dir {
                             if !Path::new(&d).is_absolute() {
-                                return Err(format!(
+                                return Err(Error::bad(format!(
                                     "swap.dir must be an absolute path, not `{d}`"
-                                ));
+                                )));
                             }
                             swap.backing = Backing::File { dir: d.into() };
                         }
                     }
                     Some("zram") => {
                         if dir.is_some() {
-                            return Err("swap.dir is for device = \"file\", not zram".into());
+                            return Err(Error::bad("swap.dir is for device = \"file\", not zram"));
                         }
                         swap.backing = Backing::Zram;
                     }
                     Some(other) => {
-                        return Err(format!(
+                        return Err(Error::bad(format!(
                             "swap.device must be \"zram\" or \"file\", not `{other}`"
-                        ))
+                        )))
                     }
                 }
                 swap.algorithm = value::string("swap", t, "algorithm")?;
                 if swap.algorithm.is_some() && swap.backing != Backing::Zram {
-                    return Err("swap.algorithm is for device = \"zram\"".into());
+                    return Err(Error::bad("swap.algorithm is for device = \"zram\""));
                 }
                 swap.priority = match t.get("priority") {
                     None => None,
                     Some(toml::Value::Integer(p)) if (0..=32767).contains(p) => Some(*p as i32),
                     Some(other) => {
-                        return Err(format!(
+                        return Err(Error::bad(format!(
                             "swap.priority must be an integer from 0 to 32767, not {other}"
-                        ))
+                        )))
                     }
                 };
             }
             other => {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "swap must be a size string such as \"4G\" or a table [config.swap], not {}",
                     other.type_str()
-                ))
+                )))
             }
         }
         if swap.size < 1 << 20 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "swap.size must be at least 1M, not {} bytes",
                 swap.size
-            ));
+            )));
         }
         Ok(swap)
     }
@@ -504,7 +510,7 @@ impl ConfigKind for Swap {
 mod tests {
     use super::*;
 
-    fn build(src: &str) -> Result<Swap, String> {
+    fn build(src: &str) -> Result<Swap, Error> {
         let d = tempfile::tempdir().unwrap();
         let j = crate::config::journal::Journal::open_shared(&d.path().join("j")).unwrap();
         let v: toml::Value = toml::from_str(src).unwrap();
@@ -521,12 +527,22 @@ mod tests {
         let s = build("size = \"64M\"\ndir = \"/srv\"").unwrap();
         assert_eq!(s.backing, Backing::File { dir: "/srv".into() });
         let err = |src: &str| build(src).err().unwrap();
-        assert!(err("device = \"zram\"").contains("needs `size`"));
-        assert!(err("size = \"1G\"\ndevice = \"disk\"").contains("\"zram\" or \"file\""));
-        assert!(err("size = \"1G\"\ndir = \"rel\"").contains("absolute"));
-        assert!(err("size = \"1G\"\npriority = -1").contains("0 to 32767"));
-        assert!(err("size = \"1G\"\nalgorithm = \"lz4\"").contains("for device = \"zram\""));
-        assert!(err("size = \"1K\"").contains("at least 1M"));
+        assert!(err("device = \"zram\"")
+            .to_string()
+            .contains("needs `size`"));
+        assert!(err("size = \"1G\"\ndevice = \"disk\"")
+            .to_string()
+            .contains("\"zram\" or \"file\""));
+        assert!(err("size = \"1G\"\ndir = \"rel\"")
+            .to_string()
+            .contains("absolute"));
+        assert!(err("size = \"1G\"\npriority = -1")
+            .to_string()
+            .contains("0 to 32767"));
+        assert!(err("size = \"1G\"\nalgorithm = \"lz4\"")
+            .to_string()
+            .contains("for device = \"zram\""));
+        assert!(err("size = \"1K\"").to_string().contains("at least 1M"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use anyhow::Result;
 use super::check;
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 
 pub struct Sysctl {
     settings: Vec<(String, String)>,
@@ -40,11 +41,15 @@ fn key_components(key: &str) -> std::str::Split<'_, char> {
 /// without whitespace or control characters (NUL included). Other
 /// characters are allowed: network interface names, which appear as
 /// components, may hold almost any (`-`, `.`, `@`).
-pub fn check_key(key: &str) -> Result<(), String> {
-    let not_a_name =
-        |why: &str| format!("key `{}` is not a sysctl name: {why}", key.escape_debug());
+pub fn check_key(key: &str) -> Result<(), Error> {
+    let not_a_name = |why: &str| {
+        Error::bad(format!(
+            "key `{}` is not a sysctl name: {why}",
+            key.escape_debug()
+        ))
+    };
     if key.is_empty() {
-        return Err("empty key (write e.g. \"vm.swappiness\" = 10)".into());
+        return Err(Error::bad("empty key (write e.g. \"vm.swappiness\" = 10)"));
     }
     if key.starts_with('/') {
         return Err(not_a_name(
@@ -78,31 +83,29 @@ fn escapes(root: &Path, key: &str) -> Option<PathBuf> {
 }
 
 impl Sysctl {
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Sysctl, String> {
-        let t = v.as_table().ok_or(
-            "sysctl must be a table of key = value, e.g. [config.sysctl] \"vm.swappiness\" = 10",
-        )?;
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<Sysctl, Error> {
+        let t = v.as_table().ok_or_else(|| Error::bad("sysctl must be a table of key = value, e.g. [config.sysctl] \"vm.swappiness\" = 10"))?;
         if t.is_empty() {
-            return Err("sysctl has no settings".into());
+            return Err(Error::bad("sysctl has no settings"));
         }
         let mut settings = Vec::new();
         for (k, v) in t {
             check_key(k)?;
             if let Some(real) = escapes(Path::new(PROC_SYS), k) {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "key `{k}` resolves to {}, outside /proc/sys",
                     real.display()
-                ));
+                )));
             }
             let val = match v {
                 toml::Value::String(s) => s.clone(),
                 toml::Value::Integer(i) => i.to_string(),
                 toml::Value::Boolean(b) => (*b as u8).to_string(),
                 other => {
-                    return Err(format!(
+                    return Err(Error::bad(format!(
                         "sysctl `{k}` must be a string or integer, not {}",
                         other.type_str()
-                    ))
+                    )))
                 }
             };
             settings.push((k.clone(), val));
@@ -210,10 +213,10 @@ mod tests {
             ("vm/x\n/y", "control character"),
         ] {
             let e = check_key(k).unwrap_err();
-            assert!(e.contains(why), "{k:?}: {e}");
-            assert!(!e.contains('\n'), "one line: {e}");
+            assert!(e.to_string().contains(why), "{k:?}: {e}");
+            assert!(!e.to_string().contains('\n'), "one line: {e}");
         }
-        assert!(check_key("").unwrap_err().contains("empty key"));
+        assert!(check_key("").unwrap_err().to_string().contains("empty key"));
     }
 
     #[test]
@@ -244,7 +247,8 @@ mod tests {
             toml::from_str("\"vm.swappiness\" = 10\n\"../../../tmp/x\" = 1").unwrap();
         let e = Sysctl::from_value(&v, j).err().unwrap();
         assert!(
-            e.starts_with("key `../../../tmp/x` is not a sysctl name"),
+            e.to_string()
+                .starts_with("key `../../../tmp/x` is not a sysctl name"),
             "{e}"
         );
     }

@@ -12,6 +12,7 @@ use super::capture::{Capture, RunTotals};
 use super::{check, tracefs, value};
 use crate::config::journal::{EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
 
@@ -33,13 +34,13 @@ pub struct TraceReader {
 }
 
 impl TraceReader {
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<TraceReader, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<TraceReader, Error> {
         let t = value::table("trace_reader", v, &["dir", "keep", "clear"])?;
         let dir = value::string("trace_reader", t, "dir")?.unwrap_or(DEFAULT_DIR.into());
         if !dir.starts_with('/') {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "trace_reader.dir must be an absolute path, not `{dir}`"
-            ));
+            )));
         }
         Ok(TraceReader {
             dir: PathBuf::from(dir),

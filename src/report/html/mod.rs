@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use crate::analysis::{self, Analysis};
-use crate::error::bad;
+use crate::error::Error;
 use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
 
 pub use samples::median_ci;
@@ -113,7 +113,7 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
 /// The HTML report of one stored experiment, with its series and source.
 pub fn render_stored(store: &Store, id: i64, opts: &analysis::Options) -> Result<String> {
     let data = store.load(id)?;
-    let mut a = analysis::analyze(&data, opts).map_err(bad)?;
+    let mut a = analysis::analyze(&data, opts).map_err(Error::into_bad_input)?;
     a.monitor_overhead = crate::analysis::overhead::compute(&data, opts);
     let x = Extras::from_store(store, &data)?;
     render(&data, &a, &x)

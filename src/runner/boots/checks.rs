@@ -6,33 +6,36 @@ use std::collections::HashSet;
 
 use super::protocol;
 use super::KernelPrep;
+use crate::error::Error;
 use crate::vm;
 
 /// A guest's run row holds what the host's own rows hold: a known status,
 /// each metric once, numbers (no NaN), and series of numbers. Anything
 /// else would be refused by the store's fold, after the row was logged.
-pub(super) fn check_row(row: &crate::store::runlog::RunRow) -> Result<(), String> {
+pub(super) fn check_row(row: &crate::store::runlog::RunRow) -> Result<(), Error> {
     if row.status != "ok" && row.status != "failed" {
-        return Err(format!("status '{}'", row.status));
+        return Err(Error::failed(format!("status '{}'", row.status)));
     }
     let mut names = HashSet::new();
     for (metric, values) in &row.samples {
         if !names.insert(metric) {
-            return Err(format!("metric '{metric}' twice"));
+            return Err(Error::failed(format!("metric '{metric}' twice")));
         }
         if values.iter().any(|v| f64::from_bits(*v).is_nan()) {
-            return Err(format!("metric '{metric}' has a NaN value"));
+            return Err(Error::failed(format!("metric '{metric}' has a NaN value")));
         }
     }
     for (name, _, t, v) in &row.series {
-        let t: Vec<f64> = serde_json::from_str(t).map_err(|e| format!("series '{name}': {e}"))?;
-        let v: Vec<f64> = serde_json::from_str(v).map_err(|e| format!("series '{name}': {e}"))?;
+        let t: Vec<f64> =
+            serde_json::from_str(t).map_err(|e| Error::failed(format!("series '{name}': {e}")))?;
+        let v: Vec<f64> =
+            serde_json::from_str(v).map_err(|e| Error::failed(format!("series '{name}': {e}")))?;
         if t.len() != v.len() {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "series '{name}' has {} times and {} values",
                 t.len(),
                 v.len()
-            ));
+            )));
         }
     }
     Ok(())
@@ -49,44 +52,44 @@ pub(super) fn check_identity(
     cpus: u32,
     spec: &vm::launch::VmSpec,
     k: &KernelPrep,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if v != protocol::VERSION {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "the guest speaks protocol version {v}, this sysdelta {}",
             protocol::VERSION
-        ));
+        )));
     }
     if uname != k.image.version {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "the guest runs kernel {uname}, the config asked for {} ({})",
             k.image.version,
             k.image.path.display()
-        ));
+        )));
     }
     // The image's header names the build (`#1 SMP ... Debian 6.1.192-2
     // (date)`), which /proc/version repeats after the compiler.
     if let Some(build) = k.image.banner.find('#').map(|i| &k.image.banner[i..]) {
         if !proc_version.contains(build.trim()) {
-            return Err(format!(
+            return Err(Error::failed(format!(
                 "the guest's /proc/version ({}) is not the build of {} ({})",
                 proc_version.trim(),
                 k.image.path.display(),
                 build.trim()
-            ));
+            )));
         }
     }
     if cmdline.trim() != spec.cmdline {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "the guest's /proc/cmdline is '{}', sysdelta passed '{}'",
             cmdline.trim(),
             spec.cmdline
-        ));
+        )));
     }
     if cpus != spec.cpus {
-        return Err(format!(
+        return Err(Error::failed(format!(
             "the guest has {cpus} online CPUs, the config asked for {}",
             spec.cpus
-        ));
+        )));
     }
     Ok(())
 }
@@ -121,16 +124,19 @@ mod tests {
         assert_eq!(check_row(&row()), Ok(()));
         let mut r = row();
         r.status = "x".into();
-        assert!(check_row(&r).unwrap_err().contains("status"));
+        assert!(check_row(&r).unwrap_err().to_string().contains("status"));
         let mut r = row();
         r.samples.push(("wall".into(), vec![2.0f64.to_bits()]));
-        assert!(check_row(&r).unwrap_err().contains("twice"));
+        assert!(check_row(&r).unwrap_err().to_string().contains("twice"));
         let mut r = row();
         r.samples[0].1.push(f64::NAN.to_bits());
-        assert!(check_row(&r).unwrap_err().contains("NaN"));
+        assert!(check_row(&r).unwrap_err().to_string().contains("NaN"));
         let mut r = row();
         r.series[0].3 = "[1, 2]".into();
-        assert!(check_row(&r).unwrap_err().contains("1 times and 2 values"));
+        assert!(check_row(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("1 times and 2 values"));
         let mut r = row();
         r.series[0].2 = "nope".into();
         assert!(check_row(&r).is_err());

@@ -12,6 +12,7 @@
 //! The VM itself (image, modules, initramfs, QEMU and virtiofsd) is
 //! `crate::vm`'s.
 
+use crate::error::Error;
 mod checks;
 pub mod guest;
 pub mod host;
@@ -73,7 +74,7 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
     }
     let busybox = PathBuf::from("/bin/busybox");
     if let Err(e) = std::fs::read(&busybox)
-        .map_err(|e| format!("{e} (Debian: apt-get install busybox-static)"))
+        .map_err(|e| Error::failed(format!("{e} (Debian: apt-get install busybox-static)")))
         .and_then(|b| vm::initramfs::check_static(&b))
     {
         problems.push(format!("kernel configs: {}: {e}", busybox.display()));
@@ -84,7 +85,7 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
     }
     // Commands with relative paths run from the same directory in the guest.
     if let Err(e) = std::env::current_dir()
-        .map_err(|e| format!("the working directory: {e}"))
+        .map_err(|e| Error::failed(format!("the working directory: {e}")))
         .and_then(|d| same_file_system_as_root(&d, "the working directory"))
     {
         problems.push(format!("kernel configs: {e}"));
@@ -137,14 +138,14 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
             Ok(a) => {
                 accel.get_or_insert(a);
             }
-            Err(e) => problems.push(at("accel", e)),
+            Err(e) => problems.push(at("accel", e.to_string())),
         }
         let image = match crate::plan::kernel::resolve_image(&def.image.to_string_lossy())
             .and_then(|p| vm::image::KernelImage::inspect(&p))
         {
             Ok(i) => i,
             Err(e) => {
-                problems.push(at("image", e));
+                problems.push(at("image", e.to_string()));
                 continue;
             }
         };
@@ -159,7 +160,7 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
                 modules_dir,
                 modules,
             }),
-            Err(e) => problems.push(at("modules", e)),
+            Err(e) => problems.push(at("modules", e.to_string())),
         }
     }
     if !problems.is_empty() {
@@ -178,15 +179,15 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
 
 /// The guest sees the host's root file system only (a bind mount of `/`
 /// that does not follow mounts below it), so sysdelta's binary must be on it.
-fn same_file_system_as_root(p: &std::path::Path, what: &str) -> Result<(), String> {
+fn same_file_system_as_root(p: &std::path::Path, what: &str) -> Result<(), Error> {
     use std::os::unix::fs::MetadataExt;
     let dev = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.dev());
     match (dev(p), dev(std::path::Path::new("/"))) {
         (Ok(a), Ok(b)) if a == b => Ok(()),
-        (Ok(_), Ok(_)) => Err(format!(
+        (Ok(_), Ok(_)) => Err(Error::failed(format!(
             "{what} {} is on another file system than /, which the guest does not see",
             p.display()
-        )),
-        _ => Err(format!("cannot read {what} {}", p.display())),
+        ))),
+        _ => Err(Error::failed(format!("cannot read {what} {}", p.display()))),
     }
 }

@@ -9,6 +9,7 @@
 //! leftovers are removed by `sysdelta restore`. Creating and removing
 //! the volumes is in `volume.rs`; the loop device calls in `crate::sys`.
 
+use crate::error::Error;
 mod volume;
 
 use std::fs::File;
@@ -72,7 +73,7 @@ impl FsopsWorkload {
     /// volume (0: no write phase), `file_size_kb` (1024), `dir` for the
     /// backing files (the experiment's scratch directory).
     /// Call [`FsopsWorkload::with_journal`] before `prepare`.
-    pub fn from_params(v: &toml::Value) -> Result<Self, String> {
+    pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
         let empty = toml::Table::new();
         let t = match v {
             toml::Value::Table(t) => t,
@@ -81,9 +82,9 @@ impl FsopsWorkload {
         check_keys("fsops", t, KEYS)?;
         let fstype = param_str("fsops", t, "fstype", "ext4")?;
         if fstype.is_empty() || !fstype.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "fsops.fstype `{fstype}` is not a filesystem type name"
-            ));
+            )));
         }
         let mkfs_options = match t.get("mkfs_options") {
             None if fstype.starts_with("ext") => vec![
@@ -91,23 +92,30 @@ impl FsopsWorkload {
                 "lazy_itable_init=0,lazy_journal_init=0".to_string(),
             ],
             None => Vec::new(),
-            Some(toml::Value::String(s)) => {
-                shlex::split(s).ok_or_else(|| format!("fsops.mkfs_options: cannot split `{s}`"))?
-            }
+            Some(toml::Value::String(s)) => shlex::split(s)
+                .ok_or_else(|| Error::bad(format!("fsops.mkfs_options: cannot split `{s}`")))?,
             Some(toml::Value::Array(a)) => a
                 .iter()
                 .map(|x| {
-                    x.as_str()
-                        .map(String::from)
-                        .ok_or_else(|| format!("fsops.mkfs_options must be strings, found {x}"))
+                    x.as_str().map(String::from).ok_or_else(|| {
+                        Error::bad(format!("fsops.mkfs_options must be strings, found {x}"))
+                    })
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Some(other) => return Err(format!("fsops.mkfs_options must be a list, not {other}")),
+            Some(other) => {
+                return Err(Error::bad(format!(
+                    "fsops.mkfs_options must be a list, not {other}"
+                )))
+            }
         };
         let dir = match t.get("dir") {
             None => None,
             Some(toml::Value::String(s)) if s.starts_with('/') => Some(PathBuf::from(s)),
-            Some(other) => return Err(format!("fsops.dir must be an absolute path, not {other}")),
+            Some(other) => {
+                return Err(Error::bad(format!(
+                    "fsops.dir must be an absolute path, not {other}"
+                )))
+            }
         };
         Ok(FsopsWorkload {
             volumes: param_usize("fsops", t, "volumes", 10, 1, 256)?,
@@ -421,6 +429,6 @@ mod tests {
         assert!(FsopsWorkload::from_params(&v).is_err());
         let v: toml::Value = toml::from_str("volumes = 0").unwrap();
         let e = FsopsWorkload::from_params(&v).err().unwrap();
-        assert!(e.contains("fsops.volumes"), "{e}");
+        assert!(e.to_string().contains("fsops.volumes"), "{e}");
     }
 }

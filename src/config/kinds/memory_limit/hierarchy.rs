@@ -6,6 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+
 /// Which cgroup interface a group uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Version {
@@ -33,7 +35,7 @@ pub struct Hierarchy {
 /// hand the memory controller to children, it is the nearest ancestor of
 /// the caller's cgroup that already does (memory in its
 /// `cgroup.subtree_control`), or the root.
-pub fn locate(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy, String> {
+pub fn locate(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy, Error> {
     let mut v1 = None;
     let mut v2 = None;
     // Root and mount point are taken as written (escaped), as they always
@@ -89,10 +91,10 @@ pub fn locate(mountinfo: &str, self_cgroup: &str) -> Result<Hierarchy, String> {
             mount,
         });
     }
-    Err(match v2 {
-        Some(_) => "no memory cgroup controller: cgroup v2 is mounted without `memory` and no v1 memory hierarchy is mounted".into(),
-        None => "no memory cgroup controller mounted (neither cgroup v2 nor a v1 memory hierarchy)".into(),
-    })
+    Err(Error::bad(match v2 {
+        Some(_) => "no memory cgroup controller: cgroup v2 is mounted without `memory` and no v1 memory hierarchy is mounted",
+        None => "no memory cgroup controller mounted (neither cgroup v2 nor a v1 memory hierarchy)",
+    }))
 }
 
 /// A cgroup path from /proc/self/cgroup, relative to the mount's root.
@@ -103,9 +105,9 @@ fn relative(own: &str, mount_root: &str) -> PathBuf {
 }
 
 /// The hierarchy of the running process.
-pub fn locate_here() -> Result<Hierarchy, String> {
+pub fn locate_here() -> Result<Hierarchy, Error> {
     let mi = fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+        .map_err(|e| Error::bad(format!("cannot read /proc/self/mountinfo: {e}")))?;
     let cg = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
     locate(&mi, &cg)
 }
@@ -174,7 +176,7 @@ mod tests {
         let mi = "41 31 0:38 / /nonexistent/unified rw - cgroup2 cgroup2 rw\n";
         let e = locate(mi, "0::/\n").unwrap_err();
         assert!(
-            e.contains("no memory cgroup controller") && !e.contains('\n'),
+            e.to_string().contains("no memory cgroup controller") && !e.to_string().contains('\n'),
             "{e}"
         );
     }

@@ -23,6 +23,7 @@ use anyhow::{anyhow, Context, Result};
 use super::{check, value};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kind::{ConfigKind, LaunchMods};
+use crate::error::Error;
 use crate::metric::{Direction, MetricSamples, MetricSpec};
 pub use group::Group;
 use hierarchy::memory_controller_enabled;
@@ -69,10 +70,12 @@ pub struct MemoryLimit {
 
 impl MemoryLimit {
     /// `memory_limit = "1G"` or `[config.memory_limit] limit = "1G", swap = "4G"`.
-    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<MemoryLimit, String> {
+    pub fn from_value(v: &toml::Value, journal: JournalHandle) -> Result<MemoryLimit, Error> {
         let size = |key: &str, s: &str| {
             parse_size(s).ok_or_else(|| {
-                format!("memory_limit.{key}: `{s}` is not a size (e.g. \"1G\", \"512M\")")
+                Error::bad(format!(
+                    "memory_limit.{key}: `{s}` is not a size (e.g. \"1G\", \"512M\")"
+                ))
             })
         };
         let (limit, swap) = match v {
@@ -80,7 +83,7 @@ impl MemoryLimit {
             toml::Value::Table(_) => {
                 let t = value::table("memory_limit", v, KEYS)?;
                 let limit = value::string("memory_limit", t, "limit")?
-                    .ok_or("memory_limit needs `limit`, e.g. limit = \"1G\"")?;
+                    .ok_or_else(|| Error::bad("memory_limit needs `limit`, e.g. limit = \"1G\""))?;
                 let swap = value::string("memory_limit", t, "swap")?;
                 (
                     size("limit", &limit)?,
@@ -88,16 +91,16 @@ impl MemoryLimit {
                 )
             }
             other => {
-                return Err(format!(
+                return Err(Error::bad(format!(
                     "memory_limit must be a size string such as \"1G\" or a table [config.memory_limit], not {}",
                     other.type_str()
-                ))
+                )))
             }
         };
         if limit < 1 << 20 {
-            return Err(format!(
+            return Err(Error::bad(format!(
                 "memory_limit.limit must be at least 1M, not {limit} bytes"
-            ));
+            )));
         }
         Ok(MemoryLimit {
             limit,
@@ -326,12 +329,16 @@ mod tests {
             let v: toml::Value = toml::from_str(src).unwrap();
             MemoryLimit::from_value(&v, j.clone()).err().unwrap()
         };
-        assert!(err("swap = \"1G\"").contains("needs `limit`"));
-        assert!(err("limit = \"lots\"").contains("`lots` is not a size"));
-        assert!(err("limit = \"1G\"\nswapp = \"1G\"").contains("unknown key `swapp`"));
+        assert!(err("swap = \"1G\"").to_string().contains("needs `limit`"));
+        assert!(err("limit = \"lots\"")
+            .to_string()
+            .contains("`lots` is not a size"));
+        assert!(err("limit = \"1G\"\nswapp = \"1G\"")
+            .to_string()
+            .contains("unknown key `swapp`"));
         let e = MemoryLimit::from_value(&toml::Value::Integer(1024), j)
             .err()
             .unwrap();
-        assert!(e.contains("size string"), "{e}");
+        assert!(e.to_string().contains("size string"), "{e}");
     }
 }

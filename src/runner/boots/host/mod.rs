@@ -289,7 +289,7 @@ impl Session<'_> {
                         group: true,
                     }],
                 )
-                .map_err(|e| format!("{e:#}"))?;
+                .map_err(|e| crate::error::Error::failed(format!("{e:#}")))?;
             spawned.extend(ids);
             Ok(())
         });

@@ -77,7 +77,8 @@ impl Session<'_> {
                 mem_total_kib,
             },
         );
-        check_identity(v, &uname, &proc_version, &cmdline, cpus, spec, k).map_err(Fault::new)?;
+        check_identity(v, &uname, &proc_version, &cmdline, cpus, spec, k)
+            .map_err(|e| Fault::new(e.to_string()))?;
         if exe != self.setup.exe_identity {
             return Err(Fault::new(format!(
                 "the guest's sysdelta ({exe}) is not the one this experiment started with ({}): \
