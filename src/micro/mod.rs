@@ -208,12 +208,16 @@ pub(crate) fn us(ns: Vec<f64>, detail: &str) -> BenchOut {
     }
 }
 
-/// ns per op of `bytes` -> MB/s (2^20).
+/// Bytes in the MB of every MB/s figure: 10^6, as LMbench 3
+/// (`#define MB (1000*1000.0)` in its lib_timing.c), not 2^20.
+pub const MB: f64 = 1e6;
+
+/// ns per op of `bytes` -> MB/s (MB = [`MB`] = 10^6 bytes).
 pub(crate) fn mbs(ns: Vec<f64>, bytes: usize, detail: &str) -> BenchOut {
     BenchOut::Samples {
         values: ns
             .into_iter()
-            .map(|x| bytes as f64 / (x.max(1e-9) * 1e-9) / (1u64 << 20) as f64)
+            .map(|x| bytes as f64 / (x.max(1e-9) * 1e-9) / MB)
             .collect(),
         detail: detail.to_string(),
     }
@@ -445,12 +449,15 @@ fn run_one(env: &Env, e: &Entry, pinning: Pinning) -> anyhow::Result<BenchOut> {
         MmapReread => fs::mmap_reread(env),
         BcopyLibc => mem::bandwidth(env, mem::BwKind::CopyLibc),
         BcopyHand => mem::bandwidth(env, mem::BwKind::CopyHand),
-        MemRead => mem::bandwidth(env, mem::BwKind::Read),
-        MemWrite => mem::bandwidth(env, mem::BwKind::Write),
+        MemRead => mem::bandwidth(env, mem::BwKind::LmRead),
+        MemWrite => mem::bandwidth(env, mem::BwKind::LmWrite),
+        MemReadHuge => mem::bandwidth(env, mem::BwKind::Read),
+        MemWriteHuge => mem::bandwidth(env, mem::BwKind::Write),
         Create { .. } | Delete { .. } => unreachable!("create/delete are run by run_suite"),
         MmapLat => vm::mmap_lat(env),
         ProtFault => signal::prot_fault(env),
-        PageFault => vm::page_fault(env),
+        PageFault => vm::page_fault_lmbench(env),
+        FaultEach => vm::page_fault(env),
         MemLat { level } => mem::latency(env, level),
         SemPingPong => sem::pingpong(env, pinning),
         SemRing(_) => unreachable!("semring is run by run_suite"),
