@@ -461,6 +461,13 @@ impl Selection {
         })
     }
 
+    /// Exactly one metric (no prefix matching), if it exists.
+    pub fn only(name: &str) -> Option<Selection> {
+        catalog().iter().any(|e| e.name == name).then(|| Selection {
+            names: vec![name.to_string()],
+        })
+    }
+
     pub fn names(&self) -> &[String] {
         &self.names
     }

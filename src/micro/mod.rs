@@ -9,6 +9,7 @@
 //! benchmark's module doc says what one operation is and what is
 //! subtracted; the harness is in [`harness`].
 
+pub mod against;
 pub mod catalog;
 pub mod child;
 pub mod cli;
@@ -37,7 +38,7 @@ use serde::{Deserialize, Serialize};
 use crate::metric::Direction;
 
 pub use catalog::{Entry, Kind, RingMetric, Selection, Table};
-pub use harness::Cancelled;
+pub use harness::{Cancelled, SamplePlan};
 pub use pin::Pinning;
 pub use sem::SemRingParams;
 
@@ -115,6 +116,22 @@ pub struct MicroOptions {
     pub semring: SemRingParams,
     /// Print one progress line per metric to stderr.
     pub progress: bool,
+    /// Precision mode: sample length and count chosen per metric from a
+    /// target CoV and a time budget; None: `samples` of `min_sample`.
+    pub precision: Option<PrecisionOptions>,
+}
+
+/// Precision mode as the user asks for it (`--target-cov`, `--budget`, and
+/// `--min-sample-ms` to fix the sample length).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrecisionOptions {
+    /// Target CoV of each metric's run value, as a fraction (0 < x <= 1).
+    pub target_cov: f64,
+    /// Time for the kept samples of the whole selection, shared equally
+    /// among its metrics (calibration and the pilot come on top).
+    pub budget: Duration,
+    /// Keep `min_sample` as the sample length and choose only the count.
+    pub fix_sample: bool,
 }
 
 impl MicroOptions {
@@ -134,6 +151,7 @@ impl MicroOptions {
                 laps: 1000,
             },
             progress: false,
+            precision: None,
         }
     }
 
@@ -181,6 +199,17 @@ impl MicroOptions {
         if let Some(c) = &self.cpus {
             if c.is_empty() {
                 return Err(BadInput("micro: empty CPU list".into()));
+            }
+        }
+        if let Some(p) = &self.precision {
+            if !(p.target_cov > 0.0 && p.target_cov <= 1.0) {
+                return Err(BadInput(format!(
+                    "micro: target CoV must be above 0 % and at most 100 %, got {} %",
+                    p.target_cov * 100.0
+                )));
+            }
+            if p.budget.is_zero() {
+                return Err(BadInput("micro: the time budget must be positive".into()));
             }
         }
         self.semring
@@ -271,6 +300,19 @@ impl Drop for Scratch {
 /// Check what the selection needs before anything runs.
 pub fn preflight(sel: &Selection, opts: &MicroOptions) -> Result<(), BadInput> {
     opts.validate()?;
+    if let Some(p) = &opts.precision {
+        let n = sel.names().len().max(1) as u32;
+        let least = opts.min_sample * opts.samples as u32;
+        if p.budget / n < least {
+            return Err(BadInput(format!(
+                "micro: a budget of {:.1} s is too small for {n} metric(s): each needs at least {} samples of {} ms; give at least {:.1} s",
+                p.budget.as_secs_f64(),
+                opts.samples,
+                opts.min_sample.as_millis(),
+                (least * n).as_secs_f64()
+            )));
+        }
+    }
     if sel.contains("proc.fork_sh") && !Path::new("/bin/sh").exists() {
         return Err(BadInput(
             "micro: proc.fork_sh needs /bin/sh, which does not exist here (deselect it with a filter)".into(),
@@ -297,6 +339,20 @@ pub fn run_suite(
     opts: &MicroOptions,
     cancel: &AtomicBool,
 ) -> anyhow::Result<Vec<MicroOutcome>> {
+    Ok(run_suite_with_plans(sel, opts, cancel)?
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect())
+}
+
+/// [`run_suite`], with each outcome's sample plan in precision mode (None
+/// outside it, and for metrics whose operation is a fixed workload:
+/// semring, file create/delete, the per-fault page fault).
+pub fn run_suite_with_plans(
+    sel: &Selection,
+    opts: &MicroOptions,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Vec<(MicroOutcome, Option<SamplePlan>)>> {
     preflight(sel, opts)?;
     let scratch = Scratch::new(&opts.tmpdir)?;
     let _cpus = match &opts.cpus {
@@ -311,6 +367,12 @@ pub fn run_suite(
             empty_loop_ns,
             cancel,
             deadline: opts.deadline,
+            precision: opts.precision.map(|p| harness::Precision {
+                target_cov: p.target_cov,
+                budget_per_metric: p.budget / sel.names().len().max(1) as u32,
+                fixed_sample: p.fix_sample.then_some(opts.min_sample),
+            }),
+            plans: Default::default(),
         },
         tmp: &scratch.0,
         quick: opts.quick,
@@ -409,7 +471,11 @@ pub fn run_suite(
                 MicroOutcome::Skipped { reason, .. } => eprintln!("micro:   skipped: {reason}"),
             }
         }
-        out.push(outcome);
+        // The last measurement of a metric is its own; earlier ones (the
+        // send cost under a signal catch, the remap under a page fault)
+        // are its subtracted parts.
+        let plan = env.h.plans.borrow_mut().drain(..).next_back();
+        out.push((outcome, plan));
     }
     Ok(out)
 }
