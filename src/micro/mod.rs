@@ -530,3 +530,17 @@ fn run_one(env: &Env, e: &Entry, pinning: Pinning) -> anyhow::Result<BenchOut> {
         Enosys => syscall::enosys(env),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mb_per_second_counts_ten_to_the_sixth_bytes() {
+        // 1,000,000 bytes in 1 ms is 1000 MB/s in LMbench's MB (953.7 in MiB).
+        match mbs(vec![1e6], 1_000_000, "") {
+            BenchOut::Samples { values, .. } => assert!((values[0] - 1000.0).abs() < 1e-9),
+            BenchOut::Skip(_) => unreachable!(),
+        }
+    }
+}
