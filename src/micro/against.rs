@@ -10,9 +10,10 @@
 //! length is set with its `ENOUGH` environment variable to sysdelta's
 //! minimum sample length, so both tools time samples of the same length.
 //! Files LMbench needs (lat_mmap, lat_pagefault, lat_sig prot) are the
-//! same 8 MiB file sysdelta maps, written the same way: how the page cache
-//! holds a file (one large write gives large folios) changes the fault and
-//! mapping figures of both tools several-fold.
+//! same 8 MiB file sysdelta maps, written the same way and afresh for
+//! every command: how the page cache holds a file (one large write gives
+//! large folios; a file written back after lat_mmap's stores does not)
+//! changes the fault and mapping figures of both tools several-fold.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -225,6 +226,14 @@ impl Lm<'_> {
     }
 
     fn measure(&self, p: &Pair) -> anyhow::Result<f64> {
+        if p.cmds.iter().any(|c| c.contains(&"{file}")) {
+            // A fresh file for every command that maps it, as sysdelta's
+            // every run has: lat_mmap writes to its mapping, and a file
+            // written back after that is held in smaller folios, which
+            // made lat_pagefault read 10x more per page afterwards.
+            let _ = std::fs::remove_file(&self.file);
+            super::fs::write_test_file(&self.file)?;
+        }
         if let Some(s) = p.server {
             // The server forks itself into the background and the parent exits.
             self.command(&[s, "-s"]).status()?;
@@ -297,6 +306,11 @@ pub fn run(
     };
     let mut one = opts.clone();
     one.progress = false;
+    // Each sysdelta run selects one metric: give it that metric's share of
+    // the budget, as a run of the whole selection would.
+    if let Some(p) = &mut one.precision {
+        p.budget /= pairs.len() as u32;
+    }
     let t0 = Instant::now();
     let mut rows: Vec<Row> = pairs
         .iter()
