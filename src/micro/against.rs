@@ -22,7 +22,6 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use super::catalog::{catalog, Selection};
-use super::cli::MicroArgs;
 use super::harness::{cov, median};
 use super::{run_suite, BadInput, MicroOptions, MicroOutcome};
 
@@ -260,21 +259,19 @@ struct Row {
     failed: Option<String>,
 }
 
-/// The comparison; prints the ratio table to `out`.
+/// The comparison, `repeat` rounds (1: the default of [`MIN_ROUNDS`]);
+/// prints the ratio table to `out`, progress to stderr unless `quiet`.
 pub fn run(
     dir: &Path,
-    args: &MicroArgs,
+    repeat: usize,
+    quiet: bool,
     sel: &Selection,
     opts: &MicroOptions,
     cancel: &AtomicBool,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     check_dir(dir)?;
-    let rounds = if args.repeat == 1 {
-        MIN_ROUNDS
-    } else {
-        args.repeat
-    };
+    let rounds = if repeat == 1 { MIN_ROUNDS } else { repeat };
     if rounds < MIN_ROUNDS {
         return Err(BadInput(format!(
             "micro: --against-lmbench needs at least {MIN_ROUNDS} rounds (--repeat), got {rounds}"
@@ -342,7 +339,7 @@ pub fn run(
                     break;
                 }
             }
-            if !args.quiet {
+            if !quiet {
                 eprintln!(
                     "micro: round {}/{rounds} {}: sysdelta {} LMbench {}",
                     round + 1,

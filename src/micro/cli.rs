@@ -207,7 +207,7 @@ pub fn run_with_cancel(
     }
     let (sel, opts) = options(args)?;
     if let Some(dir) = &args.against_lmbench {
-        return super::against::run(dir, args, &sel, &opts, cancel, out);
+        return super::against::run(dir, args.repeat, args.quiet, &sel, &opts, cancel, out);
     }
     let t0 = Instant::now();
     let mut runs: Vec<(String, Vec<MicroOutcome>)> = Vec::new();
