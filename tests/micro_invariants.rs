@@ -246,3 +246,45 @@ fn workload_reports_samples_and_keeps_skip_reasons() {
     // The affinity of the calling thread is restored.
     assert_eq!(sysdelta::micro::pin::allowed_cpus().unwrap(), before);
 }
+
+/// The metrics printed under LMbench names measure LMbench 3's quantity:
+/// the details say what was done and what was subtracted.
+#[test]
+fn lmbench_named_metrics_use_lmbench_definitions() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = run(
+        &[
+            "proc.stat",
+            "proc.sig_install",
+            "proc.sig_handle",
+            "vm.mmap",
+            "vm.page_fault",
+            "bw.mem_read",
+        ],
+        |_| {},
+    );
+    let detail = |n: &str| measured(&out, n).detail.clone();
+    if std::path::Path::new("/usr/include/linux/types.h").is_file() {
+        // lat_syscall's default file: the path depth is part of the cost.
+        assert!(
+            detail("proc.stat").contains("stat(/usr/include/linux/types.h), 4 components"),
+            "{}",
+            detail("proc.stat")
+        );
+    }
+    assert!(detail("proc.sig_install").contains("&old"));
+    let h = detail("proc.sig_handle");
+    assert!(h.contains("minus the send with signal 0"), "{h}");
+    assert!(detail("vm.mmap").contains("read-write"));
+    // Page fault: LMbench's per-page figure and sysdelta's per-fault one,
+    // side by side; a fault covers at least one page.
+    let pp = measured(&out, "vm.page_fault");
+    let pf = measured(&out, "vm.page_fault.per_fault");
+    assert!(pp.detail.starts_with("per page"), "{}", pp.detail);
+    assert!(pf.median > 0.0 && pp.median > 0.0);
+    for n in ["bw.mem_read", "bw.mem_read.huge"] {
+        assert_eq!(measured(&out, n).unit, "MB/s");
+    }
+    assert!(detail("bw.mem_read").contains("every 4th int"));
+    assert!(detail("bw.mem_read.huge").contains("MADV_HUGEPAGE"));
+}

@@ -123,11 +123,20 @@ fn rounds(env: &Env, dir: &std::path::Path, data: &[u8]) -> anyhow::Result<Sampl
 pub fn test_file(env: &Env) -> anyhow::Result<PathBuf> {
     let p = env.tmp.join("reread-8m");
     if !p.exists() {
-        let data: Vec<u8> = (0..FILE_SIZE).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&p, &data)?;
-        black_box(std::fs::read(&p)?);
+        write_test_file(&p)?;
     }
     Ok(p)
+}
+
+/// Write the 8 MiB test file in one call and read it back (cached). The
+/// way it is written matters: one large write lets the page cache hold it
+/// in large folios, and the fault and mapping figures depend on that
+/// (`--against-lmbench` gives LMbench a file written by this function).
+pub fn write_test_file(p: &std::path::Path) -> anyhow::Result<()> {
+    let data: Vec<u8> = (0..FILE_SIZE).map(|i| (i % 251) as u8).collect();
+    std::fs::write(p, &data)?;
+    black_box(std::fs::read(p)?);
+    Ok(())
 }
 
 /// Sum a byte region as u64 words (the data touch of the re-read tests).

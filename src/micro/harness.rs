@@ -10,10 +10,20 @@
 //! an empty counted loop (see [`empty_loop_ns`]) and `extra` is a
 //! benchmark-specific overhead (for example the pipe and data-touch cost in
 //! the context-switch ring).
+//!
+//! Precision mode ([`Precision`]): instead of a fixed count of samples of
+//! the minimum length, the harness takes a short pilot (5 samples of the
+//! minimum length) after warm-up, and from its spread picks the sample
+//! length and count expected to bring the run value's CoV to the target
+//! within the metric's share of the time budget (see [`plan_samples`]).
+//! The plan, the expected and the measured spread are logged per
+//! measurement ([`SamplePlan`]) and printed by `sysdelta micro`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 /// Returned (inside an anyhow error) when the cancel flag or the deadline
 /// stopped a measurement.
@@ -50,6 +60,80 @@ pub trait Bench {
     }
 }
 
+/// Precision mode: buy a target spread with time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Precision {
+    /// Target coefficient of variation of a run's value (the median of its
+    /// samples), as a fraction (0.02 = 2 %).
+    pub target_cov: f64,
+    /// Time one metric's kept samples may take.
+    pub budget_per_metric: Duration,
+    /// Sample length fixed by the user (only the count is chosen), or None
+    /// (both are chosen).
+    pub fixed_sample: Option<Duration>,
+}
+
+/// Samples a pilot takes in precision mode.
+pub const PILOT_SAMPLES: usize = 5;
+
+/// The efficiency factor of the median: for normal noise the median of n
+/// samples has sqrt(pi/2) times the standard error of their mean.
+pub const MEDIAN_FACTOR: f64 = 1.2533;
+
+/// What precision mode chose for one measurement, and what it got.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SamplePlan {
+    /// Length of one kept sample.
+    pub sample_ms: f64,
+    /// Kept samples.
+    pub samples: usize,
+    /// CoV of one pilot sample (fraction) at the pilot length.
+    pub pilot_cov: f64,
+    pub pilot_ms: f64,
+    /// Expected CoV of the run value (fraction) under the model.
+    pub expected_cov: f64,
+    /// CoV of the run value estimated from the kept samples themselves
+    /// (MEDIAN_FACTOR x their CoV / sqrt(n)).
+    pub measured_cov: f64,
+    /// The budget, not the target, set the plan: expect more spread than
+    /// asked for.
+    pub budget_limited: bool,
+}
+
+/// Choose sample length (seconds) and count for a target CoV of the median.
+///
+/// Model: the noise of a sample averages out with its length like
+/// independent noise, so one sample of length t has CoV
+/// `c0 * sqrt(t0 / t)` when the pilot's samples of length `t0` had `c0`,
+/// and the median of n such samples has `MEDIAN_FACTOR * c(t) / sqrt(n)`.
+/// The target then needs `n * t >= t0 * (MEDIAN_FACTOR * c0 / target)^2`.
+/// Longer samples are preferred to more of them (n stays at `min_n`),
+/// because slow drifts of a shared machine are what short samples do not
+/// average out; with a fixed length only n is chosen. Both stay within
+/// `budget` (n * t <= budget, but never under `min_n` samples of `t0`).
+/// Real machines have slow noise the model ignores, so the measured spread
+/// is printed beside the expected one.
+/// Returns (sample length s, samples, expected CoV, budget-limited).
+pub fn plan_samples(c0: f64, t0: f64, min_n: usize, p: &Precision) -> (f64, usize, f64, bool) {
+    let budget = p.budget_per_metric.as_secs_f64();
+    let need = t0 * (MEDIAN_FACTOR * c0 / p.target_cov).powi(2);
+    let (t, n, limited) = match p.fixed_sample {
+        Some(fixed) => {
+            let t = fixed.as_secs_f64().max(t0);
+            let want = (need / t).ceil().max(min_n as f64);
+            let cap = (budget / t).floor().max(min_n as f64);
+            (t, want.min(cap) as usize, want > cap)
+        }
+        None => {
+            let want = (need / min_n as f64).max(t0);
+            let cap = (budget / min_n as f64).max(t0);
+            (want.min(cap), min_n, want > cap)
+        }
+    };
+    let expected = MEDIAN_FACTOR * c0 * (t0 / t).sqrt() / (n as f64).sqrt();
+    (t, n, expected, limited)
+}
+
 /// Settings and shared state of the harness for one suite run.
 pub struct Harness<'a> {
     pub samples: usize,
@@ -58,6 +142,10 @@ pub struct Harness<'a> {
     pub empty_loop_ns: f64,
     pub cancel: &'a AtomicBool,
     pub deadline: Option<Instant>,
+    /// Precision mode, or None (fixed `samples` of `min_sample`).
+    pub precision: Option<Precision>,
+    /// One entry per measurement made in precision mode, in order.
+    pub plans: std::cell::RefCell<Vec<SamplePlan>>,
 }
 
 impl Harness<'_> {
@@ -98,12 +186,46 @@ impl Harness<'_> {
             }
             iters = self.grow(iters, el);
         }
-        let mut out = Vec::with_capacity(self.samples);
-        for _ in 0..self.samples {
+        let mut samples = self.samples;
+        let mut plan = None;
+        if let Some(p) = self.precision {
+            // Pilot at the calibrated length; its spread sets the plan.
+            let mut pilot = Vec::with_capacity(PILOT_SAMPLES);
+            let mut el_sum = 0.0;
+            for _ in 0..PILOT_SAMPLES {
+                let (el, ops) = self.one(b, iters)?;
+                el_sum += el.as_secs_f64();
+                pilot.push(el.as_nanos() as f64 / ops as f64);
+            }
+            let t0 = el_sum / PILOT_SAMPLES as f64;
+            let c0 = cov(&pilot);
+            let (t, n, expected, limited) = plan_samples(c0, t0, self.samples, &p);
+            if t > t0 * 1.05 {
+                iters = ((iters as f64) * t / t0).ceil() as u64;
+                // Warm-up at the new length, discarded.
+                self.one(b, iters)?;
+            }
+            samples = n;
+            plan = Some(SamplePlan {
+                sample_ms: t * 1e3,
+                samples: n,
+                pilot_cov: c0,
+                pilot_ms: t0 * 1e3,
+                expected_cov: expected,
+                measured_cov: f64::NAN,
+                budget_limited: limited,
+            });
+        }
+        let mut out = Vec::with_capacity(samples);
+        for _ in 0..samples {
             let (el, ops) = self.one(b, iters)?;
             let per_op = el.as_nanos() as f64 / ops as f64;
             let loop_cost = self.empty_loop_ns * iters as f64 / ops as f64;
             out.push(per_op - loop_cost - extra_ns);
+        }
+        if let Some(mut p) = plan {
+            p.measured_cov = MEDIAN_FACTOR * cov(&out) / (out.len() as f64).sqrt();
+            self.plans.borrow_mut().push(p);
         }
         Ok(out)
     }
@@ -170,6 +292,8 @@ pub fn empty_loop_ns(cancel: &AtomicBool) -> anyhow::Result<f64> {
         empty_loop_ns: 0.0,
         cancel,
         deadline: None,
+        precision: None,
+        plans: Default::default(),
     };
     let v = h.measure(&mut Empty, 0.0)?;
     Ok(median(&v).max(0.0))
@@ -229,6 +353,8 @@ mod tests {
             empty_loop_ns: 0.0,
             cancel: &cancel,
             deadline: None,
+            precision: None,
+            plans: Default::default(),
         };
         let iters = h.calibrate(&mut Spin).unwrap();
         assert!(iters > 1);
@@ -251,8 +377,58 @@ mod tests {
             empty_loop_ns: 0.0,
             cancel: &cancel,
             deadline: None,
+            precision: None,
+            plans: Default::default(),
         };
         let e = h.measure(&mut Never, 0.0).unwrap_err();
         assert!(e.downcast_ref::<Cancelled>().is_some());
+    }
+
+    fn prec(target: f64, budget_s: f64, fixed: Option<f64>) -> Precision {
+        Precision {
+            target_cov: target,
+            budget_per_metric: Duration::from_secs_f64(budget_s),
+            fixed_sample: fixed.map(Duration::from_secs_f64),
+        }
+    }
+
+    #[test]
+    fn plan_lengthens_samples_to_reach_the_target() {
+        // Pilot: 12 % per 20 ms sample; 2 % target; 21 samples.
+        let (t, n, exp, limited) = plan_samples(0.12, 0.02, 21, &prec(0.02, 1e6, None));
+        assert_eq!(n, 21);
+        assert!(!limited);
+        // n * t = t0 * (1.2533 * 0.12 / 0.02)^2 = 1.131 s.
+        assert!((t * 21.0 - 0.02 * (MEDIAN_FACTOR * 6.0f64).powi(2)).abs() < 1e-9);
+        assert!((exp - 0.02).abs() < 1e-9, "{exp}");
+    }
+
+    #[test]
+    fn plan_never_goes_below_the_pilot_length_or_count() {
+        let (t, n, exp, limited) = plan_samples(0.001, 0.02, 11, &prec(0.05, 100.0, None));
+        assert_eq!((t, n, limited), (0.02, 11, false));
+        assert!(exp < 0.05);
+    }
+
+    #[test]
+    fn plan_stays_within_budget_and_says_so() {
+        // Needs far more than 11 s; 11 s of budget: 11 samples of 1 s.
+        let (t, n, exp, limited) = plan_samples(0.5, 0.02, 11, &prec(0.001, 11.0, None));
+        assert!(limited);
+        assert_eq!(n, 11);
+        assert!((t - 1.0).abs() < 1e-9);
+        assert!(exp > 0.001);
+    }
+
+    #[test]
+    fn fixed_sample_length_chooses_only_the_count() {
+        // 1 s samples; needs n * t = 0.02 * (1.2533 * 0.1 / 0.01)^2 = 3.14 s.
+        let (t, n, _, limited) = plan_samples(0.1, 0.02, 11, &prec(0.01, 1e6, Some(1.0)));
+        assert_eq!((t, n, limited), (1.0, 11, false));
+        let (t, n, _, limited) = plan_samples(0.3, 0.02, 11, &prec(0.01, 1e6, Some(1.0)));
+        // 0.02 * (1.2533 * 30)^2 = 28.3 s -> 29 samples.
+        assert_eq!((t, n, limited), (1.0, 29, false));
+        let (_, n, _, limited) = plan_samples(0.3, 0.02, 11, &prec(0.01, 15.0, Some(1.0)));
+        assert_eq!((n, limited), (15, true));
     }
 }

@@ -9,6 +9,7 @@
 //! benchmark's module doc says what one operation is and what is
 //! subtracted; the harness is in [`harness`].
 
+pub mod against;
 pub mod catalog;
 pub mod child;
 pub mod cli;
@@ -38,7 +39,7 @@ use crate::error::Error;
 use crate::metric::Direction;
 
 pub use catalog::{Entry, Kind, RingMetric, Selection, Table};
-pub use harness::Cancelled;
+pub use harness::{Cancelled, SamplePlan};
 pub use pin::Pinning;
 pub use sem::SemRingParams;
 
@@ -109,6 +110,22 @@ pub struct MicroOptions {
     pub semring: SemRingParams,
     /// Print one progress line per metric to stderr.
     pub progress: bool,
+    /// Precision mode: sample length and count chosen per metric from a
+    /// target CoV and a time budget; None: `samples` of `min_sample`.
+    pub precision: Option<PrecisionOptions>,
+}
+
+/// Precision mode as the user asks for it (`--target-cov`, `--budget`, and
+/// `--min-sample-ms` to fix the sample length).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrecisionOptions {
+    /// Target CoV of each metric's run value, as a fraction (0 < x <= 1).
+    pub target_cov: f64,
+    /// Time for the kept samples of the whole selection, shared equally
+    /// among its metrics (calibration and the pilot come on top).
+    pub budget: Duration,
+    /// Keep `min_sample` as the sample length and choose only the count.
+    pub fix_sample: bool,
 }
 
 impl MicroOptions {
@@ -128,6 +145,7 @@ impl MicroOptions {
                 laps: 1000,
             },
             progress: false,
+            precision: None,
         }
     }
 
@@ -177,6 +195,17 @@ impl MicroOptions {
                 return Err(Error::bad("micro: empty CPU list"));
             }
         }
+        if let Some(p) = &self.precision {
+            if !(p.target_cov > 0.0 && p.target_cov <= 1.0) {
+                return Err(Error::bad(format!(
+                    "micro: target CoV must be above 0 % and at most 100 %, got {} %",
+                    p.target_cov * 100.0
+                )));
+            }
+            if p.budget.is_zero() {
+                return Err(Error::bad("micro: the time budget must be positive"));
+            }
+        }
         self.semring
             .validate()
             .map_err(|e| Error::bad(format!("micro: {e}")))
@@ -202,12 +231,16 @@ pub(crate) fn us(ns: Vec<f64>, detail: &str) -> BenchOut {
     }
 }
 
-/// ns per op of `bytes` -> MB/s (2^20).
+/// Bytes in the MB of every MB/s figure: 10^6, as LMbench 3
+/// (`#define MB (1000*1000.0)` in its lib_timing.c), not 2^20.
+pub const MB: f64 = 1e6;
+
+/// ns per op of `bytes` -> MB/s (MB = [`MB`] = 10^6 bytes).
 pub(crate) fn mbs(ns: Vec<f64>, bytes: usize, detail: &str) -> BenchOut {
     BenchOut::Samples {
         values: ns
             .into_iter()
-            .map(|x| bytes as f64 / (x.max(1e-9) * 1e-9) / (1u64 << 20) as f64)
+            .map(|x| bytes as f64 / (x.max(1e-9) * 1e-9) / MB)
             .collect(),
         detail: detail.to_string(),
     }
@@ -261,6 +294,19 @@ impl Drop for Scratch {
 /// Check what the selection needs before anything runs.
 pub fn preflight(sel: &Selection, opts: &MicroOptions) -> Result<(), Error> {
     opts.validate()?;
+    if let Some(p) = &opts.precision {
+        let n = sel.names().len().max(1) as u32;
+        let least = opts.min_sample * opts.samples as u32;
+        if p.budget / n < least {
+            return Err(Error::bad(format!(
+                "micro: a budget of {:.1} s is too small for {n} metric(s): each needs at least {} samples of {} ms; give at least {:.1} s",
+                p.budget.as_secs_f64(),
+                opts.samples,
+                opts.min_sample.as_millis(),
+                (least * n).as_secs_f64()
+            )));
+        }
+    }
     if sel.contains("proc.fork_sh") && !Path::new("/bin/sh").exists() {
         return Err(Error::bad(
             "micro: proc.fork_sh needs /bin/sh, which does not exist here (deselect it with a filter)",
@@ -287,6 +333,20 @@ pub fn run_suite(
     opts: &MicroOptions,
     cancel: &AtomicBool,
 ) -> anyhow::Result<Vec<MicroOutcome>> {
+    Ok(run_suite_with_plans(sel, opts, cancel)?
+        .into_iter()
+        .map(|(o, _)| o)
+        .collect())
+}
+
+/// [`run_suite`], with each outcome's sample plan in precision mode (None
+/// outside it, and for metrics whose operation is a fixed workload:
+/// semring, file create/delete, the per-fault page fault).
+pub fn run_suite_with_plans(
+    sel: &Selection,
+    opts: &MicroOptions,
+    cancel: &AtomicBool,
+) -> anyhow::Result<Vec<(MicroOutcome, Option<SamplePlan>)>> {
     preflight(sel, opts)?;
     let scratch = Scratch::new(&opts.tmpdir)?;
     let _cpus = match &opts.cpus {
@@ -301,6 +361,12 @@ pub fn run_suite(
             empty_loop_ns,
             cancel,
             deadline: opts.deadline,
+            precision: opts.precision.map(|p| harness::Precision {
+                target_cov: p.target_cov,
+                budget_per_metric: p.budget / sel.names().len().max(1) as u32,
+                fixed_sample: p.fix_sample.then_some(opts.min_sample),
+            }),
+            plans: Default::default(),
         },
         tmp: &scratch.0,
         quick: opts.quick,
@@ -399,7 +465,11 @@ pub fn run_suite(
                 MicroOutcome::Skipped { reason, .. } => eprintln!("micro:   skipped: {reason}"),
             }
         }
-        out.push(outcome);
+        // The last measurement of a metric is its own; earlier ones (the
+        // send cost under a signal catch, the remap under a page fault)
+        // are its subtracted parts.
+        let plan = env.h.plans.borrow_mut().drain(..).next_back();
+        out.push((outcome, plan));
     }
     Ok(out)
 }
@@ -439,15 +509,32 @@ fn run_one(env: &Env, e: &Entry, pinning: Pinning) -> anyhow::Result<BenchOut> {
         MmapReread => fs::mmap_reread(env),
         BcopyLibc => mem::bandwidth(env, mem::BwKind::CopyLibc),
         BcopyHand => mem::bandwidth(env, mem::BwKind::CopyHand),
-        MemRead => mem::bandwidth(env, mem::BwKind::Read),
-        MemWrite => mem::bandwidth(env, mem::BwKind::Write),
+        MemRead => mem::bandwidth(env, mem::BwKind::LmRead),
+        MemWrite => mem::bandwidth(env, mem::BwKind::LmWrite),
+        MemReadHuge => mem::bandwidth(env, mem::BwKind::Read),
+        MemWriteHuge => mem::bandwidth(env, mem::BwKind::Write),
         Create { .. } | Delete { .. } => unreachable!("create/delete are run by run_suite"),
         MmapLat => vm::mmap_lat(env),
         ProtFault => signal::prot_fault(env),
-        PageFault => vm::page_fault(env),
+        PageFault => vm::page_fault_lmbench(env),
+        FaultEach => vm::page_fault(env),
         MemLat { level } => mem::latency(env, level),
         SemPingPong => sem::pingpong(env, pinning),
         SemRing(_) => unreachable!("semring is run by run_suite"),
         Enosys => syscall::enosys(env),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mb_per_second_counts_ten_to_the_sixth_bytes() {
+        // 1,000,000 bytes in 1 ms is 1000 MB/s in LMbench's MB (953.7 in MiB).
+        match mbs(vec![1e6], 1_000_000, "") {
+            BenchOut::Samples { values, .. } => assert!((values[0] - 1000.0).abs() < 1e-9),
+            BenchOut::Skip(_) => unreachable!(),
+        }
     }
 }

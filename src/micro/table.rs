@@ -42,11 +42,11 @@ pub fn tables() -> Vec<(Table, String)> {
         ),
         (
             Table::Bw,
-            "*Local* Communication bandwidths in MB/s - bigger is better".into(),
+            "*Local* Communication bandwidths in MB/s (MB = 10^6 bytes) - bigger is better".into(),
         ),
         (
             Table::BwPinned,
-            "*Local* Communication bandwidths by CPU placement in MB/s - bigger is better".into(),
+            "*Local* Communication bandwidths by CPU placement in MB/s (MB = 10^6 bytes) - bigger is better".into(),
         ),
         (
             Table::MemLat,
@@ -59,7 +59,7 @@ pub fn tables() -> Vec<(Table, String)> {
         ),
         (
             Table::Floor,
-            "Physical floor and ceiling: ENOSYS syscall vs null call (us), memory bandwidth (MB/s)"
+            "Physical floor and ceiling: ENOSYS syscall vs null call (us), peak memory bandwidth (MB/s, MB = 10^6 bytes)"
                 .into(),
         ),
     ]);
@@ -70,7 +70,7 @@ pub fn tables() -> Vec<(Table, String)> {
 fn columns(t: Table, cat: &[Entry]) -> Vec<Entry> {
     let mut cols: Vec<Entry> = cat.iter().filter(|e| e.table == t).cloned().collect();
     if t == Table::Floor {
-        for n in ["proc.null_call", "bw.mem_read", "bw.mem_write"] {
+        for n in ["proc.null_call", "bw.mem_read.huge", "bw.mem_write.huge"] {
             if let Some(e) = cat.iter().find(|e| e.name == n) {
                 cols.push(e.clone());
             }
@@ -184,6 +184,32 @@ pub fn print_lmbench_tables(
         for l in &lines {
             print(out, l)?;
         }
+    }
+    print_notes(&cat, &maps, out)
+}
+
+/// Under the tables: every shown metric whose definition is not LMbench
+/// 3's, with that definition, so no figure passes for LMbench's when it is
+/// a different quantity.
+fn print_notes(cat: &[Entry], maps: &[HashMap<&str, f64>], out: &mut dyn Write) -> io::Result<()> {
+    let shown: Vec<&Entry> = cat
+        .iter()
+        .filter(|e| e.note.is_some() && maps.iter().any(|m| m.contains_key(e.name.as_str())))
+        .collect();
+    if shown.is_empty() {
+        return Ok(());
+    }
+    let title = "Not LMbench 3's quantity (definitions: docs/micro.md)";
+    writeln!(out, "\n{title}")?;
+    writeln!(out, "{}", "-".repeat(title.len()))?;
+    for e in shown {
+        writeln!(
+            out,
+            "{:<24} {}: {}",
+            e.name,
+            e.column(),
+            e.note.unwrap_or_default()
+        )?;
     }
     Ok(())
 }

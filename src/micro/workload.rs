@@ -3,7 +3,9 @@
 //!
 //! Params table: `{ filter = ["proc", "lat.pipe"], quick = true }`, and
 //! optionally `samples = 21`, `pin = "same-cpu"`,
-//! `semring = { groups = 4, sems = 8, laps = 1000 }`.
+//! `semring = { groups = 4, sems = 8, laps = 1000 }`, and the precision
+//! settings of `sysdelta micro`: `min_sample_ms = 1000`, `target_cov = 2.0`
+//! (percent) with `budget = "10m"` (or seconds), both or neither.
 //!
 //! Metrics that cannot run here are left out of the run's samples (they
 //! would otherwise be read as zero-cost); their reasons are kept and
@@ -32,10 +34,21 @@ impl MicroWorkload {
             _ => &empty,
         };
         let bad = |m: String| Error::bad(format!("micro workload params: {m}"));
+        const KEYS: [&str; 8] = [
+            "filter",
+            "quick",
+            "samples",
+            "pin",
+            "semring",
+            "min_sample_ms",
+            "target_cov",
+            "budget",
+        ];
         for k in t.keys() {
-            if !["filter", "quick", "samples", "pin", "semring"].contains(&k.as_str()) {
+            if !KEYS.contains(&k.as_str()) {
                 return Err(bad(format!(
-                    "unknown key {k:?} (expected filter, quick, samples, pin, semring)"
+                    "unknown key {k:?} (expected {})",
+                    KEYS.join(", ")
                 )));
             }
         }
@@ -73,6 +86,35 @@ impl MicroWorkload {
         if let Some(v) = t.get("samples") {
             opts.samples = int(v, "samples")?;
         }
+        if let Some(v) = t.get("min_sample_ms") {
+            opts.min_sample = std::time::Duration::from_millis(int(v, "min_sample_ms")? as u64);
+        }
+        let target_cov = match t.get("target_cov") {
+            None => None,
+            Some(v) => Some(
+                v.as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .ok_or_else(|| bad(format!("target_cov must be a percentage, got {v}")))?,
+            ),
+        };
+        let budget = match t.get("budget") {
+            None => None,
+            Some(toml::Value::String(s)) => Some(s.clone()),
+            Some(v @ (toml::Value::Integer(_) | toml::Value::Float(_))) => Some(v.to_string()),
+            Some(v) => {
+                return Err(bad(format!(
+                    "budget must be a duration such as 600 or \"10m\", got {v}"
+                )))
+            }
+        };
+        opts.precision = super::cli::precision(
+            target_cov,
+            budget.as_deref(),
+            t.contains_key("min_sample_ms"),
+            "target_cov",
+            "budget",
+        )
+        .map_err(|e| bad(e.to_string().trim_start_matches("micro: ").to_string()))?;
         if let Some(v) = t.get("pin") {
             opts.pin = v
                 .as_str()
@@ -108,6 +150,11 @@ impl MicroWorkload {
 
     pub fn selection(&self) -> &Selection {
         &self.sel
+    }
+
+    /// The options the params set (precision mode included).
+    pub fn options(&self) -> &MicroOptions {
+        &self.opts
     }
 }
 
