@@ -97,15 +97,14 @@ pub fn pipe_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
     };
     let (a_rd, a_wr) = pipe()?;
     let (b_rd, b_wr) = pipe()?;
-    let _c = Child::spawn(pl.child, echo_child(a_rd.0, b_wr.0))?;
-    let mut b = PingPong {
-        to_peer: a_wr.0,
-        from_peer: b_rd.0,
-    };
-    Ok(us(
-        env.h.measure(&mut b, 0.0)?,
+    let child = (a_rd.0, b_wr.0);
+    round_trip(
+        env,
+        pl,
+        child,
+        (a_wr.0, b_rd.0),
         "1-byte round trip over two pipes",
-    ))
+    )
 }
 
 pub fn unix_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
@@ -114,15 +113,26 @@ pub fn unix_lat(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
         Err(r) => return Ok(BenchOut::Skip(r.0)),
     };
     let (s0, s1) = socketpair()?;
-    let _c = Child::spawn(pl.child, echo_child(s1.0, s1.0))?;
+    let what = "1-byte round trip over an AF_UNIX stream socketpair";
+    round_trip(env, pl, (s1.0, s1.0), (s0.0, s0.0), what)
+}
+
+/// One byte to an echoing child and back: the child reads `child.0` and
+/// writes `child.1`; this process writes `ours.0` and reads `ours.1`. The
+/// caller keeps the descriptors open until this returns.
+fn round_trip(
+    env: &Env,
+    pl: crate::micro::pin::Placement,
+    child: (i32, i32),
+    ours: (i32, i32),
+    what: &str,
+) -> anyhow::Result<BenchOut> {
+    let _c = Child::spawn(pl.child, echo_child(child.0, child.1))?;
     let mut b = PingPong {
-        to_peer: s0.0,
-        from_peer: s0.0,
+        to_peer: ours.0,
+        from_peer: ours.1,
     };
-    Ok(us(
-        env.h.measure(&mut b, 0.0)?,
-        "1-byte round trip over an AF_UNIX stream socketpair",
-    ))
+    Ok(us(env.h.measure(&mut b, 0.0)?, what))
 }
 
 pub fn pipe_bw(env: &Env, pin: Pinning) -> anyhow::Result<BenchOut> {
