@@ -266,14 +266,18 @@ impl Journal {
     /// Undo the given entries (newest first) and forget those that worked.
     /// Used by kinds on `leave`; an error names every undo that failed.
     pub fn undo_entries(&mut self, ids: &[EntryId]) -> Result<Vec<String>> {
-        let selected: Vec<Entry> = self
-            .state
+        let selected = self.entries_with(ids);
+        self.undo_list(selected)
+    }
+
+    /// The pending entries among `ids`, in journal order.
+    fn entries_with(&self, ids: &[EntryId]) -> Vec<Entry> {
+        self.state
             .entries
             .iter()
             .filter(|e| ids.contains(&e.id))
             .cloned()
-            .collect();
-        self.undo_list(selected)
+            .collect()
     }
 
     /// Undo the entries one owner made (e.g. "scratch"), newest first.
@@ -313,13 +317,7 @@ impl Journal {
     /// independent undos that each wait on the kernel (disabling blk
     /// tracing per device waits for an RCU grace period).
     pub fn undo_entries_parallel(&mut self, ids: &[EntryId]) -> Result<Vec<String>> {
-        let selected: Vec<Entry> = self
-            .state
-            .entries
-            .iter()
-            .filter(|e| ids.contains(&e.id))
-            .cloned()
-            .collect();
+        let selected = self.entries_with(ids);
         let results: Vec<Result<String>> = std::thread::scope(|s| {
             let hs: Vec<_> = selected.iter().map(|e| s.spawn(|| e.undo())).collect();
             hs.into_iter()
