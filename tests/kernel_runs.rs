@@ -112,8 +112,8 @@ fn boots_interleave_identity_is_recorded_a_a_is_noise_and_up_against_smp_differs
         &sb,
         &format!(
             r#"
-runs = 6
-boots = 6
+runs = 8
+boots = 8
 seed = 11
 baseline = "up"
 [[config]]
@@ -137,8 +137,12 @@ cpus = 2
     let out = sb.run(&["run", plan.to_str().unwrap(), "--quiet", "--format", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let c = db(&sb.store());
-    // 6 boots per config, each verified, in an order that changes between
-    // blocks.
+    // 8 boots per config, each verified, in an order that changes between
+    // blocks. Eight, not six: an SMP guest's unpinned pipe ping-pong is
+    // bimodal between boots (the two processes share a CPU in some boots),
+    // and with 6 boots a side one boot in the low mode left p above the
+    // Holm threshold over the 6 comparisons (CI of b466df9: p 0.015, ratio
+    // 2.04). 8 against 8 tolerates 7 of 64 pairs out of order.
     let boots: Vec<(String, u32, u32, String, i64, String)> = c
         .prepare("SELECT config, block, position, status, cpus, uname FROM boots ORDER BY id")
         .unwrap()
@@ -155,7 +159,7 @@ cpus = 2
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(boots.len(), 18);
+    assert_eq!(boots.len(), 24);
     let version = cloud_image()
         .unwrap()
         .file_name()
@@ -168,7 +172,7 @@ cpus = 2
         assert_eq!(*cpus, if config == "smp" { 2 } else { 1 });
         assert_eq!(uname, &version);
     }
-    let orders: std::collections::HashSet<Vec<String>> = (0..6)
+    let orders: std::collections::HashSet<Vec<String>> = (0..8)
         .map(|b| {
             boots
                 .iter()
@@ -186,7 +190,7 @@ cpus = 2
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
         )
         .unwrap();
-    assert_eq!((runs, with_boot, distinct), (18, 18, 18));
+    assert_eq!((runs, with_boot, distinct), (24, 24, 24));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for metric in ["proc.null_call", "lat.pipe"] {
         let aa = comparison(&report, "micro", metric, "up-again");
