@@ -17,6 +17,7 @@ pub const BUILTINS: &[&str] = &[
     "fsops",
     "memsweep",
     "micro",
+    "spin",
     "transport",
 ];
 
@@ -60,6 +61,7 @@ pub fn build(
             crate::micro::workload::MicroWorkload::from_params(params)
                 .map_err(|e| Error::bad(e.to_string()))?,
         ),
+        "spin" => Box::new(crate::workload::spin::SpinWorkload::from_params(params)?),
         "transport" => Box::new(
             crate::transport::workload::TransportWorkload::from_params(params)
                 .map_err(|e| Error::bad(format!("{e:#}")))?,

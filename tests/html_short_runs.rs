@@ -2,8 +2,9 @@
 //! configs x 3 workloads of 20 ms under vmstat at 1 s used to give 51 blank
 //! plots (each run had one value, drawn as a line through one point). Now
 //! every time-series plot in the HTML report has something drawn in it.
-//! Also: the plan's monitors-off control is run, and the report prints the
-//! monitor overhead line instead of showing the control as a config.
+//! Also: the plan's monitors-off control runs the probe beside the
+//! baseline, and the report prints the monitor overhead line (with a CI)
+//! instead of showing the control as a config or the probe as a workload.
 
 mod common;
 
@@ -117,13 +118,24 @@ fn no_time_series_plot_is_empty_when_runs_are_shorter_than_the_interval() {
         eprintln!("kept {}", keep.display());
     }
 
-    // The control config ran, and is the overhead line, not a column.
+    // The control config ran the probe beside the baseline, 7 times a
+    // block each (3 runs: 21 a side), and is the overhead line, with a
+    // CI, not a column; the probe is no workload of the table.
     let out = sb.run(&["report"]);
     let text = String::from_utf8_lossy(&out.stdout);
+    // The text report wraps at 80 columns: read it as one line of words.
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = words
+        .find("monitor overhead, monitor probe/step: ")
+        .unwrap_or_else(|| panic!("overhead line:\n{text}"));
+    let line = &words[at..words[at..].find(" better)").map_or(words.len(), |e| at + e)];
     assert!(
-        text.contains("monitor overhead, w1/wall"),
-        "overhead line:\n{text}"
+        line.contains("(21 runs with, 21 without")
+            && line.contains("% [")
+            && line.contains("(median shift)"),
+        "{line}"
     );
+    assert!(!text.contains("| monitor probe"), "no probe row:\n{text}");
     assert!(
         !text.contains("| c1 (monitors off)"),
         "the control is no config row:\n{text}"

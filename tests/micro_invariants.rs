@@ -170,13 +170,8 @@ fn fs_and_vm_primitives_run_and_clean_up() {
         check_result(measured(&out, n), 11);
     }
     match out.iter().find(|x| x.name() == "vm.prot_fault").unwrap() {
-        MicroOutcome::Measured(r) => assert!(r.median > 0.0),
-        MicroOutcome::Skipped { reason, .. } => {
-            if cfg!(target_arch = "x86_64") {
-                panic!("prot fault skipped on x86_64: {reason}");
-            }
-            eprintln!("prot fault skipped here: {reason}");
-        }
+        MicroOutcome::Measured(r) => assert!(r.median >= 0.0 && r.median < 1000.0),
+        MicroOutcome::Skipped { reason, .. } => panic!("prot fault skipped: {reason}"),
     }
 }
 

@@ -152,8 +152,14 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         .iter()
         .map(|(k, runs)| (*k, boots::units(runs)))
         .collect();
+    // The monitor probe is no workload of the plan: only the overhead line
+    // (which analyzes with the control as its baseline) reports it.
+    let probe_reported = baseline.ends_with(crate::monitor::CONTROL_SUFFIX);
     let mut metrics = Vec::new();
     for m in &data.metrics {
+        if m.workload == crate::monitor::control::PROBE_WORKLOAD && !probe_reported {
+            continue;
+        }
         let cells: Vec<Cell> = configs
             .iter()
             .map(|c| {
@@ -345,7 +351,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
             stderr_tail: r.stderr_tail.clone().unwrap_or_default(),
         })
         .collect();
-    let runs_planned = info.runs_per_cell as usize * info.configs.len() * info.workloads.len();
+    let runs_planned = info.runs_per_cell as usize
+        * crate::monitor::control::cells(&info.configs, &info.workloads, info.runs_per_cell).len();
     let mut warnings = Vec::new();
     if info.status != ExperimentStatus::Complete {
         let planned = match info.overrides.until_ci {

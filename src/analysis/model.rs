@@ -209,5 +209,11 @@ pub struct OverheadLine {
     pub spec: MetricSpec,
     pub runs_with: usize,
     pub runs_without: usize,
+    /// The comparison's Hodges-Lehmann shift and its CI, [shift, lo, hi],
+    /// in percent of the control's median: the overhead's headline,
+    /// because the probe's runs have a heavy right tail on a shared VM
+    /// (a run in ten slowed by something else) that the mean's CI carries
+    /// and the rank statistics, which the verdict rests on, do not.
+    pub shift_pct: Option<[f64; 3]>,
     pub comparison: Comparison,
 }

@@ -1,9 +1,9 @@
-//! The monitor overhead line: the baseline (with its monitors) against the
-//! plan's control config, the same config with monitors off, scheduled in
-//! the same randomized blocks (`plan::telemetry::add_control`). It is an
-//! ordinary comparison, made by the same analysis, with the control as
-//! the reference: "+0.4% [-0.2, +1.0]" is what the monitors added to each
-//! of the workloads' own metrics.
+//! The monitor overhead line: the probe (a fixed CPU loop) in the baseline
+//! (with its monitors) against the same in the plan's control config, the
+//! baseline with monitors off, scheduled in the same randomized blocks
+//! (`monitor::control`). It is an ordinary comparison, made by the same
+//! analysis, with the control as the reference: "+0.4% [-0.2, +1.0]" is
+//! what the monitors took from a CPU-bound process.
 
 use super::{MonitorOverhead, Options, OverheadLine};
 use crate::store::ExperimentData;
@@ -17,14 +17,16 @@ pub fn compute(data: &ExperimentData, opts: &Options) -> Option<MonitorOverhead>
     if !data.info.configs.contains(&control) {
         return None;
     }
-    // Only the two configs and the workloads' own metrics: telemetry does
-    // not exist in the control's runs.
+    // Only the two configs and the probe's own metric (telemetry does not
+    // exist in the control's runs; config kinds' metrics are no cost).
+    let probe = crate::monitor::control::PROBE_WORKLOAD;
     let mut d = data.clone();
     d.info.configs = vec![control.clone(), base.clone()];
     d.info.baseline = control.clone();
-    d.runs.retain(|r| r.config == *base || r.config == control);
+    d.runs
+        .retain(|r| (r.config == *base || r.config == control) && r.workload == probe);
     d.metrics
-        .retain(|m| !crate::monitor::is_telemetry_metric(&m.spec.name));
+        .retain(|m| m.workload == probe && m.spec.name == crate::monitor::control::PROBE_METRIC);
     d.series.clear();
     d.profiles.clear();
     let a = super::analyze(&d, opts).ok()?;
@@ -33,11 +35,19 @@ pub fn compute(data: &ExperimentData, opts: &Options) -> Option<MonitorOverhead>
         .into_iter()
         .filter_map(|m| {
             let comparison = m.comparisons.into_iter().next()?;
+            let control_median = m.cells.first()?.summary.as_ref()?.median;
+            let shift_pct = comparison.hl_shift.as_ref().and_then(|h| {
+                (control_median != 0.0).then(|| {
+                    let pct = |v: f64| 100.0 * v / control_median.abs();
+                    [pct(h.shift), pct(h.lo), pct(h.hi)]
+                })
+            });
             Some(OverheadLine {
                 workload: m.workload,
                 spec: m.spec,
                 runs_with: m.cells.get(1).map_or(0, |c| c.values.len()),
                 runs_without: m.cells.first().map_or(0, |c| c.values.len()),
+                shift_pct,
                 comparison,
             })
         })
@@ -53,4 +63,27 @@ pub fn compute(data: &ExperimentData, opts: &Options) -> Option<MonitorOverhead>
         lines,
         profile_rate,
     })
+}
+
+/// `data` as the reports show it: without the probe's runs, metrics and
+/// series and without the control config, which only the overhead line
+/// (from [`compute`] on the whole data) reports.
+pub fn reportable(data: &ExperimentData) -> ExperimentData {
+    let probe = crate::monitor::control::PROBE_WORKLOAD;
+    let control = crate::monitor::control_config(&data.info.baseline);
+    let mut d = data.clone();
+    let dropped: std::collections::HashSet<i64> = d
+        .runs
+        .iter()
+        .filter(|r| r.workload == probe || r.config == control)
+        .map(|r| r.id)
+        .collect();
+    if dropped.is_empty() && !d.info.workloads.iter().any(|w| w == probe) {
+        return d;
+    }
+    d.runs.retain(|r| !dropped.contains(&r.id));
+    d.series.retain(|(run, _)| !dropped.contains(run));
+    d.metrics.retain(|m| m.workload != probe);
+    d.info.workloads.retain(|w| w != probe);
+    d
 }

@@ -156,7 +156,6 @@ fn e(
 fn note(name: &str) -> Option<&'static str> {
     Some(match name {
         "proc.fork_exit" => "same definition as lat_proc fork (fork, child _exit, parent waitpid), but lat_proc's own harness is the outlier (0.64-0.74x): a plain C fork/_exit/waitpid loop agrees with sysdelta (figures: docs/micro.md)",
-        "vm.prot_fault" => "same definition as lat_sig prot (fault + SIGSEGV handler, minus the signal catch), but it is the difference of two figures of about 4-5 us, so on a loaded machine its ratio to LMbench scatters widely (docs/micro.md)",
         "proc.fork_exec" => "execs /bin/true (dynamically linked); lat_proc execs its own /tmp/hello",
         "proc.fork_sh" => "/bin/sh -c /bin/true; lat_proc shell runs /tmp/hello through /bin/sh",
         "vm.page_fault.per_fault" => "sysdelta's own: per fault counted by ru_minflt (MADV_RANDOM, re-read cost subtracted); LMbench's Page Fault is per page, several pages per fault by fault-around",

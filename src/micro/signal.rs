@@ -6,8 +6,10 @@
 //!   (passing NULL skips that copy-out and measured 0.76x LMbench).
 //! * handle: `kill(getpid(), SIGUSR1)` + delivery + handler + sigreturn,
 //!   minus the cost of `kill(getpid(), 0)` (the send without delivery).
-//! * prot fault: store to a read-only page + SIGSEGV delivery + handler +
-//!   sigreturn, minus the handle figure above: the fault path alone.
+//! * prot fault: store to a read-only shared file page, SIGSEGV delivery,
+//!   handler and sigreturn, the store repeating (a plain handler with no
+//!   flags, as lat_sig's), minus the handle figure above: the fault path
+//!   alone.
 //!
 //! Values are microseconds per operation with the empty-loop cost and the
 //! named figure subtracted. Previous handlers are restored afterwards.
@@ -197,104 +199,99 @@ pub fn handle(env: &Env) -> anyhow::Result<BenchOut> {
 
 static PROT_PAGE: AtomicUsize = AtomicUsize::new(0);
 static PROT_FAULTS: AtomicU64 = AtomicU64::new(0);
+static PROT_TARGET: AtomicU64 = AtomicU64::new(0);
 
-#[cfg(target_arch = "x86_64")]
-extern "C" fn segv_handler(_: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    // SAFETY: the kernel passes valid siginfo and ucontext pointers.
+/// lat_sig's `prot` handler: count the fault and return, so the store
+/// faults again. At the `PROT_TARGET`-th fault it makes the page writable
+/// and the store completes (LMbench's child never returns from the store;
+/// it exits from its handler instead, which a library cannot do). A fault
+/// past the target is not ours: the default action comes back and the
+/// fault repeats and kills the process as it would have without us.
+extern "C" fn prot_handler(_: libc::c_int) {
+    let n = PROT_FAULTS.fetch_add(1, Ordering::Relaxed) + 1;
+    let target = PROT_TARGET.load(Ordering::Relaxed);
+    let page = PROT_PAGE.load(Ordering::Relaxed);
+    // SAFETY: mprotect and signal are async-signal-safe system calls; the
+    // page is our mapping while PROT_PAGE is set.
     unsafe {
-        let addr = (*info).si_addr() as usize;
-        let page = PROT_PAGE.load(Ordering::Relaxed);
-        if page != 0 && addr >= page && addr < page + 4096 {
-            // Skip the 3-byte `mov byte ptr [rdi], 0` that faulted.
-            let uc = ctx as *mut libc::ucontext_t;
-            (*uc).uc_mcontext.gregs[libc::REG_RIP as usize] += 3;
-            PROT_FAULTS.fetch_add(1, Ordering::Relaxed);
-        } else {
-            // Not ours: fall back to the default action, the fault repeats
-            // and kills the process as it would have without us.
+        if page != 0 && n == target {
+            libc::mprotect(
+                page as *mut libc::c_void,
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+            );
+        } else if n > target {
             libc::signal(libc::SIGSEGV, libc::SIG_DFL);
         }
     }
 }
 
-/// One operation: a 1-byte store to a present, read-only page: the
-/// protection fault, SIGSEGV delivery to a handler that skips the store,
-/// and sigreturn; the catch cost is subtracted by `prot_fault` (LMbench's
-/// "prot fault"). x86_64 only.
-#[cfg(target_arch = "x86_64")]
-struct Prot(usize);
-#[cfg(target_arch = "x86_64")]
+/// `iters` operations with one store: the store to a read-only shared
+/// file page faults, the handler returns, the store faults again, `iters`
+/// times (lat_sig prot's loop); the page is then writable, the store
+/// completes and the page is made read-only again for the next call (two
+/// mprotects and a store per call, amortised over `iters`).
+struct Prot(*mut u8);
 impl Bench for Prot {
     fn run(&mut self, iters: u64) -> anyhow::Result<u64> {
-        let before = PROT_FAULTS.load(Ordering::Relaxed);
-        for _ in 0..iters {
-            // SAFETY: the store faults and the handler skips it; the
-            // encoding c6 07 00 is exactly 3 bytes with the address in rdi.
-            unsafe {
-                std::arch::asm!(".byte 0xc6, 0x07, 0x00", in("rdi") self.0, options(nostack));
-            }
+        if iters == 0 {
+            return Ok(0);
         }
-        let got = PROT_FAULTS.load(Ordering::Relaxed) - before;
-        anyhow::ensure!(got == iters, "{iters} stores, {got} protection faults");
+        PROT_FAULTS.store(0, Ordering::Relaxed);
+        PROT_TARGET.store(iters, Ordering::Relaxed);
+        // SAFETY: our one-page mapping; the store faults until the handler
+        // makes the page writable.
+        unsafe { std::ptr::write_volatile(self.0, 1) };
+        let got = PROT_FAULTS.load(Ordering::Relaxed);
+        PROT_TARGET.store(0, Ordering::Relaxed);
+        // SAFETY: our mapping.
+        cvt(
+            unsafe { libc::mprotect(self.0.cast(), 4096, libc::PROT_READ) },
+            "mprotect",
+        )?;
+        anyhow::ensure!(got == iters, "{iters} faults wanted, {got} taken");
         Ok(iters)
     }
 }
 
-#[cfg(target_arch = "x86_64")]
 pub fn prot_fault(env: &Env) -> anyhow::Result<BenchOut> {
-    // SAFETY: anonymous private mapping of one page, unmapped below.
-    let page = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            4096,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    anyhow::ensure!(
-        page != libc::MAP_FAILED,
-        "mmap: {}",
-        std::io::Error::last_os_error()
-    );
-    struct Unmap(*mut libc::c_void);
+    // lat_sig prot maps its file shared and read-only. This file is opened
+    // read-write so the handler may make the page writable (VM_MAYWRITE);
+    // the fault itself is the same: the VMA has no write permission, so the
+    // kernel raises SIGSEGV before any page is looked up. A file of its
+    // own, because the completing store dirties it.
+    let path = env.tmp.join("prot-4k");
+    std::fs::write(&path, [0u8; 4096])?;
+    let c = super::syscall::cpath(&path)?;
+    // SAFETY: valid path.
+    let fd = super::child::Fd(cvt(
+        unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) },
+        "open",
+    )?);
+    let page = super::fs::map_file(fd.0, 4096, 0)?;
+    struct Unmap(*mut u8);
     impl Drop for Unmap {
         fn drop(&mut self) {
             PROT_PAGE.store(0, Ordering::Relaxed);
             // SAFETY: our mapping.
             unsafe {
-                libc::munmap(self.0, 4096);
+                libc::munmap(self.0.cast(), 4096);
             }
         }
     }
     let _u = Unmap(page);
-    // SAFETY: the page is ours; make it present, then read-only.
-    unsafe {
-        *(page as *mut u8) = 1;
-        cvt(libc::mprotect(page, 4096, libc::PROT_READ), "mprotect")?;
-    }
     PROT_PAGE.store(page as usize, Ordering::Relaxed);
-    let a = action(
-        segv_handler as *const () as usize,
-        libc::SA_SIGINFO | libc::SA_NODEFER,
-    );
     // LMbench subtracts the catch cost (signal delivery and return) so the
-    // figure is the protection fault itself.
+    // figure is the protection fault itself. Both handlers are installed
+    // as lat_sig installs them: a plain handler, no flags.
     let catch = super::harness::median(&catch_ns(env)?.0).max(0.0);
+    let a = action(prot_handler as *const () as usize, 0);
     let _r = Restore::install(libc::SIGSEGV, &a)?;
     Ok(us(
-        env.h.measure(&mut Prot(page as usize), catch)?,
+        env.h.measure(&mut Prot(page), catch)?,
         &format!(
-            "store to read-only page -> SIGSEGV handler, minus the signal catch cost ({:.3} us)",
+            "store to a read-only shared file page -> SIGSEGV handler -> the store again, minus the signal catch cost ({:.3} us)",
             catch / 1e3
         ),
-    ))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub fn prot_fault(_env: &Env) -> anyhow::Result<BenchOut> {
-    Ok(BenchOut::Skip(
-        "protection fault benchmark is implemented for x86_64 only".into(),
     ))
 }

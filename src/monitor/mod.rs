@@ -7,6 +7,7 @@
 //! interval), [`Monitor::preflight`] once before the experiment, then
 //! `start` right before the workload and `stop` right after it.
 
+pub mod control;
 pub mod counters;
 pub mod fingerprint;
 pub mod meminfo;
@@ -22,6 +23,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::metric::MetricSpec;
 
+pub use control::{control_config, CONTROL_SUFFIX};
 pub use profile::Profile;
 
 /// Names accepted in a plan's `monitors = [...]`.
@@ -36,17 +38,6 @@ pub fn is_telemetry_metric(metric: &str) -> bool {
         .split_once('.')
         .is_some_and(|(prefix, _)| NAMES.contains(&prefix))
 }
-
-/// The name of the control config a plan adds for its baseline: the same
-/// config with monitors off, so the report can say what the monitors cost
-/// (`plan.monitor_control`). Config names in plans hold no spaces, so this
-/// one cannot clash with a user's.
-pub fn control_config(baseline: &str) -> String {
-    format!("{baseline}{CONTROL_SUFFIX}")
-}
-
-/// See [`control_config`].
-pub const CONTROL_SUFFIX: &str = " (monitors off)";
 
 /// Shortest sampling interval accepted: below it the monitor itself becomes
 /// a noticeable load and /proc reads start to dominate what they measure.

@@ -50,16 +50,17 @@ fn check_schedule_size(
     at: usize,
     configs: usize,
     workloads: usize,
+    cells: usize,
     blocks: u64,
 ) -> Result<(), Error> {
-    let total = (configs as u128) * (workloads as u128) * u128::from(blocks);
+    let total = (cells as u128) * u128::from(blocks);
     if total > MAX_SCHEDULED_RUNS.into() {
         return Err(origin.bad_at(
             at,
             format!(
                 "the schedule is too large (at most {MAX_SCHEDULED_RUNS} runs): \
-                 {configs} configs x {workloads} workloads x {blocks} runs and warm-ups per cell \
-                 = {total}; lower runs or warmup"
+                 {cells} cells of {configs} configs and {workloads} workloads x {blocks} runs and \
+                 warm-ups per cell = {total}; lower runs or warmup"
             ),
         ));
     }
@@ -233,12 +234,27 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         &raw.monitor_budget,
         &raw.monitor_control,
     )?;
-    super::telemetry::add_control(&mut configs, &baseline, &monitors, &telemetry);
+    super::telemetry::add_control(
+        &mut configs,
+        &mut workloads,
+        &baseline,
+        &monitors,
+        &telemetry,
+    );
+    let cells = crate::monitor::control::cells(
+        &configs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+        &workloads
+            .iter()
+            .map(|w| w.name.as_str())
+            .collect::<Vec<_>>(),
+        runs,
+    );
     check_schedule_size(
         origin,
         runs_at,
         configs.len(),
         workloads.len(),
+        cells.len(),
         warmups + u64::from(most_runs),
     )?;
 

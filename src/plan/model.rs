@@ -153,6 +153,15 @@ pub const DEFAULT_QUICK_BOOTS: u32 = 3;
 pub const MAX_BOOTS: u32 = 10_000;
 
 impl Plan {
+    /// The (config, workload) cells of one block, as indices: every pair
+    /// once, except around the monitor-overhead control (see
+    /// `monitor::control::cells`).
+    pub fn cells(&self) -> Vec<(usize, usize)> {
+        let configs: Vec<&str> = self.configs.iter().map(|c| c.name.as_str()).collect();
+        let workloads: Vec<&str> = self.workloads.iter().map(|w| w.name.as_str()).collect();
+        crate::monitor::control::cells(&configs, &workloads, self.runs)
+    }
+
     /// True when the configs run in VMs booted for them.
     pub fn has_kernels(&self) -> bool {
         self.configs.iter().any(|c| c.kernel.is_some())

@@ -3,9 +3,10 @@
 
 use toml::Spanned;
 
-use super::model::{ConfigDef, Telemetry};
+use super::model::{ConfigDef, Telemetry, WorkloadDef, WorkloadKind};
 use super::position::Origin;
 use crate::error::Error;
+use crate::monitor::control;
 use crate::monitor::profile::calibrate::DEFAULT_BUDGET;
 
 /// Highest `profile_hz` accepted: above it each CPU spends most of its
@@ -57,13 +58,15 @@ fn parse_percent(s: &str) -> Option<f64> {
     (v > 0.0 && v <= 100.0).then_some(v / 100.0)
 }
 
-/// Add the control config, the baseline with monitors off, when the plan
-/// asks for it (the default) and the baseline runs monitors. It is
-/// scheduled like any config (randomized, interleaved blocks) and reported
-/// as the "monitor overhead" line, not as a config. Kernel configs get
-/// none: their monitors run in the guest.
+/// Add the control config, the baseline with monitors off, and the probe
+/// workload it runs, when the plan asks for it (the default) and the
+/// baseline runs monitors. Both are scheduled like any cell (randomized,
+/// interleaved blocks; `monitor::control::cells` says which) and reported
+/// as the "monitor overhead" line, not as a config or a workload. Kernel
+/// configs get none: their monitors run in the guest.
 pub(super) fn add_control(
     configs: &mut Vec<ConfigDef>,
+    workloads: &mut Vec<WorkloadDef>,
     baseline: &str,
     plan_monitors: &[String],
     t: &Telemetry,
@@ -82,7 +85,19 @@ pub(super) fn add_control(
         ..base.clone()
     };
     configs.push(control);
+    workloads.push(WorkloadDef {
+        name: control::PROBE_WORKLOAD.into(),
+        kind: WorkloadKind::Builtin {
+            name: control::PROBE_BUILTIN.into(),
+            params: toml::Value::Table(Default::default()),
+        },
+        timeout: PROBE_TIMEOUT,
+        workdir: None,
+    });
 }
+
+/// The probe's run timeout: it runs a fraction of a second.
+const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {
@@ -110,6 +125,14 @@ mod tests {
                 ("a (monitors off)".into(), true)
             ]
         );
+        let p = parse(
+            "p.toml",
+            &format!("monitors = [\"vmstat\"]\n{BASE}"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = p.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["w", crate::monitor::control::PROBE_WORKLOAD]);
         // No monitors, or asked not to: no control.
         assert_eq!(configs("").len(), 2);
         assert_eq!(

@@ -101,7 +101,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
     let mut picked: Vec<(ExperimentData, String, String, Option<String>)> = Vec::new();
     for spec in specs {
         let (id, config) = resolve_pick(store, spec)?;
-        let data = store.load(id)?;
+        // The monitor probe and its control are no part of a comparison.
+        let data = crate::analysis::overhead::reportable(&store.load(id)?);
         let t = title(&data.info);
         let config = match config {
             Some(c) if data.info.configs.contains(&c) => c,

@@ -130,7 +130,7 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         permutations: 999,
     };
     for (id, label) in exps {
-        let d = store.load(id)?;
+        let d = crate::analysis::overhead::reportable(&store.load(id)?);
         let found: Vec<&StoredMetric> = d
             .metrics
             .iter()

@@ -45,8 +45,10 @@ pub struct ReportOptions {
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
+    let overhead = analysis::overhead::compute(data, &opts.analysis);
+    let data = &analysis::overhead::reportable(data);
     let mut a = analysis::analyze(data, &opts.analysis).map_err(Error::into_bad_input)?;
-    a.monitor_overhead = analysis::overhead::compute(data, &opts.analysis);
+    a.monitor_overhead = overhead;
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {

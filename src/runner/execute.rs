@@ -34,14 +34,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let t0 = Instant::now();
     // A copy: the loop below lends `p` whole to each run.
     let plan = &p.plan.clone();
-    let slots = schedule::schedule(
-        plan.configs.len(),
-        plan.workloads.len(),
-        plan.runs,
-        plan.warmup,
-        plan.order,
-        plan.seed,
-    );
+    let cells = plan.cells();
+    let slots = schedule::schedule(&cells, plan.runs, plan.warmup, plan.order, plan.seed);
     // Runs go to the store's run log, one line each, folded into the
     // tables in batches (see store::runlog).
     store.log_runs()?;
@@ -56,15 +50,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     // rebuilt too, so a block interrupted half-way is completed on resume.
     let planned_blocks = plan.warmup + plan.runs;
     let extra: Vec<Slot> = (planned_blocks..next_block)
-        .flat_map(|b| {
-            schedule::random_block(
-                plan.configs.len(),
-                plan.workloads.len(),
-                plan.seed,
-                b,
-                b < plan.warmup,
-            )
-        })
+        .flat_map(|b| schedule::random_block(&cells, plan.seed, b, b < plan.warmup))
         .collect();
     let todo: Vec<Slot> = slots
         .into_iter()
@@ -87,8 +73,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     // also across --resume).
     let mut noted: HashSet<String> = store.event_messages(exp, "skipped")?.into_iter().collect();
     let total = match adaptive {
-        Some((_, max_blocks)) => (max_blocks as usize * plan.configs.len() * plan.workloads.len())
-            .saturating_sub(done.len()),
+        Some((_, max_blocks)) => (max_blocks as usize * cells.len()).saturating_sub(done.len()),
         None => todo.len(),
     };
     let mut progress = Progress::new(total as u64, opts.quiet);
@@ -140,17 +125,15 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     progress.note(&msg);
                     break;
                 }
-                let cells = plan.configs.len() * plan.workloads.len();
                 let b = next_block;
                 next_block += 1;
                 queue.extend(schedule::random_block(
-                    plan.configs.len(),
-                    plan.workloads.len(),
+                    &cells,
                     plan.seed,
                     b,
                     b < plan.warmup,
                 ));
-                debug_assert_eq!(queue.len(), cells);
+                debug_assert_eq!(queue.len(), cells.len());
             }
             let Some(slot) = queue.pop_front() else { break };
             let slot = &slot;

@@ -12,24 +12,25 @@ use super::*;
 pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
     let d = store.load(exp)?;
     let mut out = Vec::new();
-    for c in &d.info.configs {
-        for w in &d.info.workloads {
-            let runs: Vec<_> = d
-                .runs
-                .iter()
-                .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
-                .collect();
-            if runs.iter().any(|r| r.status == RunStatus::Ok) {
-                continue;
-            }
-            let last = runs
-                .iter()
-                .rev()
-                .find_map(|r| r.reason.as_deref())
-                .map(|r| format!(" (last failure: {r})"))
-                .unwrap_or_else(|| " (no measured run)".into());
-            out.push(format!("{c}/{w}{last}"));
+    let mut cells = crate::monitor::control::cells(&d.info.configs, &d.info.workloads, 1);
+    cells.dedup();
+    for (c, w) in cells {
+        let (c, w) = (&d.info.configs[c], &d.info.workloads[w]);
+        let runs: Vec<_> = d
+            .runs
+            .iter()
+            .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
+            .collect();
+        if runs.iter().any(|r| r.status == RunStatus::Ok) {
+            continue;
         }
+        let last = runs
+            .iter()
+            .rev()
+            .find_map(|r| r.reason.as_deref())
+            .map(|r| format!(" (last failure: {r})"))
+            .unwrap_or_else(|| " (no measured run)".into());
+        out.push(format!("{c}/{w}{last}"));
     }
     Ok(out)
 }

@@ -1,7 +1,8 @@
 //! The order of runs.
 //!
-//! `random-blocks`: block b runs every (config, workload) cell once, in an
-//! order drawn from ChaCha8 seeded with the experiment seed on stream b, so
+//! `random-blocks`: block b runs every (config, workload) cell of the plan
+//! once (`Plan::cells`: the full matrix, or less and some cells repeated
+//! for the monitor-overhead control), in an order drawn from ChaCha8 seeded with the experiment seed on stream b, so
 //! any block can be rebuilt alone (for `--resume`, and for adaptive stopping
 //! that appends blocks). The first `warmup` blocks are warm-up runs.
 //! `sequential`: all runs of one cell, then the next.
@@ -22,16 +23,8 @@ pub struct Slot {
 }
 
 /// The cells of block `b` in random-blocks order.
-pub fn random_block(
-    n_configs: usize,
-    n_workloads: usize,
-    seed: u64,
-    b: u32,
-    warmup: bool,
-) -> Vec<Slot> {
-    let mut cells: Vec<(usize, usize)> = (0..n_configs)
-        .flat_map(|c| (0..n_workloads).map(move |w| (c, w)))
-        .collect();
+pub fn random_block(cells: &[(usize, usize)], seed: u64, b: u32, warmup: bool) -> Vec<Slot> {
+    let mut cells = cells.to_vec();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     rng.set_stream(b as u64);
     cells.shuffle(&mut rng);
@@ -48,10 +41,10 @@ pub fn random_block(
         .collect()
 }
 
-/// The whole schedule: `warmup + runs` blocks.
+/// The whole schedule: `warmup + runs` blocks of `cells` (see
+/// `Plan::cells`).
 pub fn schedule(
-    n_configs: usize,
-    n_workloads: usize,
+    cells: &[(usize, usize)],
     runs: u32,
     warmup: u32,
     order: Order,
@@ -60,21 +53,19 @@ pub fn schedule(
     let blocks = warmup + runs;
     match order {
         Order::RandomBlocks => (0..blocks)
-            .flat_map(|b| random_block(n_configs, n_workloads, seed, b, b < warmup))
+            .flat_map(|b| random_block(cells, seed, b, b < warmup))
             .collect(),
         Order::Sequential => {
             let mut v = Vec::new();
-            for c in 0..n_configs {
-                for w in 0..n_workloads {
-                    for b in 0..blocks {
-                        v.push(Slot {
-                            block: b,
-                            seq: (c * n_workloads + w) as u32,
-                            config: c,
-                            workload: w,
-                            warmup: b < warmup,
-                        });
-                    }
+            for (i, &(config, workload)) in cells.iter().enumerate() {
+                for b in 0..blocks {
+                    v.push(Slot {
+                        block: b,
+                        seq: i as u32,
+                        config,
+                        workload,
+                        warmup: b < warmup,
+                    });
                 }
             }
             v
@@ -87,9 +78,17 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    fn matrix(configs: usize, workloads: usize) -> Vec<(usize, usize)> {
+        crate::monitor::control::cells(
+            &(0..configs).map(|c| c.to_string()).collect::<Vec<_>>(),
+            &(0..workloads).map(|w| format!("w{w}")).collect::<Vec<_>>(),
+            1,
+        )
+    }
+
     #[test]
     fn every_block_runs_every_cell_once() {
-        let s = schedule(3, 2, 5, 1, Order::RandomBlocks, 42);
+        let s = schedule(&matrix(3, 2), 5, 1, Order::RandomBlocks, 42);
         assert_eq!(s.len(), 6 * 6);
         for b in 0..6 {
             let cells: HashSet<(usize, usize)> = s
@@ -109,9 +108,9 @@ mod tests {
 
     #[test]
     fn order_is_seeded_and_varies_between_blocks() {
-        let a = schedule(4, 1, 10, 0, Order::RandomBlocks, 7);
-        assert_eq!(a, schedule(4, 1, 10, 0, Order::RandomBlocks, 7));
-        assert_ne!(a, schedule(4, 1, 10, 0, Order::RandomBlocks, 8));
+        let a = schedule(&matrix(4, 1), 10, 0, Order::RandomBlocks, 7);
+        assert_eq!(a, schedule(&matrix(4, 1), 10, 0, Order::RandomBlocks, 7));
+        assert_ne!(a, schedule(&matrix(4, 1), 10, 0, Order::RandomBlocks, 8));
         let firsts: HashSet<usize> = (0..10).map(|b| a[b * 4].config).collect();
         assert!(
             firsts.len() > 1,
@@ -121,7 +120,7 @@ mod tests {
 
     #[test]
     fn sequential_runs_cells_one_after_another() {
-        let s = schedule(2, 1, 3, 0, Order::Sequential, 1);
+        let s = schedule(&matrix(2, 1), 3, 0, Order::Sequential, 1);
         let cfgs: Vec<usize> = s.iter().map(|x| x.config).collect();
         assert_eq!(cfgs, vec![0, 0, 0, 1, 1, 1]);
         let keys: HashSet<(u32, u32)> = s.iter().map(|x| (x.block, x.seq)).collect();

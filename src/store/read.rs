@@ -264,14 +264,18 @@ impl Store {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    /// Profile samples summed per (config, symbol, kernel) for one experiment.
+    /// Profile samples summed per (config, symbol, kernel) for one
+    /// experiment, over the plan's workloads: the monitor probe's runs
+    /// (`monitor::control`) would add sysdelta's own loop to the baseline.
     pub fn profile_totals(&self, exp: i64) -> Result<Vec<(String, String, bool, u64)>> {
         self.flush_runs()?;
         let mut st = self.conn.prepare(
             "SELECT r.config, p.symbol, p.kernel, SUM(p.samples) FROM profiles p JOIN runs r ON r.id = p.run_id
-             WHERE r.experiment_id = ?1 AND r.warmup = 0 GROUP BY r.config, p.symbol, p.kernel",
+             WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.workload <> ?2
+             GROUP BY r.config, p.symbol, p.kernel",
         )?;
-        let rows = st.query_map([exp], |r| {
+        let probe = crate::monitor::control::PROBE_WORKLOAD;
+        let rows = st.query_map(rusqlite::params![exp, probe], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64))
         })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

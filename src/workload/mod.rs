@@ -103,3 +103,4 @@ pub mod compile;
 pub mod compress;
 pub mod fsops;
 pub mod memsweep;
+pub mod spin;

@@ -5,8 +5,8 @@
 //! metal a few microseconds, on a VM without a PMU about 20 us (the
 //! interrupt plus its VM exit), so a fixed 1 kHz costs 0.3% on one machine
 //! and 2% on another. The rate is therefore chosen from a measurement:
-//! a fixed integer loop on one pinned thread, timed by the thread's CPU
-//! clock, alternately with and without a cpu-clock sampling event on that
+//! a fixed loop (the monitor probe's) on one pinned thread, timed by the
+//! thread's CPU clock, alternately with and without a cpu-clock sampling event on that
 //! CPU at an amplifying rate, in interleaved pairs. Without
 //! CONFIG_IRQ_TIME_ACCOUNTING the interrupts that land on the thread are
 //! charged to its CPU time (and so is the hypervisor's part on a VM, as
@@ -29,7 +29,7 @@ pub const CALIBRATION_HZ: u64 = 10_000;
 /// Off/on pairs measured.
 const PAIRS: usize = 12;
 /// Iterations of the loop per measurement (about 20 ms here).
-const LOOP_ITERS: u64 = 6_000_000;
+const LOOP_ITERS: u64 = 3_500_000;
 
 /// The measured cost of one sample.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -107,15 +107,13 @@ impl RateChoice {
     }
 }
 
-/// The fixed work: a multiply-xor hash chain the optimizer cannot fold
-/// (public so that the monitors' bench loads the CPU the same way).
+/// The fixed work: the monitor probe's chain (`monitor::control`), `iters`
+/// steps, so that the predicted cost of a sample is what the probe, which
+/// measures it, sees: a loop in registers alone missed the refills of
+/// what each interrupt evicts and predicted 0.5% where the probe measured
+/// 0.5-0.8%. Public so that the monitors' bench loads the CPU the same way.
 pub fn spin(iters: u64) -> u64 {
-    let mut h = 0x9e37_79b9_7f4a_7c15u64;
-    for i in 0..iters {
-        h = (h ^ i).wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 29;
-    }
-    std::hint::black_box(h)
+    std::hint::black_box(crate::monitor::control::probe_chain(1, iters))
 }
 
 /// CPU seconds of one loop, and the samples that fell in our process while

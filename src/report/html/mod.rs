@@ -112,9 +112,10 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
 
 /// The HTML report of one stored experiment, with its series and source.
 pub fn render_stored(store: &Store, id: i64, opts: &analysis::Options) -> Result<String> {
-    let data = store.load(id)?;
+    let all = store.load(id)?;
+    let data = crate::analysis::overhead::reportable(&all);
     let mut a = analysis::analyze(&data, opts).map_err(Error::into_bad_input)?;
-    a.monitor_overhead = crate::analysis::overhead::compute(&data, opts);
+    a.monitor_overhead = crate::analysis::overhead::compute(&all, opts);
     let x = Extras::from_store(store, &data)?;
     render(&data, &a, &x)
 }
