@@ -137,6 +137,10 @@ fn no_time_series_plot_is_empty_when_runs_are_shorter_than_the_interval() {
     );
     assert!(!text.contains("| monitor probe"), "no probe row:\n{text}");
     assert!(
+        !words.contains("(monitors off)/w"),
+        "the control runs no workload of the plan, and no warning says it did:\n{text}"
+    );
+    assert!(
         !text.contains("| c1 (monitors off)"),
         "the control is no config row:\n{text}"
     );

@@ -85,5 +85,6 @@ pub fn reportable(data: &ExperimentData) -> ExperimentData {
     d.series.retain(|(run, _)| !dropped.contains(run));
     d.metrics.retain(|m| m.workload != probe);
     d.info.workloads.retain(|w| w != probe);
+    d.info.configs.retain(|c| *c != control);
     d
 }
