@@ -3,8 +3,9 @@
 //!
 //! 1. The profile's cost per sample, by sysdelta's own calibration
 //!    (`monitor::profile::calibrate`), and the rate it would choose.
-//! 2. The cost on a workload: a fixed integer loop on one thread pinned to
-//!    CPU 0, timed by its thread CPU clock (which holds the sampling
+//! 2. The cost on a workload: the monitor probe's loop (a dependent chain
+//!    over a 256 KiB table, `monitor::control::probe_chain`) on one thread
+//!    pinned to CPU 0, timed by its thread CPU clock (which holds the sampling
 //!    interrupts that land on it, not the time other tasks took), in
 //!    rounds of three in rotating order: bare; under sysdelta's vmstat (1 s)
 //!    and profile at RATE; under `perf record -a -e cpu-clock -F RATE`. The
@@ -28,7 +29,7 @@ use sysdelta::monitor::{build, Monitor};
 const ROUNDS: usize = 9;
 /// Loop iterations of one measurement: about 0.4 s here, so that what a
 /// monitor pays once per run (its thread, the rings) weighs little.
-const ITERS: u64 = 270_000_000;
+const ITERS: u64 = 70_000_000;
 
 use sysdelta::monitor::profile::calibrate::spin;
 

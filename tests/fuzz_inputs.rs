@@ -300,7 +300,9 @@ fn check_accepted(p: &Plan) -> Result<(), TestCaseError> {
     let most = p.runs.max(p.overrides.max_runs.unwrap_or(0));
     // Kernel configs warm up once per boot.
     let warmups = u64::from(p.warmup) * u64::from(p.boots.max(1));
-    let total = (p.configs.len() * p.workloads.len()) as u64 * (warmups + u64::from(most));
+    // A block runs the plan's cells: the configs x workloads matrix, or,
+    // with the monitor-overhead control, less and the probe repeated.
+    let total = p.cells().len() as u64 * (warmups + u64::from(most));
     prop_assert!(total <= plan::MAX_SCHEDULED_RUNS, "schedule {total}");
     for w in &p.workloads {
         prop_assert!(
