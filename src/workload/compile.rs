@@ -34,12 +34,7 @@ impl CompileWorkload {
     /// Parameters: `files` (default 300), `functions` per file (12), `jobs`
     /// (online CPUs), `cc` ("cc"), `cflags` ("-O2"), `seed` (1).
     pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
-        let empty = toml::Table::new();
-        let t = match v {
-            toml::Value::Table(t) => t,
-            _ => &empty,
-        };
-        check_keys("compile", t, KEYS)?;
+        let t = param_table("compile", v, KEYS)?;
         Ok(CompileWorkload {
             files: param_usize("compile", t, "files", 300, 1, 100_000)?,
             functions: param_usize("compile", t, "functions", 12, 1, 1000)?,
@@ -110,7 +105,23 @@ impl Workload for CompileWorkload {
     }
 }
 
-pub(crate) fn check_keys(kind: &str, t: &toml::Table, keys: &[&str]) -> Result<(), Error> {
+/// A built-in's parameter table, checked for unknown keys: `params`, or
+/// an empty table when the plan gave none (or not a table).
+pub(crate) fn param_table<'a>(
+    kind: &str,
+    params: &'a toml::Value,
+    keys: &[&str],
+) -> Result<&'a toml::Table, Error> {
+    static EMPTY: std::sync::LazyLock<toml::Table> = std::sync::LazyLock::new(toml::Table::new);
+    let t = match params {
+        toml::Value::Table(t) => t,
+        _ => &EMPTY,
+    };
+    check_keys(kind, t, keys)?;
+    Ok(t)
+}
+
+fn check_keys(kind: &str, t: &toml::Table, keys: &[&str]) -> Result<(), Error> {
     for k in t.keys() {
         if !keys.contains(&k.as_str()) {
             return Err(Error::bad(format!(

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 
-use super::compile::{check_keys, generate_c_file, launch, param_usize};
+use super::compile::{generate_c_file, launch, param_table, param_usize};
 use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
@@ -30,12 +30,7 @@ impl CompressWorkload {
     /// Parameters: `size_mb` (default 64), `tools` (["bzip2"]; any of bzip2,
     /// xz, zstd, gzip), `level` (the tool's default), `seed` (1).
     pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
-        let empty = toml::Table::new();
-        let t = match v {
-            toml::Value::Table(t) => t,
-            _ => &empty,
-        };
-        check_keys("compress", t, KEYS)?;
+        let t = param_table("compress", v, KEYS)?;
         let tools = match t.get("tools") {
             None => vec!["bzip2".to_string()],
             Some(toml::Value::String(s)) => vec![s.clone()],

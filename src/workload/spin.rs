@@ -35,7 +35,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::compile::{check_keys, param_usize};
+use super::compile::{param_table, param_usize};
 use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
 use crate::monitor::control::{self, probe_chain as chain};
@@ -59,12 +59,7 @@ impl SpinWorkload {
     /// Parameters: `iterations` (default 2^26, 32 to 2^40; rounded down to
     /// a multiple of the 32 chunks).
     pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
-        let empty = toml::Table::new();
-        let t = match v {
-            toml::Value::Table(t) => t,
-            _ => &empty,
-        };
-        check_keys("spin", t, KEYS)?;
+        let t = param_table("spin", v, KEYS)?;
         let iterations = param_usize(
             "spin",
             t,

@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::compile::{check_keys, launch, param_str, param_usize};
+use super::compile::{launch, param_str, param_table, param_usize};
 use crate::config::journal::{self, EntryId, JournalHandle, UndoAction};
 use crate::config::kinds::registry;
 use crate::metric::{Direction, MetricSpec};
@@ -74,12 +74,7 @@ impl FsopsWorkload {
     /// backing files (the experiment's scratch directory).
     /// Call [`FsopsWorkload::with_journal`] before `prepare`.
     pub fn from_params(v: &toml::Value) -> Result<Self, Error> {
-        let empty = toml::Table::new();
-        let t = match v {
-            toml::Value::Table(t) => t,
-            _ => &empty,
-        };
-        check_keys("fsops", t, KEYS)?;
+        let t = param_table("fsops", v, KEYS)?;
         let fstype = param_str("fsops", t, "fstype", "ext4")?;
         if fstype.is_empty() || !fstype.chars().all(|c| c.is_ascii_alphanumeric()) {
             return Err(Error::bad(format!(
