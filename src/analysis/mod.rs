@@ -369,17 +369,18 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     if boots.as_ref().is_some_and(|b| b.tcg) {
         warnings.insert(0, boots::TCG_WARNING.to_string());
     }
-    for c in &info.configs {
-        for w in &info.workloads {
-            let (n, what) = match units.get(&(c.as_str(), w.as_str())) {
-                Some(u) if u.by_boot => (u.groups.len(), "boots with successful runs"),
-                Some(u) => (u.groups.len(), "successful runs"),
-                None if boots.is_some() => (0, "boots with successful runs"),
-                None => (0, "successful runs"),
-            };
-            if n < 2 {
-                warnings.push(format!("{c}/{w}: {n} {what}; no statistics possible"));
-            }
+    // The cells the plan ran: not the monitors-off control with the plan's
+    // workloads, nor the probe in other configs.
+    for (c, w) in crate::monitor::control::distinct_cells(&info.configs, &info.workloads) {
+        let (c, w) = (&info.configs[c], &info.workloads[w]);
+        let (n, what) = match units.get(&(c.as_str(), w.as_str())) {
+            Some(u) if u.by_boot => (u.groups.len(), "boots with successful runs"),
+            Some(u) => (u.groups.len(), "successful runs"),
+            None if boots.is_some() => (0, "boots with successful runs"),
+            None => (0, "successful runs"),
+        };
+        if n < 2 {
+            warnings.push(format!("{c}/{w}: {n} {what}; no statistics possible"));
         }
     }
     warnings.extend(warnings::data_warnings(

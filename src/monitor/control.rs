@@ -122,6 +122,18 @@ pub fn cells<C: AsRef<str>, W: AsRef<str>>(
     out
 }
 
+/// Each (config, workload) cell the plan runs, once: [`cells`] without
+/// the repeats (for what is asked per cell, not per run).
+pub fn distinct_cells<C: AsRef<str>, W: AsRef<str>>(
+    configs: &[C],
+    workloads: &[W],
+) -> Vec<(usize, usize)> {
+    let mut c = cells(configs, workloads, 1);
+    // Repeats of a cell are adjacent (config-major order).
+    c.dedup();
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +175,10 @@ mod tests {
         assert_eq!(count((1, 1)), 0, "the probe runs only in the baseline");
         assert_eq!(count((2, 1)), 10);
         assert_eq!(c.len(), 22);
+        assert_eq!(
+            distinct_cells(&configs, &workloads),
+            vec![(0, 0), (0, 1), (1, 0), (2, 1)]
+        );
     }
 
     #[test]

@@ -241,14 +241,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         &monitors,
         &telemetry,
     );
-    let cells = crate::monitor::control::cells(
-        &configs.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
-        &workloads
-            .iter()
-            .map(|w| w.name.as_str())
-            .collect::<Vec<_>>(),
-        runs,
-    );
+    let cells = super::model::cells_of(&configs, &workloads, runs);
     check_schedule_size(
         origin,
         runs_at,

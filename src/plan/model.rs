@@ -152,14 +152,24 @@ pub const DEFAULT_QUICK_BOOTS: u32 = 3;
 /// The most boots per kernel config.
 pub const MAX_BOOTS: u32 = 10_000;
 
+/// [`Plan::cells`] of these configs and workloads, before the plan is
+/// whole (its size bound is checked on them).
+pub(super) fn cells_of(
+    configs: &[ConfigDef],
+    workloads: &[WorkloadDef],
+    runs: u32,
+) -> Vec<(usize, usize)> {
+    let configs: Vec<&str> = configs.iter().map(|c| c.name.as_str()).collect();
+    let workloads: Vec<&str> = workloads.iter().map(|w| w.name.as_str()).collect();
+    crate::monitor::control::cells(&configs, &workloads, runs)
+}
+
 impl Plan {
     /// The (config, workload) cells of one block, as indices: every pair
     /// once, except around the monitor-overhead control (see
     /// `monitor::control::cells`).
     pub fn cells(&self) -> Vec<(usize, usize)> {
-        let configs: Vec<&str> = self.configs.iter().map(|c| c.name.as_str()).collect();
-        let workloads: Vec<&str> = self.workloads.iter().map(|w| w.name.as_str()).collect();
-        crate::monitor::control::cells(&configs, &workloads, self.runs)
+        cells_of(&self.configs, &self.workloads, self.runs)
     }
 
     /// True when the configs run in VMs booted for them.

@@ -12,9 +12,7 @@ use super::*;
 pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
     let d = store.load(exp)?;
     let mut out = Vec::new();
-    let mut cells = crate::monitor::control::cells(&d.info.configs, &d.info.workloads, 1);
-    cells.dedup();
-    for (c, w) in cells {
+    for (c, w) in crate::monitor::control::distinct_cells(&d.info.configs, &d.info.workloads) {
         let (c, w) = (&d.info.configs[c], &d.info.workloads[w]);
         let runs: Vec<_> = d
             .runs
