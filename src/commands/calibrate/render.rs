@@ -40,43 +40,35 @@ pub fn render_aa(rows: &[AaRow], s: &Sizes) -> String {
          \x20   Band 3.6-6.4% (5% +/- 2 binomial SE); < below, > above the band.\n\
          \x20   At n=5 the exact U test can only reach 3.2% (its next level is 5.6%).\n\n",
     );
-    let header = |title: &str| {
-        let mut h = format!("    {:<16}{:>5}", title, "CoV");
+    // One table per figure: a row per noise shape, a column per n.
+    let table = |out: &mut String, title: &str, cell: &dyn Fn(&AaCell) -> String| {
+        out.push_str(&format!("    {:<16}{:>5}", title, "CoV"));
         for n in &s.ns {
-            h.push_str(&format!("{:>9}", format!("n={n}")));
-        }
-        h.push('\n');
-        h
-    };
-    out.push_str(&header("A/A flagged"));
-    for r in rows {
-        out.push_str(&format!(
-            "    {:<16}{:>4.0}%",
-            shape_name(r.shape),
-            100.0 * r.cov
-        ));
-        for c in &r.cells {
-            out.push_str(&format!("{:>9}", banded(c.false_positive, Some(AA_BAND))));
+            out.push_str(&format!("{:>9}", format!("n={n}")));
         }
         out.push('\n');
-    }
+        for r in rows {
+            out.push_str(&format!(
+                "    {:<16}{:>4.0}%",
+                shape_name(r.shape),
+                100.0 * r.cov
+            ));
+            for c in &r.cells {
+                out.push_str(&format!("{:>9}", cell(c)));
+            }
+            out.push('\n');
+        }
+    };
+    table(&mut out, "A/A flagged", &|c| {
+        banded(c.false_positive, Some(AA_BAND))
+    });
     out.push_str(&format!(
         "\n    95% CI coverage of the true ratio {:.2} (band 93-97% for n >= 20):\n",
         1.0 + COVERAGE_SHIFT
     ));
-    out.push_str(&header("coverage"));
-    for r in rows {
-        out.push_str(&format!(
-            "    {:<16}{:>4.0}%",
-            shape_name(r.shape),
-            100.0 * r.cov
-        ));
-        for c in &r.cells {
-            let band = (c.n >= 20).then_some(COVERAGE_BAND);
-            out.push_str(&format!("{:>9}", banded(c.coverage, band)));
-        }
-        out.push('\n');
-    }
+    table(&mut out, "coverage", &|c| {
+        banded(c.coverage, (c.n >= 20).then_some(COVERAGE_BAND))
+    });
     out
 }
 
