@@ -1,0 +1,148 @@
+//! Importing Go benchmark output and reporting on it, against benchstat on
+//! the same files, measured side by side in the same run.
+//!
+//! The input is what a Go user hands benchstat: two files (old and new) of
+//! 100 benchmarks x 30 samples each, `-count 30` interleaved as `go test`
+//! prints them, with a 2% shift and 2% noise (seeded, so every run of the
+//! bench reads the same bytes).
+//!
+//! - **sysdelta**: `sysdelta import gobench old new` into a fresh store,
+//!   then `sysdelta report --last`, two processes from exec to exit, timed
+//!   apart and together.
+//! - **benchstat**: `benchstat old new`, one process (`go install
+//!   golang.org/x/perf/cmd/benchstat@latest`; looked up in PATH, then in
+//!   `~/go/bin`). Without it the bench says so and times sysdelta alone.
+//!
+//! Rounds alternate the two (A B A B, the order reversed every other
+//! round); figures are medians over rounds with min and max, and the ratio
+//! is taken pair by pair. Run: `cargo bench --bench import_report`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const BENCHMARKS: usize = 100;
+const COUNT: usize = 30;
+const ROUNDS: usize = 15;
+
+/// Go benchmark output: `COUNT` passes over `BENCHMARKS` benchmarks, each
+/// value `scale` x its base with about 2% Gaussian-ish noise.
+fn go_output(scale: f64, seed: u64) -> String {
+    let mut x = seed | 1;
+    let mut uniform = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut s = String::from("goos: linux\ngoarch: amd64\npkg: example.com/bench\ncpu: bench CPU\n");
+    for _ in 0..COUNT {
+        for b in 0..BENCHMARKS {
+            // Sum of 4 uniforms: close enough to normal for noise.
+            let n: f64 = (0..4).map(|_| uniform()).sum::<f64>() - 2.0;
+            let v = 1000.0 * (b + 1) as f64 * scale * (1.0 + 0.035 * n);
+            s.push_str(&format!("BenchmarkThing{b}-2   \t 1000000\t {v:.1} ns/op\n"));
+        }
+    }
+    s.push_str("PASS\nok  \texample.com/bench\t1.000s\n");
+    s
+}
+
+fn benchstat() -> Option<PathBuf> {
+    let in_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("benchstat"))
+            .find(|p| p.is_file())
+    });
+    in_path.or_else(|| {
+        let p = PathBuf::from(std::env::var_os("HOME")?).join("go/bin/benchstat");
+        p.is_file().then_some(p)
+    })
+}
+
+fn timed(cmd: &mut Command) -> f64 {
+    let t = Instant::now();
+    let out = cmd.stdout(Stdio::piped()).output().unwrap();
+    let s = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.stdout.is_empty() || !out.stderr.is_empty());
+    s
+}
+
+/// (import, report) seconds of one fresh store.
+fn sysdelta(dir: &Path, old: &Path, new: &Path) -> (f64, f64) {
+    let store = dir.join("bench.db");
+    let _ = std::fs::remove_file(&store);
+    let bin = env!("CARGO_BIN_EXE_sysdelta");
+    let import = timed(
+        Command::new(bin)
+            .args(["import", "gobench"])
+            .arg(old)
+            .arg(new)
+            .arg("--store")
+            .arg(&store),
+    );
+    let report = timed(
+        Command::new(bin)
+            .args(["report", "--last", "--store"])
+            .arg(&store),
+    );
+    (import, report)
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.txt");
+    let new = dir.path().join("new.txt");
+    std::fs::write(&old, go_output(1.0, 0x5eed)).unwrap();
+    std::fs::write(&new, go_output(1.02, 0xfeed)).unwrap();
+    let peer = benchstat();
+    if peer.is_none() {
+        println!("benchstat not found (go install golang.org/x/perf/cmd/benchstat@latest): timing sysdelta alone");
+    }
+    let (mut imp, mut rep, mut both, mut bs, mut ratio) = (vec![], vec![], vec![], vec![], vec![]);
+    for round in 0..ROUNDS {
+        let run_peer = || {
+            peer.as_ref()
+                .map(|b| timed(Command::new(b).arg(&old).arg(&new)))
+        };
+        let (p, (i, r)) = if round % 2 == 0 {
+            let s = sysdelta(dir.path(), &old, &new);
+            (run_peer(), s)
+        } else {
+            let p = run_peer();
+            (p, sysdelta(dir.path(), &old, &new))
+        };
+        imp.push(i);
+        rep.push(r);
+        both.push(i + r);
+        if let Some(p) = p {
+            bs.push(p);
+            ratio.push((i + r) / p);
+        }
+    }
+    println!(
+        "{BENCHMARKS} Go benchmarks x {COUNT} samples x 2 files, {ROUNDS} rounds A B A B: median (min-max)"
+    );
+    let line = |name: &str, v: Vec<f64>| {
+        let (m, lo, hi) = stats(v);
+        println!("  {name:<34} {m:.3} s  ({lo:.3}-{hi:.3})");
+    };
+    line("sysdelta import", imp);
+    line("sysdelta report (target < 0.5 s)", rep);
+    line("sysdelta import + report", both);
+    if !bs.is_empty() {
+        line("benchstat (peer)", bs);
+        let (m, lo, hi) = stats(ratio);
+        println!("  ratio sysdelta / benchstat, pair by pair: {m:.1}x ({lo:.1}-{hi:.1})");
+    }
+}
