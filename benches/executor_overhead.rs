@@ -29,7 +29,7 @@ const SMALL: u32 = 50;
 const LARGE: u32 = 800;
 const ROUNDS: usize = 15;
 
-fn ensure_hyperfine() -> Result<String, String> {
+fn hyperfine_version() -> Result<String, String> {
     let version = || {
         Command::new("hyperfine")
             .arg("--version")
@@ -41,16 +41,9 @@ fn ensure_hyperfine() -> Result<String, String> {
     if let Some(v) = version() {
         return Ok(v);
     }
-    if !nix::unistd::geteuid().is_root() {
-        return Err("hyperfine is not installed and we are not root to apt-get install it".into());
-    }
-    eprintln!("installing hyperfine with apt-get ...");
-    let _ = Command::new("apt-get").args(["update", "-qq"]).status();
-    let _ = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "hyperfine"])
-        .stdout(Stdio::null())
-        .status();
-    version().ok_or_else(|| "apt-get install hyperfine failed".into())
+    // Installing is the install step's job (scripts/install-bench-peers.sh,
+    // run by .ci/run), never a bench's.
+    Err("hyperfine is not installed (scripts/install-bench-peers.sh installs it)".into())
 }
 
 /// CPU time (user + system) of all reaped children so far.
@@ -157,7 +150,7 @@ fn slope_and_startup(small: Duration, large: Duration) -> (f64, f64) {
 }
 
 fn main() {
-    let hf = match ensure_hyperfine() {
+    let hf = match hyperfine_version() {
         Ok(v) => v,
         Err(why) => {
             println!("executor_overhead: SKIPPED: {why}");
