@@ -35,13 +35,16 @@ fn go_output(scale: f64, seed: u64) -> String {
         x ^= x << 17;
         (x >> 11) as f64 / (1u64 << 53) as f64
     };
-    let mut s = String::from("goos: linux\ngoarch: amd64\npkg: example.com/bench\ncpu: bench CPU\n");
+    let mut s =
+        String::from("goos: linux\ngoarch: amd64\npkg: example.com/bench\ncpu: bench CPU\n");
     for _ in 0..COUNT {
         for b in 0..BENCHMARKS {
             // Sum of 4 uniforms: close enough to normal for noise.
             let n: f64 = (0..4).map(|_| uniform()).sum::<f64>() - 2.0;
             let v = 1000.0 * (b + 1) as f64 * scale * (1.0 + 0.035 * n);
-            s.push_str(&format!("BenchmarkThing{b}-2   \t 1000000\t {v:.1} ns/op\n"));
+            s.push_str(&format!(
+                "BenchmarkThing{b}-2   \t 1000000\t {v:.1} ns/op\n"
+            ));
         }
     }
     s.push_str("PASS\nok  \texample.com/bench\t1.000s\n");
