@@ -6,6 +6,7 @@ mod crash;
 mod execute;
 pub mod experiment;
 mod finish;
+mod hooks;
 pub mod machine;
 mod prepare;
 pub mod progress;
