@@ -11,6 +11,7 @@ pub mod machine;
 mod prepare;
 pub mod progress;
 pub mod schedule;
+mod shell_cost;
 pub mod signals;
 pub mod slot;
 pub mod streaks;
