@@ -455,6 +455,37 @@ mod tests {
     }
 
     #[test]
+    fn a_direct_launch_execs_the_program_with_its_words() {
+        let words: Vec<String> = ["sh", "-c", "echo \"$0|$1\"", "x", "a b $HOME"]
+            .map(String::from)
+            .to_vec();
+        let spec = ShellSpec {
+            command: "(shown only)",
+            launch: Launch::Direct(&words),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "x|a b $HOME\n");
+        let missing = ["sysdelta-no-such-program".to_string()];
+        let spec = ShellSpec {
+            launch: Launch::Direct(&missing),
+            ..Default::default()
+        };
+        let e = run_shell(&spec, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.to_string(), "'sysdelta-no-such-program' is not on PATH");
+        // Another shell, found on PATH, is given the command with -c.
+        let spec = ShellSpec {
+            command: "echo $0",
+            launch: Launch::Shell("sh"),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "sh\n");
+    }
+
+    #[test]
     fn stderr_tail_keeps_the_end() {
         let r = run(
             "i=0; while [ $i -lt 3000 ]; do echo line$i >&2; i=$((i+1)); done",
