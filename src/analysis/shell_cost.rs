@@ -48,6 +48,17 @@ pub fn is_event(e: &Event) -> bool {
     e.kind == EVENT_KIND
 }
 
+/// A stored event's samples if they are `config`'s, as `name`'s (a
+/// comparison across experiments renames the config it picks).
+pub fn renamed(message: &str, config: &str, name: &str) -> Option<String> {
+    let mut s: Samples = serde_json::from_str(message).ok()?;
+    if s.config != config {
+        return None;
+    }
+    s.config = name.to_string();
+    serde_json::to_string(&s).ok()
+}
+
 /// The start-up per config (of `configs`, in their order) and shell, and
 /// the warnings; samples of one config and shell stored by several
 /// sessions (`--resume`) are pooled.
