@@ -157,3 +157,39 @@ fn the_report_shows_what_the_shell_costs() {
         );
     }
 }
+
+#[test]
+fn a_comparison_shows_each_experiments_shell_start_up() {
+    let sb = Sandbox::new();
+    for label in ["before", "after"] {
+        let out = sb.run(&[
+            "ab",
+            "-q",
+            "--runs",
+            "3",
+            "--warmup",
+            "0",
+            "--label",
+            label,
+            "--no-report",
+            "--config",
+            "a=",
+            "--",
+            "true",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = sb.run(&["compare", "before", "after"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    for name in ["before", "after"] {
+        assert!(
+            text.contains(&format!("shell start-up, {name} (/bin/sh): ")),
+            "{text}"
+        );
+    }
+    assert!(
+        !text.contains("samples_s"),
+        "raw samples are not events:\n{text}"
+    );
+}
