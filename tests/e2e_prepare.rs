@@ -63,10 +63,11 @@ fn prepare_and_conclude_surround_every_run_and_are_not_timed() {
         );
     }
     assert_eq!(log.iter().filter(|l| *l == "run b").count(), 5);
-    // The 0.3 s sleeps are outside every sample.
+    // The 0.3 s sleeps are outside every sample (a sample with either
+    // would be at least 0.3 s; the margin is for a loaded machine).
     let walls = walls(&sb);
     assert_eq!(walls.len(), 10);
-    assert!(walls.iter().all(|w| *w < 0.15), "{walls:?}");
+    assert!(walls.iter().all(|w| *w < 0.25), "{walls:?}");
 }
 
 #[test]
