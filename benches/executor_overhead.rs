@@ -1,7 +1,10 @@
 //! Per-run overhead of sysdelta's executor against hyperfine's, measured
 //! side by side on the same machine in the same run.
 //!
-//! One operation is one run of `/bin/sh -c true`. Each tool runs it
+//! One operation is one run of `/bin/sh -c true`, started without a
+//! shell of the tool's own (`-N` in both: under a shell, sysdelta also
+//! times the shell's start-up after each run, which is a measurement, not
+//! per-run overhead to compare). Each tool runs it
 //! `SMALL` and `LARGE` times, each count as one process whose whole wall
 //! time is taken (start-up, storage and exit included). A tool's cost per
 //! run is the slope `(T(LARGE) - T(SMALL)) / (LARGE - SMALL)`: what one
@@ -97,13 +100,16 @@ fn sysdelta(store: &std::path::Path, runs: u32) -> Cost {
     let mut sd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
     sd.arg("--store").arg(store).args([
         "ab",
-        "-c",
+        "-N",
+        "--config",
         "a=",
         "--runs",
         &runs.to_string(),
         "--quiet",
         "--no-report",
         "--",
+        "sh",
+        "-c",
         "true",
     ]);
     timed(sd)

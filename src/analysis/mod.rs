@@ -13,6 +13,7 @@ mod cis;
 pub mod families;
 mod model;
 pub mod overhead;
+pub mod shell_cost;
 mod warnings;
 
 pub use model::*;
@@ -58,6 +59,10 @@ pub struct Analysis {
     /// control (`analysis::overhead`), when the plan had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub monitor_overhead: Option<MonitorOverhead>,
+    /// What starting the shell costs, per config (`analysis::shell_cost`);
+    /// empty when no command ran under a shell.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub shell_startup: Vec<shell_cost::ShellStartup>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -391,6 +396,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         opts.alpha,
     ));
     warnings.extend(warnings::ci_warnings(&metrics));
+    let (shell_startup, shell_warnings) = shell_cost::compute(data, &configs);
+    warnings.extend(shell_warnings);
     let max_samples_per_run = data
         .runs
         .iter()
@@ -427,8 +434,15 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         confidence: opts.confidence,
         resamples: opts.resamples,
         failed,
-        events: data.events.clone(),
+        // The shell's samples are shown as its own line, not as events.
+        events: data
+            .events
+            .iter()
+            .filter(|e| !shell_cost::is_event(e))
+            .cloned()
+            .collect(),
         warnings,
         monitor_overhead: None,
+        shell_startup,
     })
 }

@@ -42,6 +42,22 @@ pub struct AbArgs {
     /// one given with -c, whose setup then runs in the guest).
     #[arg(short = 'k', long = "kernel")]
     pub kernels: Vec<String>,
+    /// The shell the command is given to (default /bin/sh), or "none" to
+    /// exec it directly; the report says what the shell's start-up costs.
+    #[arg(short = 'S', long = "shell", value_name = "SHELL")]
+    pub shell: Option<String>,
+    /// Run the command without a shell (as --shell none): split as a shell
+    /// would, exec'd directly; a command that needs a shell is refused.
+    #[arg(short = 'N', conflicts_with = "shell")]
+    pub no_shell: bool,
+    /// A shell command run before every run (warm-ups too), untimed, in the
+    /// run's config; if it fails, so does the run. E.g. cold caches:
+    /// 'sync; echo 3 > /proc/sys/vm/drop_caches'.
+    #[arg(short = 'p', long = "prepare", value_name = "CMD")]
+    pub prepare: Option<String>,
+    /// A shell command run after every run, untimed, in the run's config.
+    #[arg(short = 'C', long = "conclude", value_name = "CMD")]
+    pub conclude: Option<String>,
     #[command(flatten)]
     pub exec: ExecArgs,
     /// The command to measure.
@@ -97,6 +113,15 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         &a.teardowns,
         &a.kernels,
         &a.command,
+        &plan::shorthand::RunOptions {
+            shell: if a.no_shell {
+                Some("none".into())
+            } else {
+                a.shell.clone()
+            },
+            prepare: a.prepare.clone(),
+            conclude: a.conclude.clone(),
+        },
         &overrides(&a.exec),
     )
     .map_err(Error::into_bad_input)?;

@@ -142,6 +142,7 @@ pub(super) fn build_workload(
     origin: &Origin,
     w: Spanned<RawWorkload>,
     default_timeout: Duration,
+    defaults: super::launch::Defaults,
     quick: bool,
     seen: &mut HashSet<String>,
 ) -> Result<WorkloadDef, Error> {
@@ -171,7 +172,25 @@ pub(super) fn build_workload(
                     origin.bad_at(p.span().start, "params and quick are for builtin workloads")
                 );
             }
-            check_command_exists(cmd.get_ref()).map_err(|m| origin.bad_at(cmd.span().start, m))?;
+            let launch = super::launch::command_launch(
+                origin,
+                &name,
+                cmd,
+                rw.shell.as_ref().or(defaults.shell),
+            )?;
+            match &launch {
+                // Without a shell the first word is the program, whatever
+                // its name (`echo` too).
+                CommandLaunch::Direct(words) if !words[0].contains('/') => {
+                    crate::process::program::resolve(&words[0], &[])
+                        .map(drop)
+                        .map_err(|e| {
+                            origin.bad_at(cmd.span().start, format!("command not found: {e}"))
+                        })?
+                }
+                _ => check_command_exists(cmd.get_ref())
+                    .map_err(|m| origin.bad_at(cmd.span().start, m))?,
+            }
             let mut metrics = Vec::new();
             let mut mseen: HashSet<String> = crate::workload::command::TIMING_METRICS
                 .iter()
@@ -183,9 +202,16 @@ pub(super) fn build_workload(
             WorkloadKind::Command {
                 command: cmd.get_ref().clone(),
                 metrics,
+                launch,
             }
         }
         (None, Some(b)) => {
+            if let Some(s) = &rw.shell {
+                return Err(origin.bad_at(
+                    s.span().start,
+                    format!("workload '{name}': shell is for command workloads"),
+                ));
+            }
             if let Some(m) = rw.metrics.first() {
                 return Err(origin.bad_at(
                     m.span().start,
@@ -223,6 +249,8 @@ pub(super) fn build_workload(
         kind,
         timeout,
         workdir: workdir(origin, &rw.workdir)?,
+        prepare: super::launch::hook(rw.prepare.as_ref(), defaults.prepare),
+        conclude: super::launch::hook(rw.conclude.as_ref(), defaults.conclude),
     })
 }
 

@@ -185,8 +185,15 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
     }
     let mut workloads = Vec::new();
     let mut seen = HashSet::new();
+    let defaults = super::launch::Defaults {
+        shell: raw.shell.as_ref(),
+        prepare: raw.prepare.as_ref(),
+        conclude: raw.conclude.as_ref(),
+    };
     for w in raw.workload {
-        workloads.push(build_workload(origin, w, timeout, ov.quick, &mut seen)?);
+        workloads.push(build_workload(
+            origin, w, timeout, defaults, ov.quick, &mut seen,
+        )?);
     }
     // Kernel configs warm up in every boot; on the host, once per cell.
     let warmups = u64::from(warmup) * u64::from(boots.max(1));

@@ -7,6 +7,7 @@ mod bounds;
 pub mod duration;
 mod items;
 pub mod kernel;
+mod launch;
 pub mod load;
 pub mod model;
 pub mod position;

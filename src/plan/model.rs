@@ -8,11 +8,16 @@ pub use crate::metric::RegexMetric;
 // Below the store, which keeps them with each experiment for `--resume`.
 pub use crate::overrides::{Order, Overrides};
 
+// What starts a command workload's command line (`shell` in the plan):
+// defined with the process launch it becomes, below the workloads.
+pub use crate::process::program::CommandLaunch;
+
 #[derive(Clone, Debug)]
 pub enum WorkloadKind {
     Command {
         command: String,
         metrics: Vec<RegexMetric>,
+        launch: CommandLaunch,
     },
     Builtin {
         name: String,
@@ -26,6 +31,10 @@ pub struct WorkloadDef {
     pub kind: WorkloadKind,
     pub timeout: Duration,
     pub workdir: Option<PathBuf>,
+    /// Shell commands run before and after each of its runs (warm-ups
+    /// too), untimed, in the run's config (`prepare`, `conclude`).
+    pub prepare: Option<String>,
+    pub conclude: Option<String>,
 }
 
 /// A built-in config kind's declaration (ftrace, sysctl, ...), validated by

@@ -20,6 +20,10 @@ pub(super) struct RawPlan {
     pub(super) baseline: Option<Spanned<String>>,
     pub(super) setup: Option<Spanned<String>>,
     pub(super) teardown: Option<Spanned<String>>,
+    /// Defaults of the workloads' own (see `plan::launch`).
+    pub(super) shell: Option<Spanned<String>>,
+    pub(super) prepare: Option<Spanned<String>>,
+    pub(super) conclude: Option<Spanned<String>>,
     pub(super) monitors: Option<Vec<Spanned<String>>>,
     pub(super) monitor_interval: Option<Spanned<toml::Value>>,
     /// See `plan::telemetry`.
@@ -109,6 +113,9 @@ pub(super) struct RawWorkload {
     pub(super) metrics: Vec<Spanned<RawMetric>>,
     pub(super) timeout: Option<Spanned<toml::Value>>,
     pub(super) workdir: Option<Spanned<String>>,
+    pub(super) shell: Option<Spanned<String>>,
+    pub(super) prepare: Option<Spanned<String>>,
+    pub(super) conclude: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]

@@ -102,6 +102,38 @@ pub fn plan_text_with_kernels(
     toml::to_string(&root).expect("a table of strings always serializes")
 }
 
+/// How `ab` runs its command: `-S SHELL` / `-N`, `--prepare`, `--conclude`.
+/// They become the plan's plan-wide keys (`shell`, `prepare`,
+/// `conclude`), which every workload of the plan inherits.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// A shell, or "none".
+    pub shell: Option<String>,
+    pub prepare: Option<String>,
+    pub conclude: Option<String>,
+}
+
+impl RunOptions {
+    /// `text` (a plan) with these options as its plan-wide keys.
+    fn apply(&self, text: String) -> String {
+        let keys = [
+            ("shell", &self.shell),
+            ("prepare", &self.prepare),
+            ("conclude", &self.conclude),
+        ];
+        if keys.iter().all(|(_, v)| v.is_none()) {
+            return text;
+        }
+        let mut root: toml::Table = text.parse().expect("plan_text writes valid TOML");
+        for (k, v) in keys {
+            if let Some(v) = v {
+                root.insert(k.into(), toml::Value::String(v.clone()));
+            }
+        }
+        toml::to_string(&root).expect("a table of strings always serializes")
+    }
+}
+
 /// Validate an `ab` invocation as a plan.
 pub fn build(
     config_args: &[String],
@@ -109,7 +141,14 @@ pub fn build(
     command: &[String],
     ov: &Overrides,
 ) -> Result<Plan, Error> {
-    build_with_kernels(config_args, teardown_args, &[], command, ov)
+    build_with_kernels(
+        config_args,
+        teardown_args,
+        &[],
+        command,
+        &RunOptions::default(),
+        ov,
+    )
 }
 
 /// [`build`] with `-k` kernels: a kernel names a config given with `-c`,
@@ -119,6 +158,7 @@ pub fn build_with_kernels(
     teardown_args: &[String],
     kernel_args: &[String],
     command: &[String],
+    run: &RunOptions,
     ov: &Overrides,
 ) -> Result<Plan, Error> {
     if config_args.is_empty() && kernel_args.is_empty() {
@@ -174,7 +214,9 @@ pub fn build_with_kernels(
         shlex::try_join(command.iter().map(String::as_str))
             .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?
     };
-    let text = plan_text_with_kernels(&configs, &teardowns, &kernels, &cmd, "ab");
+    let text = run.apply(plan_text_with_kernels(
+        &configs, &teardowns, &kernels, &cmd, "ab",
+    ));
     super::load::parse("(ab)", &text, ov)
 }
 

@@ -93,6 +93,8 @@ pub(super) fn add_control(
         },
         timeout: PROBE_TIMEOUT,
         workdir: None,
+        prepare: None,
+        conclude: None,
     });
 }
 

@@ -1,6 +1,7 @@
 /*
  * sysdelta's launcher of measured commands: a small process that creates
- * each measured `/bin/sh -c COMMAND` on sysdelta's behalf, so that the
+ * each measured command (`/bin/sh -c COMMAND`, another shell, or the
+ * program itself when no shell is wanted) on sysdelta's behalf, so that the
  * command's max RSS is its own (see launcher.rs for why and for the Rust
  * side of the protocol below).
  *
@@ -11,8 +12,10 @@
  *   request: struct request_header, then payload_len bytes of payload,
  *            with exactly 3 descriptors (the command's stdin, stdout and
  *            stderr) in an SCM_RIGHTS message on its first byte. Payload:
- *            "COMMAND\0CWD\0CGROUP_PROCS\0" (an empty CWD or CGROUP_PROCS
- *            means none) followed by n_env "NAME=VALUE\0" strings.
+ *            "PROGRAM\0CWD\0CGROUP_PROCS\0" (PROGRAM the path to exec; an
+ *            empty CWD or CGROUP_PROCS means none) followed by n_argv
+ *            argument strings (argv[0] first) and n_env "NAME=VALUE\0"
+ *            strings.
  *   reply:   struct reply.
  *
  * The command's process is created with clone(CLONE_VM | CLONE_VFORK |
@@ -36,7 +39,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#define MAGIC 0x3176657474736473ULL /* "sdstetv1": request format 1 */
+#define MAGIC 0x3276657474736473ULL /* "sdstetv2": request format 2 */
 #define CPU_WORDS 16                /* 1024 CPUs, as glibc's cpu_set_t */
 /* Larger requests are a bug on sysdelta's side (exec takes far less). */
 #define MAX_PAYLOAD (64u << 20)
@@ -47,6 +50,7 @@
 struct request_header {
     uint64_t magic;
     uint64_t payload_len;
+    uint64_t n_argv;
     uint64_t n_env;
     uint64_t has_cpus;
     uint64_t cpus[CPU_WORDS]; /* bit c of word c / 64: CPU c */
@@ -79,7 +83,8 @@ struct reply {
 struct job {
     const char *cwd;
     const char *cgroup_procs;
-    char *argv[4];
+    const char *program;
+    char **argv;
     char **envp;
     int stdio[3];
     int has_cpus;
@@ -129,7 +134,7 @@ static int child_main(void *arg)
     for (i = 0; i < 3; i++)
         if (dup2(j->stdio[i], i) < 0)
             return fail(j, STAGE_STDIO);
-    execve("/bin/sh", j->argv, j->envp);
+    execve(j->program, j->argv, j->envp);
     return fail(j, STAGE_EXEC);
 }
 
@@ -190,35 +195,39 @@ static int receive_header(int sock, struct request_header *h, int stdio[3])
         return -1;
     if (read_all(sock, h, sizeof *h, (size_t)n) < 0)
         return -1;
-    if (h->magic != MAGIC || h->payload_len > MAX_PAYLOAD || h->n_env > h->payload_len)
+    if (h->magic != MAGIC || h->payload_len > MAX_PAYLOAD || h->n_env > h->payload_len ||
+        h->n_argv == 0 || h->n_argv > h->payload_len)
         return -1;
     return 1;
 }
 
-/* Point the job at the payload's strings; -1 if it is malformed. */
-static int parse_payload(struct job *j, char *p, size_t len, size_t n_env, char **envp)
+/* Point the job at the payload's strings; -1 if it is malformed. strs
+ * has room for n_argv + 1 + n_env + 1 pointers: argv, NULL, envp, NULL. */
+static int parse_payload(struct job *j, char *p, size_t len, size_t n_argv, size_t n_env,
+                         char **strs)
 {
     char *end = p + len;
     const char *fields[3];
     size_t i;
-    for (i = 0; i < 3 + n_env; i++) {
+    for (i = 0; i < 3 + n_argv + n_env; i++) {
         char *nul = memchr(p, 0, (size_t)(end - p));
         if (!nul)
             return -1;
         if (i < 3)
             fields[i] = p;
+        else if (i < 3 + n_argv)
+            strs[i - 3] = p;
         else
-            envp[i - 3] = p;
+            strs[i - 2] = p;
         p = nul + 1;
     }
-    envp[n_env] = NULL;
-    j->argv[0] = "/bin/sh";
-    j->argv[1] = "-c";
-    j->argv[2] = (char *)fields[0];
-    j->argv[3] = NULL;
+    strs[n_argv] = NULL;
+    strs[n_argv + 1 + n_env] = NULL;
+    j->program = fields[0];
     j->cwd = fields[1];
     j->cgroup_procs = fields[2];
-    j->envp = envp;
+    j->argv = strs;
+    j->envp = strs + n_argv + 1;
     return 0;
 }
 
@@ -289,16 +298,16 @@ int main(void)
             payload_cap = h.payload_len + 1;
             payload = malloc(payload_cap);
         }
-        if (h.n_env + 1 > envp_cap) {
+        if (h.n_argv + h.n_env + 2 > envp_cap) {
             free(envp);
-            envp_cap = h.n_env + 1;
+            envp_cap = h.n_argv + h.n_env + 2;
             envp = malloc(envp_cap * sizeof *envp);
         }
         if (!payload || !envp)
             return 3;
         if (read_all(sock, payload, h.payload_len, 0) < 0)
             return 2;
-        if (parse_payload(&j, payload, h.payload_len, h.n_env, envp) < 0)
+        if (parse_payload(&j, payload, h.payload_len, h.n_argv, h.n_env, envp) < 0)
             return 2;
         j.has_cpus = h.has_cpus != 0;
         cpus_from_words(&j.cpus, h.cpus);

@@ -45,19 +45,22 @@ use nix::sys::socket::{self, ControlMessage, MsgFlags};
 /// The launcher's executable, built by build.rs.
 static IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sysdelta-launcher"));
 
-/// "sdstetv1": request format 1 (`MAGIC` in launcher.c).
-const MAGIC: u64 = 0x3176_6574_7473_6473;
+/// "sdstetv2": request format 2 (`MAGIC` in launcher.c).
+const MAGIC: u64 = 0x3276_6574_7473_6473;
 /// CPUs a request can name: 16 words of 64 (`CPU_WORDS` in launcher.c).
 const CPU_WORDS: usize = 16;
-/// magic, payload_len, n_env, has_cpus, then the CPU words.
-const HEADER_LEN: usize = 8 * (4 + CPU_WORDS);
+/// magic, payload_len, n_argv, n_env, has_cpus, then the CPU words.
+const HEADER_LEN: usize = 8 * (5 + CPU_WORDS);
 /// The launcher refuses larger requests (`MAX_PAYLOAD` in launcher.c);
 /// exec itself accepts far less.
 const MAX_PAYLOAD: usize = 64 << 20;
 
 /// One command to start.
 pub(super) struct Request<'a> {
-    pub command: &'a str,
+    /// The path to exec (a shell, or the command's own program).
+    pub program: &'a Path,
+    /// Its arguments, argv[0] first.
+    pub argv: &'a [&'a str],
     /// Set on top of sysdelta's own environment.
     pub env: &'a [(String, String)],
     pub cwd: Option<&'a Path>,
@@ -83,9 +86,12 @@ impl<'a> Request<'a> {
         fn path(p: Option<&Path>) -> &[u8] {
             p.map_or(&[], |p| p.as_os_str().as_bytes())
         }
-        push_c_string(&mut bytes, self.command.as_bytes(), "the command")?;
+        push_c_string(&mut bytes, path(Some(self.program)), "the program")?;
         push_c_string(&mut bytes, path(self.cwd), "the working directory")?;
         push_c_string(&mut bytes, path(self.cgroup_procs), "the cgroup path")?;
+        for a in self.argv {
+            push_c_string(&mut bytes, a.as_bytes(), "the command")?;
+        }
         let n_env = push_environment(&mut bytes, self.env)?;
         let payload_len = bytes.len() - HEADER_LEN;
         if payload_len > MAX_PAYLOAD {
@@ -98,7 +104,8 @@ impl<'a> Request<'a> {
             Some(list) => cpu_words(list)?,
             None => calling_thread_cpus()?,
         };
-        let header = [MAGIC, payload_len as u64, n_env as u64, 1]
+        let n_argv = self.argv.len() as u64;
+        let header = [MAGIC, payload_len as u64, n_argv, n_env as u64, 1]
             .into_iter()
             .chain(cpus);
         for (slot, word) in bytes.chunks_exact_mut(8).zip(header) {
@@ -189,7 +196,7 @@ static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
 
 /// Start the command through the launcher (starting the launcher first if
 /// need be) and return its pid: a child of this process, in its own
-/// process group, that has already exec'd `/bin/sh`.
+/// process group, that has already exec'd the request's program.
 pub(super) fn spawn(req: &Encoded) -> io::Result<libc::pid_t> {
     let mut slot = LAUNCHER.lock().unwrap_or_else(|e| e.into_inner());
     // A launcher that died since the last run (killed by someone) refuses
@@ -377,7 +384,7 @@ impl Reply {
                 req.cwd.unwrap_or(Path::new("?")).display()
             ),
             6 => "cannot redirect its stdin, stdout and stderr".to_string(),
-            7 => "exec /bin/sh".to_string(),
+            7 => format!("exec {}", req.program.display()),
             s => format!("launcher stage {s}"),
         };
         Err(context(io::Error::from_raw_os_error(self.err), &what))

@@ -1,11 +1,14 @@
 //! Running one shell command as a measured child process.
 //!
-//! One measured operation is one execution of `/bin/sh -c COMMAND`: the wall
-//! time runs from just before sysdelta asks for the child to the return of
-//! `wait4` on the shell (monotonic clock); user and system CPU time and max
-//! RSS are the rusage `wait4` reports for the shell and every descendant it
-//! waited for. Nothing is subtracted: the shell's own start-up (about a
-//! millisecond) is part of every sample alike and cancels in a comparison.
+//! One measured operation is one execution of `/bin/sh -c COMMAND` (or
+//! another shell, or the command's program itself without a shell: see
+//! [`program`]): the wall time runs from just before sysdelta asks for the
+//! child to the return of `wait4` on it (monotonic clock); user and system
+//! CPU time and max RSS are the rusage `wait4` reports for the child and
+//! every descendant it waited for. Nothing is subtracted: the shell's own
+//! start-up (about a millisecond) is part of every sample alike and cancels
+//! in a comparison; the runner measures it on its own so that the report
+//! can say how large it is against the command.
 //!
 //! The child is made by a small helper process, the [`launcher`], and not
 //! by sysdelta itself: the kernel counts into a process's max RSS the
@@ -26,6 +29,7 @@
 
 mod launcher;
 mod output;
+pub mod program;
 mod watchdog;
 
 use std::path::Path;
@@ -33,6 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use output::{dev_null, OutputFile};
+pub use program::{Launch, DEFAULT_SHELL};
 
 /// Process group of the measured child in flight (0: none), so that an
 /// abort on the second signal can kill it before sysdelta exits.
@@ -59,6 +64,8 @@ pub const STDERR_TAIL_BYTES: usize = 4096;
 #[derive(Clone, Debug, Default)]
 pub struct ShellSpec<'a> {
     pub command: &'a str,
+    /// A shell given `command` (default `/bin/sh`), or no shell.
+    pub launch: Launch<'a>,
     pub env: &'a [(String, String)],
     pub cwd: Option<&'a Path>,
     pub cpus: Option<&'a [usize]>,
@@ -113,10 +120,27 @@ fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
 }
 
-/// Run `sh -c COMMAND` and measure it. Once `cancel` is set, or the timeout
-/// has passed, the whole process group is killed (by the watchdog, within
-/// one of its ticks).
+/// Run `sh -c COMMAND` (or as `spec.launch` says) and measure it. Once
+/// `cancel` is set, or the timeout has passed, the whole process group is
+/// killed (by the watchdog, within one of its ticks).
 pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<ProcessResult> {
+    // Resolved before the clock starts, as a shell would have found the
+    // program (its PATH lookup is part of a shell's run, not of this one).
+    let (program, argv): (_, Vec<&str>) = match spec.launch {
+        Launch::Shell(shell) => (
+            program::resolve(shell, spec.env)?,
+            vec![shell, "-c", spec.command],
+        ),
+        Launch::Direct(words) => {
+            let first = words.first().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "the command is empty")
+            })?;
+            (
+                program::resolve(first, spec.env)?,
+                words.iter().map(String::as_str).collect(),
+            )
+        }
+    };
     let out = if spec.capture_stdout {
         Some(OutputFile::new("sysdelta-stdout", None)?)
     } else {
@@ -125,7 +149,8 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
     let err = OutputFile::for_stderr()?;
     let null = dev_null()?;
     let request = launcher::Request {
-        command: spec.command,
+        program: &program,
+        argv: &argv,
         env: spec.env,
         cwd: spec.cwd,
         cpus: spec.cpus,
@@ -427,6 +452,37 @@ mod tests {
         );
         // The failed children were reaped, and runs go on.
         assert!(run("true", None).success());
+    }
+
+    #[test]
+    fn a_direct_launch_execs_the_program_with_its_words() {
+        let words: Vec<String> = ["sh", "-c", "echo \"$0|$1\"", "x", "a b $HOME"]
+            .map(String::from)
+            .to_vec();
+        let spec = ShellSpec {
+            command: "(shown only)",
+            launch: Launch::Direct(&words),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "x|a b $HOME\n");
+        let missing = ["sysdelta-no-such-program".to_string()];
+        let spec = ShellSpec {
+            launch: Launch::Direct(&missing),
+            ..Default::default()
+        };
+        let e = run_shell(&spec, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(e.to_string(), "'sysdelta-no-such-program' is not on PATH");
+        // Another shell, found on PATH, is given the command with -c.
+        let spec = ShellSpec {
+            command: "echo $0",
+            launch: Launch::Shell("sh"),
+            capture_stdout: true,
+            ..Default::default()
+        };
+        let r = run_shell(&spec, &AtomicBool::new(false)).unwrap();
+        assert_eq!(String::from_utf8_lossy(&r.stdout), "sh\n");
     }
 
     #[test]

@@ -240,7 +240,15 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
         block_offset += max_block + 1;
         for e in &d.events {
             let mut e = e.clone();
-            e.message = format!("[{name}] {}", e.message);
+            if crate::analysis::shell_cost::is_event(&e) {
+                // The picked config's shell start-up, under its new name.
+                match crate::analysis::shell_cost::renamed(&e.message, config, name) {
+                    Some(m) => e.message = m,
+                    None => continue,
+                }
+            } else {
+                e.message = format!("[{name}] {}", e.message);
+            }
             events.push(e);
         }
         // Run id -> (workload, warm-up?) of the picked config's runs.

@@ -53,6 +53,14 @@ pub fn render(a: &Analysis) -> String {
         }
         out.push('\n');
     }
+    let shell = super::shell_cost::text_lines(a);
+    if let Some((head, rest)) = shell.split_first() {
+        let _ = writeln!(out, "{}\n", esc(head));
+        for l in rest {
+            let _ = writeln!(out, "- {}", esc(l.trim()));
+        }
+        out.push('\n');
+    }
     if super::boots_text::by_boot(a) {
         let _ = writeln!(
             out,

@@ -17,6 +17,7 @@ pub mod list;
 pub mod markdown;
 pub mod overhead;
 pub mod sections;
+pub mod shell_cost;
 pub mod text;
 
 use anyhow::Result;

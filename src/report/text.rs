@@ -443,6 +443,13 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
         }
         out.push('\n');
     }
+    let shell = super::shell_cost::text_lines(a);
+    if !shell.is_empty() {
+        for l in &shell {
+            out.push_str(&wrap(&ascii(l), "    "));
+        }
+        out.push('\n');
+    }
     out.push_str(&super::boots_text::text_section(a));
     if with_detail {
         out.push_str(&detail(a));

@@ -84,6 +84,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     // stopped when one reached the limit.
     let mut failing = streaks::Streaks::new(plan);
     let mut stopped: Option<String> = None;
+    let mut shell_cost = shell_cost::ShellCost::default();
 
     // Everything that changes the system happens inside; whatever happens
     // (error or panic), the entered config is left and workloads cleaned up.
@@ -170,10 +171,14 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     settle_after_enter(&p.configs[slot.config].mods.env);
                 }
             }
+            let entered = failure.is_none();
             let measured = match failure {
                 Some(reason) => slot::Measured::failed(reason),
                 None => slot::measure(p, slot, opts.cancel),
             };
+            if entered && !measured.interrupted(opts.cancel) {
+                shell_cost.after_run(p, slot, opts.cancel);
+            }
             for line in &measured.notes {
                 if noted.insert(line.clone()) {
                     store.add_event(exp, "skipped", line)?;
@@ -273,6 +278,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 Err(e) => cleanup_errors.push(format!("{e:#}; run `sysdelta restore`")),
             }
         }
+    }
+    if let Err(e) = shell_cost.store(store, exp) {
+        cleanup_errors.push(format!("storing the shell's start-up times: {e:#}"));
     }
     progress.finish();
     for e in &cleanup_errors {

@@ -12,8 +12,13 @@ pub(super) fn build_workload(
     ignore_exit_status: bool,
 ) -> Result<Box<dyn Workload>, Error> {
     match &def.kind {
-        WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
+        WorkloadKind::Command {
+            command,
+            metrics,
+            launch,
+        } => Ok(Box::new(CommandWorkload {
             command: command.clone(),
+            launch: launch.clone(),
             extract: metrics.clone(),
             ignore_exit_status,
         })),

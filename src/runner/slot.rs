@@ -1,5 +1,6 @@
-//! One slot of the schedule, measured: the entered config's before-run
-//! hook, the monitors around the workload, its after-run hook; then what
+//! One slot of the schedule, measured: the workload's `prepare`, the
+//! entered config's before-run hook, the monitors around the workload, its
+//! after-run hook, the workload's `conclude`; then what
 //! the store needs of it (new metric specs, series, profile). Shared by
 //! the host's loop (`runner::execute`) and the guest's (`runner::boots`),
 //! so that a run in a VM is measured exactly as a run on the host.
@@ -71,6 +72,16 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
         cgroup_procs: mods.cgroup_procs.as_deref(),
         scratch: &p.scratch,
     };
+    // Before the config's own hook, so that what it resets or starts
+    // (tracers, counters) does not see the prepare command.
+    if let Some(hook) = &wdef.prepare {
+        if let Err(failed) = super::hooks::run("prepare", hook, &ctx, cancel) {
+            return Measured {
+                outcome: failed,
+                ..Measured::failed(String::new())
+            };
+        }
+    }
     if let Err(e) = cfg.before_run() {
         return Measured::failed(format!("config '{cfg_name}' before run: {e:#}"));
     }
@@ -122,6 +133,17 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
             exit_code: None,
         },
         (failed, _) => failed,
+    };
+    // After the run whatever its outcome, as hyperfine does; its failure
+    // fails a run that had succeeded.
+    let outcome = match &wdef.conclude {
+        Some(hook) if !cancel.load(std::sync::atomic::Ordering::SeqCst) => {
+            match (super::hooks::run("conclude", hook, &ctx, cancel), outcome) {
+                (Err(failed), RunOutcome::Ok(_)) => failed,
+                (_, outcome) => outcome,
+            }
+        }
+        _ => outcome,
     };
     Measured {
         outcome,

@@ -1,7 +1,8 @@
 //! The command workload: any shell command, timed as a child process.
 //!
 //! Metrics of every run: `wall` (s, monotonic, from the spawn request to the
-//! reap of `sh -c`), `user` and `sys` (s, CPU time of the shell and its waited-for
+//! reap of `sh -c`, or of the program itself when it runs without a shell),
+//! `user` and `sys` (s, CPU time of that process and its waited-for
 //! descendants, from `wait4`), `maxrss` (KiB, largest resident set among
 //! them), plus any metric the plan extracts from stdout with a regex. See
 //! [`crate::process`] for exactly what one measurement covers.
@@ -9,6 +10,7 @@
 use crate::error::Error;
 use crate::metric::RegexMetric;
 use crate::metric::{Direction, MetricSpec};
+use crate::process::program::CommandLaunch;
 use crate::process::{run_shell, ShellSpec};
 use crate::workload::{MetricSamples, RunContext, RunOutcome, Workload};
 
@@ -17,6 +19,8 @@ pub const TIMING_METRICS: &[&str] = &["wall", "user", "sys", "maxrss"];
 
 pub struct CommandWorkload {
     pub command: String,
+    /// A shell given `command`, or its words exec'd without one.
+    pub launch: CommandLaunch,
     pub extract: Vec<RegexMetric>,
     /// A non-zero exit status is a result, not a failure (`-i`); a run
     /// killed by a signal or its timeout still fails.
@@ -71,6 +75,7 @@ impl Workload for CommandWorkload {
         env.extend(ctx.env.iter().cloned());
         let spec = ShellSpec {
             command: &self.command,
+            launch: self.launch.as_launch(),
             env: &env,
             cwd: ctx.cwd,
             cpus: ctx.cpus,
@@ -82,7 +87,7 @@ impl Workload for CommandWorkload {
             Ok(r) => r,
             Err(e) => {
                 return RunOutcome::Failed {
-                    reason: format!("cannot start /bin/sh: {e}"),
+                    reason: format!("cannot start the command: {e}"),
                     stderr_tail: String::new(),
                     exit_code: None,
                 }

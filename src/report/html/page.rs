@@ -208,6 +208,14 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         }
         o.push_str("</ul>");
     }
+    let shell = crate::report::shell_cost::text_lines(a);
+    if let Some((head, rest)) = shell.split_first() {
+        let _ = write!(o, "<p id=\"shell-startup\"><b>{}</b></p><ul>", esc(head));
+        for l in rest {
+            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
+        }
+        o.push_str("</ul>");
+    }
     if let Some(t) = crate::analysis::families::telemetry_note(
         a.n_telemetry_comparisons,
         a.correction == crate::analysis::Correction::Bh,

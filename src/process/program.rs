@@ -1,0 +1,198 @@
+//! What a measured command is started as: a shell given the command line
+//! (`/bin/sh -c COMMAND` by default), or, with no shell, the command's own
+//! program with the command line split into its arguments as a shell
+//! would split it (hyperfine's `-N`). Without a shell the measurement is
+//! the command alone: a shell's start-up is about a millisecond, as much
+//! as a short command's whole run.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+/// The shell commands run under unless told otherwise.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// How the command of a [`super::ShellSpec`] is started.
+#[derive(Clone, Copy, Debug)]
+pub enum Launch<'a> {
+    /// `SHELL -c COMMAND`; a SHELL without a slash is looked up on PATH.
+    Shell(&'a str),
+    /// Exec these words directly (argv[0] looked up on PATH); the spec's
+    /// command is only shown in messages.
+    Direct(&'a [String]),
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Launch::Shell(DEFAULT_SHELL)
+    }
+}
+
+/// What starts a command workload's command line (`shell` in the plan),
+/// owned: [`Launch`] borrows from it for each run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandLaunch {
+    /// `SHELL -c COMMAND` (default `/bin/sh`).
+    Shell(String),
+    /// No shell (`shell = "none"`, `ab -N`): these words, exec'd directly.
+    Direct(Vec<String>),
+}
+
+impl CommandLaunch {
+    pub fn as_launch(&self) -> Launch<'_> {
+        match self {
+            CommandLaunch::Shell(s) => Launch::Shell(s),
+            CommandLaunch::Direct(words) => Launch::Direct(words),
+        }
+    }
+
+    /// The shell, if one is used.
+    pub fn shell(&self) -> Option<&str> {
+        match self {
+            CommandLaunch::Shell(s) => Some(s),
+            CommandLaunch::Direct(_) => None,
+        }
+    }
+}
+
+/// Characters that mean something to a shell when they stand outside
+/// quotes: a command line that has one needs a shell to mean what it says.
+const SHELL_SYNTAX: &[char] = &['|', '&', ';', '<', '>', '(', ')', '$', '`', '*', '?', '\n'];
+
+/// Split `command` into the words a shell would give its program, for a
+/// run without a shell. A command line that needs a shell (a pipe, a
+/// redirection, a variable, a glob, an assignment before the program) is
+/// refused with what needs it: run without a shell, it would not do what
+/// it says, silently.
+pub fn split_for_exec(command: &str) -> Result<Vec<String>, String> {
+    if let Some(c) = unquoted_syntax(command) {
+        let shown = if c == '\n' {
+            "a line break".to_string()
+        } else {
+            format!("'{c}'")
+        };
+        return Err(format!(
+            "the command has {shown} outside quotes, which needs a shell; quote it, or run it with a shell (drop -N / shell = \"none\")"
+        ));
+    }
+    let words =
+        shlex::split(command).ok_or_else(|| "the command has unbalanced quotes".to_string())?;
+    let Some(first) = words.first() else {
+        return Err("the command is empty".into());
+    };
+    if first.contains('=') && !first.contains('/') {
+        return Err(format!(
+            "the command starts with the assignment '{first}', which needs a shell; set variables in the config's env, or run it with a shell"
+        ));
+    }
+    Ok(words)
+}
+
+/// The first shell-syntax character outside single and double quotes and
+/// not escaped by a backslash (`$` and `` ` `` also inside double quotes,
+/// where a shell still expands them).
+fn unquoted_syntax(command: &str) -> Option<char> {
+    let (mut single, mut double, mut escaped) = (false, false, false);
+    for c in command.chars() {
+        if escaped {
+            escaped = false;
+        } else if single {
+            single = c != '\'';
+        } else if c == '\\' {
+            escaped = true;
+        } else if c == '"' {
+            double = !double;
+        } else if double {
+            if c == '$' || c == '`' {
+                return Some(c);
+            }
+        } else if c == '\'' {
+            single = true;
+        } else if SHELL_SYNTAX.contains(&c) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// The path to exec for `program`: as given when it has a slash, else the
+/// first executable file of that name on the run's PATH (`env`'s last
+/// PATH, else sysdelta's), as a shell would find it.
+pub fn resolve(program: &str, env: &[(String, String)]) -> io::Result<PathBuf> {
+    if program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| OsStr::new(v).to_os_string())
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        // An empty PATH entry is the working directory, as for a shell;
+        // the launcher changes to it before its exec.
+        let candidate = if dir.as_os_str().as_bytes().is_empty() {
+            Path::new(".").join(program)
+        } else {
+            dir.join(program)
+        };
+        if let Ok(md) = candidate.metadata() {
+            if md.is_file() && md.permissions().mode() & 0o111 != 0 {
+                return Ok(candidate);
+            }
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("'{program}' is not on PATH"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_keep_their_quoting_and_shell_syntax_is_refused() {
+        assert_eq!(
+            split_for_exec(r#"printf '%s|%s\n' "a b" '$HOME'"#).unwrap(),
+            vec!["printf", "%s|%s\\n", "a b", "$HOME"]
+        );
+        for (cmd, what) in [
+            ("echo a | wc -l", "'|'"),
+            ("make > log", "'>'"),
+            ("echo $HOME", "'$'"),
+            ("echo \"$HOME\"", "'$'"),
+            ("true; false", "';'"),
+            ("ls *.c", "'*'"),
+            ("true\nfalse", "a line break"),
+        ] {
+            let e = split_for_exec(cmd).unwrap_err();
+            assert!(
+                e.contains(&format!("has {what} outside quotes")),
+                "{cmd}: {e}"
+            );
+        }
+        assert!(split_for_exec("X=1 make")
+            .unwrap_err()
+            .contains("assignment 'X=1'"));
+        assert!(split_for_exec("echo 'a").is_err());
+        assert!(split_for_exec("  ").is_err());
+    }
+
+    #[test]
+    fn programs_are_found_on_the_runs_path() {
+        assert_eq!(resolve("/bin/true", &[]).unwrap(), Path::new("/bin/true"));
+        let dir = tempfile::tempdir().unwrap();
+        let prog = dir.path().join("sysdelta-test-prog");
+        std::fs::write(&prog, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env = [("PATH".to_string(), dir.path().display().to_string())];
+        assert_eq!(resolve("sysdelta-test-prog", &env).unwrap(), prog);
+        let e = resolve("sysdelta-no-such-program", &env).unwrap_err();
+        assert_eq!(e.to_string(), "'sysdelta-no-such-program' is not on PATH");
+    }
+}
