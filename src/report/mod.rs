@@ -18,6 +18,7 @@ pub mod markdown;
 pub mod overhead;
 pub mod sections;
 pub mod text;
+mod wrap;
 
 use anyhow::Result;
 
