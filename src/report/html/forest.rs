@@ -148,7 +148,10 @@ pub fn ticks(x: (f64, f64)) -> Vec<f64> {
 /// percents from 1% up, one decimal below (and for the points' values).
 fn pct(r: f64, point: bool) -> String {
     let d = (r - 1.0) * 100.0;
-    if d.abs() < 1e-9 {
+    // A change that rounds to zero is no "-0.0%".
+    if d.abs() < 0.05 && point {
+        "+0.0%".into()
+    } else if d.abs() < 1e-9 {
         "0%".into()
     } else if point && d.abs() < 100.0 || d.abs() < 1.0 {
         format!("{d:+.1}%")
@@ -352,4 +355,30 @@ pub fn draw(
         root.present().map_err(err)?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every axis, from +-1% to x1000, gets 0% and at least one round tick
+    /// on each side, and nothing outside the axis.
+    #[test]
+    fn ticks_are_round_and_cover_both_sides() {
+        for span in [0.01f64, 0.05, 0.2, 0.7, 1.5, 3.0, 7.0] {
+            let x = ((-span).exp(), span.exp());
+            let t = ticks(x);
+            assert!(t.contains(&1.0), "{span}: {t:?}");
+            assert!(
+                t.iter().any(|r| *r < 1.0) && t.iter().any(|r| *r > 1.0),
+                "{span}: {t:?}"
+            );
+            assert!(t.iter().all(|r| *r > x.0 && *r < x.1), "{span}: {t:?}");
+            for r in t {
+                let label = pct(r, false);
+                let p: f64 = label.trim_end_matches('%').parse().unwrap();
+                assert!((p * 10.0).fract().abs() < 1e-9, "{span}: {label}");
+            }
+        }
+    }
 }
