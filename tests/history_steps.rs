@@ -166,6 +166,18 @@ fn the_html_plot_marks_the_step_and_exports_alongside_text() {
     ]);
     assert!(out.status.success());
     assert!(stdout(&out).contains("change +2"));
+    // An export to a missing directory is bad input, and writes nothing.
+    let fresh = sb.path("fresh.json");
+    let out = sb.run(&[
+        "history",
+        "wall",
+        "--export-json",
+        fresh.to_str().unwrap(),
+        "--export-html",
+        sb.path("no/such/h.html").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!fresh.exists() && stdout(&out).is_empty());
     // `--json` is gone: one way to ask for JSON.
     let out = sb.run(&["history", "wall", "--label-prefix", "6.", "--json"]);
     assert_eq!(out.status.code(), Some(2));

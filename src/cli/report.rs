@@ -149,6 +149,17 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
         }
     }
     texts.push((render(a.format)?, a.output.as_deref()));
+    // A missing directory for any of them is bad input before anything is written.
+    for p in texts.iter().filter_map(|t| t.1) {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return Err(bad(format!(
+                "{}: directory {} does not exist",
+                p.display(),
+                dir.unwrap_or(Path::new(".")).display()
+            )));
+        }
+    }
     for (text, path) in texts {
         emit(&text, path)?;
     }
