@@ -115,8 +115,9 @@ pub const NARROW_WIDTH: u32 = 390;
 
 /// Ticks of the log axis at round changes (0, +-1%, +-5%, +25%, -20%,
 /// +100%, ...) within `x`, outermost first so the ends are labelled, each
-/// at least a ninth of the axis from the others.
-pub fn ticks(x: (f64, f64)) -> Vec<f64> {
+/// at least `1/parts` of the axis from the others (fewer on a narrow
+/// drawing, so that labels never touch).
+pub fn ticks(x: (f64, f64), parts: f64) -> Vec<f64> {
     const UP: &[f64] = &[
         0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4,
         2e4, 5e4, 1e5,
@@ -126,7 +127,7 @@ pub fn ticks(x: (f64, f64)) -> Vec<f64> {
         99.9, 99.95, 99.98, 99.99,
     ];
     let (lo, hi) = (x.0.ln(), x.1.ln());
-    let gap = (hi - lo) / 9.0;
+    let gap = (hi - lo) / parts;
     let mut cands: Vec<f64> = UP
         .iter()
         .map(|p| 1.0 + p / 100.0)
@@ -201,7 +202,13 @@ pub fn draw(
     let top_ticks = rows.len() > 12;
     let top = if top_ticks { 44 } else { 24 };
     let height = top + 34 + row_px * rows.len() as u32;
-    let tick_at = ticks(x);
+    let tick_at = ticks(
+        x,
+        match layout {
+            Layout::Wide => 9.0,
+            Layout::Narrow => 6.0,
+        },
+    );
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (width, height)).into_drawing_area();
@@ -367,7 +374,7 @@ mod tests {
     fn ticks_are_round_and_cover_both_sides() {
         for span in [0.01f64, 0.05, 0.2, 0.7, 1.5, 3.0, 7.0] {
             let x = ((-span).exp(), span.exp());
-            let t = ticks(x);
+            let t = ticks(x, 6.0);
             assert!(t.contains(&1.0), "{span}: {t:?}");
             assert!(
                 t.iter().any(|r| *r < 1.0) && t.iter().any(|r| *r > 1.0),
