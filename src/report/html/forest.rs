@@ -136,9 +136,21 @@ pub fn ticks(x: (f64, f64), parts: f64) -> Vec<f64> {
         .collect();
     cands.sort_by(|a, b| b.ln().abs().total_cmp(&a.ln().abs()));
     let mut out = vec![1.0];
-    for c in cands {
+    for c in &cands {
         if out.iter().all(|t: &f64| (t.ln() - c.ln()).abs() >= gap) {
-            out.push(c);
+            out.push(*c);
+        }
+    }
+    // Each side gets a tick, closer than the gap if it must.
+    for side in [-1.0, 1.0] {
+        let on_side = |r: &f64| r.ln() * side > 0.0;
+        if !out.iter().any(on_side) {
+            if let Some(c) = cands.iter().filter(|r| on_side(r)).find(|c| {
+                out.iter()
+                    .all(|t: &f64| (t.ln() - c.ln()).abs() >= gap / 2.0)
+            }) {
+                out.push(*c);
+            }
         }
     }
     out.sort_by(f64::total_cmp);
