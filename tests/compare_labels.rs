@@ -116,6 +116,11 @@ fn two_labelled_experiments_from_separate_processes() {
         "the kernel itself is expected to differ: {first}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning: kernel-b differs"));
+    assert_eq!(
+        text.matches("differs from kernel-a").count(),
+        1,
+        "the warning is printed once: {text}"
+    );
     let html = stdout(&sb.run(&["compare", "kernel-a", "kernel-b", "--format", "html"]));
     assert!(html.contains("role=\"alert\"") && html.contains("more than the kernel"));
     assert!(
@@ -203,6 +208,30 @@ fn compare_with_an_imported_hyperfine_file() {
     );
     let html = stdout(&sb.run(&["compare", "native", "hf", "--format", "html"]));
     assert!(html.contains("Imported samples."));
+    // The import recorded no environment: unknown is not "different".
+    assert!(
+        !html.contains("class=\"diff\""),
+        "no environment row is marked as differing"
+    );
+
+    // The text: fields unknown on one side are "not recorded", said once,
+    // never listed as differences ("cpufreq_governor (- vs -)"), and each
+    // warning is printed once.
+    let out = sb.run(&["compare", "native", "hf"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("differs from"), "{text}");
+    assert!(!text.contains("vs -)"), "{text}");
+    assert_eq!(text.matches("not recorded").count(), 1, "{text}");
+    assert!(
+        text.starts_with("WARNING: hf: not recorded: ") && text.contains("kernel"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("samples imported from hyperfine JSON").count(),
+        1,
+        "{text}"
+    );
 }
 
 #[test]
@@ -235,7 +264,8 @@ fn history_marks_the_change_point() {
         "hyperfine/wall",
         "--label-prefix",
         "6.",
-        "--json",
+        "--format",
+        "json",
     ]);
     let v = json(&out);
     assert_eq!(v["points"].as_array().unwrap().len(), 8);

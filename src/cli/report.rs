@@ -21,6 +21,17 @@ pub struct CompareArgs {
     pub flags: ReportFlags,
 }
 
+/// What `history` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum HistoryFormat {
+    /// One line per experiment, change points between them (80 columns).
+    Text,
+    /// Every experiment's per-run values, medians and change points.
+    Json,
+    /// One self-contained page with a plot of the metric over experiments.
+    Html,
+}
+
 #[derive(Args)]
 pub struct HistoryArgs {
     /// The metric, as WORKLOAD/METRIC or METRIC.
@@ -28,14 +39,25 @@ pub struct HistoryArgs {
     /// Experiments whose label starts with this, oldest first.
     #[arg(long, default_value = "")]
     pub label_prefix: String,
+    /// The config to follow in each experiment (default: each experiment's
+    /// baseline); experiments without it are skipped.
+    #[arg(long, value_name = "NAME")]
+    pub config: Option<String>,
     /// Significance level of a change point.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-    #[arg(long, short)]
+    /// Output format on stdout (or the -o file).
+    #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
+    pub format: HistoryFormat,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also write the JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -79,8 +101,13 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     let c = report::compare::build(&store, &a.experiments)?;
-    for w in &c.warnings {
-        eprintln!("sysdelta: warning: {w}");
+    // Text on a terminal already leads with the warnings: stderr repeats
+    // them only where stdout is not what the user is reading.
+    use std::io::IsTerminal as _;
+    if a.flags.output.is_some() || !std::io::stdout().is_terminal() {
+        for w in &c.warnings {
+            eprintln!("sysdelta: warning: {w}");
+        }
     }
     emit(
         &report::compare::render(&c, &opts)?,
@@ -97,11 +124,44 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
         )));
     }
     let store = Store::open(store_path, false)?;
-    let h = report::compare::history(&store, &a.metric, &a.label_prefix, a.alpha)?;
-    let text = if a.json {
-        report::compare::history_json(&h)?
-    } else {
-        report::compare::history_text(&h)
+    let h = report::compare::history(
+        &store,
+        &a.metric,
+        &a.label_prefix,
+        a.config.as_deref(),
+        a.alpha,
+    )?;
+    let render = |f: HistoryFormat| match f {
+        HistoryFormat::Text => Ok(report::compare::history_text(&h)),
+        HistoryFormat::Json => report::compare::history_json(&h),
+        HistoryFormat::Html => report::html::history_page(&h),
     };
-    emit(&text, a.output.as_deref())
+    // Every output is rendered before any is written, so a failing one
+    // leaves no partial set behind.
+    let exports = [
+        (a.export_json.as_deref(), HistoryFormat::Json),
+        (a.export_html.as_deref(), HistoryFormat::Html),
+    ];
+    let mut texts = Vec::new();
+    for (path, f) in exports {
+        if let Some(p) = path {
+            texts.push((render(f)?, Some(p)));
+        }
+    }
+    texts.push((render(a.format)?, a.output.as_deref()));
+    // A missing directory for any of them is bad input before anything is written.
+    for p in texts.iter().filter_map(|t| t.1) {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+        if dir.is_some_and(|d| !d.is_dir()) {
+            return Err(bad(format!(
+                "{}: directory {} does not exist",
+                p.display(),
+                dir.unwrap_or(Path::new(".")).display()
+            )));
+        }
+    }
+    for (text, path) in texts {
+        emit(&text, path)?;
+    }
+    Ok(())
 }

@@ -131,16 +131,44 @@ fn mitigations() -> Option<String> {
 /// (they describe the moment, not the system).
 pub const VOLATILE_KEYS: &[&str] = &["loadavg_at_start"];
 
-/// Keys whose values differ between two fingerprints, ignoring volatile ones.
+/// A fingerprint value that says something: `collect` writes "-" for what
+/// it could not read, and an import may have no value at all.
+pub fn known<'a>(f: &'a BTreeMap<String, String>, key: &str) -> Option<&'a str> {
+    f.get(key)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty() && *v != "-")
+}
+
+/// Keys whose values differ between two fingerprints, ignoring volatile
+/// ones. A key unknown on either side is no difference (nothing says the
+/// systems differed there); [`unrecorded`] lists those.
 pub fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
-    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys(a, b)
+        .filter(|k| match (known(a, k), known(b, k)) {
+            (Some(x), Some(y)) => x != y,
+            _ => false,
+        })
+        .collect()
+}
+
+/// Keys known on one side and unknown on the other (an imported
+/// experiment, a value that could not be read): neither same nor different.
+pub fn unrecorded(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    keys(a, b)
+        .filter(|k| known(a, k).is_some() != known(b, k).is_some())
+        .collect()
+}
+
+/// The non-volatile keys of either fingerprint, sorted, once each.
+fn keys(
+    a: &BTreeMap<String, String>,
+    b: &BTreeMap<String, String>,
+) -> impl Iterator<Item = String> {
+    let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
     keys.into_iter()
         .filter(|k| !VOLATILE_KEYS.contains(&k.as_str()))
-        .filter(|k| a.get(*k) != b.get(*k))
-        .cloned()
-        .collect()
 }
 
 #[cfg(test)]
@@ -167,5 +195,22 @@ mod tests {
         }
         assert_ne!(f["kernel"], "-");
         assert!(differences(&f, &f).is_empty());
+    }
+
+    #[test]
+    fn unknown_values_are_unrecorded_not_different() {
+        let m = |kv: &[(&str, &str)]| -> BTreeMap<String, String> {
+            kv.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let here = m(&[
+            ("thp", "never"),
+            ("cpufreq_governor", "-"),
+            ("arch", "x86_64"),
+        ]);
+        let there = m(&[("thp", "always"), ("cpufreq_governor", "-")]);
+        assert_eq!(differences(&here, &there), ["thp"]);
+        assert_eq!(unrecorded(&here, &there), ["arch"]);
     }
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use super::escape::{self, terminal_safe as safe};
+use super::wrap::wrap;
 use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
 use crate::analysis::{self, Analysis};
 use crate::error::{bad, Error};
@@ -59,25 +60,6 @@ fn clip(v: &str) -> String {
     } else {
         format!("{}...", v.chars().take(MAX - 3).collect::<String>())
     }
-}
-
-/// Word-wrap `text` to 78 columns, continuation lines indented by `indent`.
-fn wrap(text: &str, indent: &str) -> String {
-    let mut out = String::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > 78 {
-            out.push_str(&line);
-            out.push('\n');
-            line = indent.to_string();
-        } else if !line.is_empty() && line != indent {
-            line.push(' ');
-        }
-        line.push_str(word);
-    }
-    out.push_str(&line);
-    out.push('\n');
-    out
 }
 
 fn title(info: &ExperimentInfo) -> String {
@@ -175,6 +157,22 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
                 safe(&picked[0].1),
                 detail.join("; ")
             ));
+        }
+        // Unknown on one side (an import has no fingerprint): said once,
+        // as a list of keys, never as a "difference".
+        let unknown = fingerprint::unrecorded(&base_fp, &d.info.fingerprint);
+        let (here, there): (Vec<String>, Vec<String>) = unknown
+            .into_iter()
+            .partition(|k| fingerprint::known(&d.info.fingerprint, k).is_none());
+        for (who, other, keys) in [(name, &picked[0].1, here), (&picked[0].1, name, there)] {
+            if !keys.is_empty() {
+                warnings.push(format!(
+                    "{}: not recorded: {}; whether it matches {} there is unknown",
+                    safe(who),
+                    safe(&keys.join(", ")),
+                    safe(other)
+                ));
+            }
         }
     }
     for (d, name, _, source) in &picked {
@@ -346,7 +344,12 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
     if opts.format == Format::Html {
         return html::render(&c.data, &a, &c.extras);
     }
-    a.warnings.splice(0..0, c.warnings.iter().cloned());
+    // Text and markdown lead with the warnings; their own warnings section
+    // must not print them a second time. JSON and CSV carry them in the
+    // analysis' list.
+    if matches!(opts.format, Format::Json | Format::Csv) {
+        a.warnings.splice(0..0, c.warnings.iter().cloned());
+    }
     let lead: String = c
         .warnings
         .iter()

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::escape::{self, terminal_safe as safe};
 use super::text;
+use super::wrap::wrap;
 use crate::error::bad;
 use crate::store::{Store, StoredMetric};
 
@@ -16,6 +17,8 @@ use crate::store::{Store, StoredMetric};
 pub struct HistoryPoint {
     pub id: i64,
     pub label: String,
+    /// The config of this experiment the values are from.
+    pub config: String,
     pub n: usize,
     pub median: f64,
     /// Per-run values in run order.
@@ -37,6 +40,8 @@ pub struct History {
     pub metric: String,
     pub unit: String,
     pub direction: String,
+    /// The config followed (`--config`); None: each experiment's baseline.
+    pub config: Option<String>,
     pub points: Vec<HistoryPoint>,
     pub change_points: Vec<ChangePoint>,
     /// Experiments with the label prefix that lack the metric.
@@ -103,9 +108,17 @@ pub fn change_points(medians: &[f64], alpha: f64, perms: usize, seed: u64) -> Ve
 }
 
 /// The history of `metric` (`WORKLOAD/METRIC`, or `METRIC` when one
-/// workload has it) across experiments whose label starts with `prefix`,
-/// oldest first.
-pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<History> {
+/// workload has it) under one config (`config`, or each experiment's
+/// baseline) across experiments whose label starts with `prefix`, oldest
+/// first. One config only: pooling a patched config with its baseline, or
+/// an A/A control, would blur the very steps the history looks for.
+pub fn history(
+    store: &Store,
+    metric: &str,
+    prefix: &str,
+    config: Option<&str>,
+    alpha: f64,
+) -> Result<History> {
     let exps = store.labelled(prefix)?;
     if exps.is_empty() {
         return Err(bad(format!(
@@ -123,14 +136,21 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         metric: want_m.to_string(),
         unit: String::new(),
         direction: String::new(),
+        config: config.map(str::to_string),
         points: Vec::new(),
         change_points: Vec::new(),
         skipped: Vec::new(),
         alpha,
         permutations: 999,
     };
+    let mut without_config = Vec::new();
     for (id, label) in exps {
         let d = crate::analysis::overhead::reportable(&store.load(id)?);
+        let cfg = config.unwrap_or(&d.info.baseline).to_string();
+        if !d.info.configs.contains(&cfg) {
+            without_config.push(format!("{label} (#{id})"));
+            continue;
+        }
         let found: Vec<&StoredMetric> = d
             .metrics
             .iter()
@@ -166,7 +186,7 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         let values: Vec<f64> = d
             .runs
             .iter()
-            .filter(|r| r.is_measured_ok() && r.workload == m.workload)
+            .filter(|r| r.is_measured_ok() && r.workload == m.workload && r.config == cfg)
             .filter_map(|r| {
                 r.samples
                     .get(want_m)
@@ -180,18 +200,28 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
         h.points.push(HistoryPoint {
             id,
             label,
+            config: cfg,
             n: values.len(),
             median,
             values,
         });
     }
     if h.points.is_empty() {
+        let why = match config {
+            Some(c) if !without_config.is_empty() => format!(
+                "; {} have no config '{}'",
+                safe(&without_config.join(", ")),
+                safe(c)
+            ),
+            _ => String::new(),
+        };
         return Err(bad(format!(
-            "no experiment labelled '{}*' has samples of '{}'",
+            "no experiment labelled '{}*' has samples of '{}'{why}",
             safe(prefix),
             safe(metric)
         )));
     }
+    h.skipped.extend(without_config);
     let medians: Vec<f64> = h.points.iter().map(|p| p.median).collect();
     for (index, p) in change_points(&medians, alpha, h.permutations, 0x5d_e17a) {
         let before = crate::stats::summary::median(&medians[..index]).unwrap_or(f64::NAN);
@@ -206,30 +236,47 @@ pub fn history(store: &Store, metric: &str, prefix: &str, alpha: f64) -> Result<
     Ok(h)
 }
 
-/// The history as JSON (`history --json`), terminal-safe like the JSON
-/// report (see [`escape::json_text`]).
+/// The history as JSON (`history --format json`), terminal-safe like the
+/// JSON report (see [`escape::json_text`]).
 pub fn history_json(h: &History) -> Result<String> {
     Ok(escape::json_text(serde_json::to_string_pretty(h)?) + "\n")
 }
 
-/// The history as mail-ready text: one line per experiment, change points
-/// marked between the lines where they fall. Labels and names are shown
+/// Widest label column that keeps a row within 80 columns; a longer label
+/// gets a line of its own rather than being cut (a cut label can read as
+/// another one).
+const LABEL_MAX: usize = 42;
+
+/// The history as mail-ready text within 80 columns: one line per
+/// experiment, change points marked between the lines where they fall, and
+/// "no change found" when there is none. Labels and names are shown
 /// terminal-safe.
 pub fn history_text(h: &History) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
+    o.push_str(&wrap(
+        &format!(
+            "history of {}/{} ({}, {} is better), {}: {} experiments",
+            safe(&h.workload),
+            safe(&h.metric),
+            safe(&h.unit),
+            h.direction,
+            config_phrase(h),
+            h.points.len()
+        ),
+        "  ",
+    ));
+    let labels: Vec<String> = h.points.iter().map(|p| safe(&p.label)).collect();
+    let w = labels
+        .iter()
+        .map(|l| l.chars().count())
+        .filter(|n| *n <= LABEL_MAX)
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let _ = writeln!(
         o,
-        "history of {}/{} ({}, {} is better): {} experiments",
-        safe(&h.workload),
-        safe(&h.metric),
-        safe(&h.unit),
-        h.direction,
-        h.points.len()
-    );
-    let _ = writeln!(
-        o,
-        "{:>5}  {:<24} {:>4} {:>12} {:>10}",
+        "{:>5}  {:<w$} {:>4} {:>12} {:>10}",
         "id", "label", "n", "median", "vs prev"
     );
     for (i, p) in h.points.iter().enumerate() {
@@ -248,28 +295,65 @@ pub fn history_text(h: &History) -> String {
         } else {
             format!("{:+.1}%", 100.0 * (p.median / h.points[i - 1].median - 1.0))
         };
+        // A label too long for its column gets a line of its own above.
+        let own_line = labels[i].chars().count() > w;
+        if own_line {
+            let _ = writeln!(o, "{:>5}  {}", p.id, labels[i]);
+        }
+        let (id, label) = if own_line {
+            (String::new(), "")
+        } else {
+            (p.id.to_string(), labels[i].as_str())
+        };
         let _ = writeln!(
             o,
-            "{:>5}  {:<24} {:>4} {:>12} {:>10}",
-            p.id,
-            safe(&p.label),
+            "{:>5}  {:<w$} {:>4} {:>12} {:>10}",
+            id,
+            label,
             p.n,
             text::fmt_num(p.median),
             vs
         );
     }
-    let _ = writeln!(
-        o,
-        "\nChange points: binary segmentation of the per-experiment medians, each split kept when a\n\
-         permutation test ({} orderings) gives p < {}; needs >= 5 experiments per segment to fire.",
-        h.permutations, h.alpha
-    );
+    o.push('\n');
+    let found = match h.change_points.len() {
+        0 => "No change found".to_string(),
+        1 => "1 change point".to_string(),
+        n => format!("{n} change points"),
+    };
+    o.push_str(&wrap(
+        &format!(
+            "{found} (binary segmentation of the per-experiment medians, each split kept \
+             when a permutation test of {} orderings gives p < {}; a segment needs >= 5 \
+             experiments before a split can reach p < 0.05, and a change with fewer \
+             than 3 experiments after it is rarely found).",
+            h.permutations, h.alpha
+        ),
+        "  ",
+    ));
     if !h.skipped.is_empty() {
-        let _ = writeln!(
-            o,
-            "Without this metric (skipped): {}",
-            safe(&h.skipped.join(", "))
-        );
+        o.push_str(&wrap(
+            &format!(
+                "Skipped (no such metric or config): {}",
+                safe(&h.skipped.join(", "))
+            ),
+            "  ",
+        ));
     }
     escape::terminal_safe_lines(&o)
+}
+
+/// Which config the history follows, in words.
+pub fn config_phrase(h: &History) -> String {
+    match &h.config {
+        Some(c) => format!("config {}", safe(c)),
+        None => {
+            let mut names: Vec<&str> = h.points.iter().map(|p| p.config.as_str()).collect();
+            names.dedup();
+            match names.as_slice() {
+                [one] => format!("config {} (the baseline)", safe(one)),
+                _ => "each experiment's baseline config".to_string(),
+            }
+        }
+    }
 }

@@ -19,6 +19,7 @@ pub mod overhead;
 pub mod sections;
 pub mod shell_cost;
 pub mod text;
+mod wrap;
 
 use anyhow::Result;
 

@@ -2,7 +2,7 @@
 //! its CI, on a log axis, sorted by size of change.
 
 use plotters::prelude::*;
-use plotters::style::text_anchor::HPos;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::plot::{self, err};
 use crate::analysis::{Analysis, Verdict};
@@ -13,6 +13,10 @@ pub struct Row {
     pub ratio: f64,
     pub ci: Option<(f64, f64)>,
     pub verdict: Verdict,
+    /// Why there is no CI bar, said beside the point: "not estimable"
+    /// (the analysis tried) or "no CI" (too few runs, or an interval
+    /// reaching -100% that a log axis cannot show).
+    pub no_ci: Option<&'static str>,
 }
 
 /// Rows of every comparison with a positive ratio, largest |log ratio| first.
@@ -37,16 +41,23 @@ pub fn rows(a: &Analysis) -> Vec<Row> {
             } else {
                 format!("{}/{}", m.workload, m.spec.name)
             };
+            // The change as a factor (the ratio of means for a positive
+            // baseline), like `ratio` above.
+            let ci = c
+                .delta_ci_pct
+                .map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0))
+                .filter(|(lo, hi)| *lo > 0.0 && *hi > 0.0);
+            let no_ci = match ci {
+                Some(_) => None,
+                None if crate::analysis::ci_not_estimable(c) => Some("not estimable"),
+                None => Some("no CI"),
+            };
             rows.push(Row {
                 label,
                 ratio,
-                // The change as a factor (the ratio of means for a
-                // positive baseline), like `ratio` above.
-                ci: c
-                    .delta_ci_pct
-                    .map(|(lo, hi)| (1.0 + lo / 100.0, 1.0 + hi / 100.0))
-                    .filter(|(lo, hi)| *lo > 0.0 && *hi > 0.0),
+                ci,
                 verdict: c.verdict,
+                no_ci,
             });
         }
     }
@@ -91,55 +102,164 @@ pub fn x_range(rows: &[Row], band: Option<f64>) -> (f64, f64) {
     (1.0 / span.exp(), span.exp())
 }
 
-pub const ROW_PX: u32 = 18;
+/// Where the row labels go: a column left of the plot (a wide page), or
+/// a line above each row so the plot keeps the full width (a phone).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Wide,
+    Narrow,
+}
 
-/// Axis tick of a ratio: "1.10x" style, more digits near 1.
-fn ratio_tick(r: f64) -> String {
-    if (r - 1.0).abs() < 0.1 {
-        format!("{r:.3}\u{d7}")
-    } else if r < 10.0 {
-        format!("{r:.2}\u{d7}")
+/// Width of the narrow drawing: fits a 420 px phone at full size.
+pub const NARROW_WIDTH: u32 = 390;
+
+/// Ticks of the log axis at round changes (0, +-1%, +-5%, +25%, -20%,
+/// +100%, ...) within `x`, outermost first so the ends are labelled, each
+/// at least `1/parts` of the axis from the others (fewer on a narrow
+/// drawing, so that labels never touch).
+pub fn ticks(x: (f64, f64), parts: f64) -> Vec<f64> {
+    const UP: &[f64] = &[
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 200.0, 500.0, 1e3, 2e3, 5e3, 1e4,
+        2e4, 5e4, 1e5,
+    ];
+    const DOWN: &[f64] = &[
+        0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 80.0, 90.0, 95.0, 98.0, 99.0, 99.5, 99.8,
+        99.9, 99.95, 99.98, 99.99,
+    ];
+    let (lo, hi) = (x.0.ln(), x.1.ln());
+    let gap = (hi - lo) / parts;
+    let mut cands: Vec<f64> = UP
+        .iter()
+        .map(|p| 1.0 + p / 100.0)
+        .chain(DOWN.iter().map(|p| 1.0 - p / 100.0))
+        .filter(|r| r.ln() > lo + gap * 0.2 && r.ln() < hi - gap * 0.2)
+        .collect();
+    cands.sort_by(|a, b| b.ln().abs().total_cmp(&a.ln().abs()));
+    let mut out = vec![1.0];
+    for c in &cands {
+        if out.iter().all(|t: &f64| (t.ln() - c.ln()).abs() >= gap) {
+            out.push(*c);
+        }
+    }
+    // Each side gets a tick, closer than the gap if it must.
+    for side in [-1.0, 1.0] {
+        let on_side = |r: &f64| r.ln() * side > 0.0;
+        if !out.iter().any(on_side) {
+            if let Some(c) = cands.iter().filter(|r| on_side(r)).find(|c| {
+                out.iter()
+                    .all(|t: &f64| (t.ln() - c.ln()).abs() >= gap / 2.0)
+            }) {
+                out.push(*c);
+            }
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+/// A change in percent, as the ticks and the points are labelled: whole
+/// percents from 1% up, one decimal below (and for the points' values).
+fn pct(r: f64, point: bool) -> String {
+    let d = (r - 1.0) * 100.0;
+    // A change that rounds to zero is no "-0.0%".
+    if d.abs() < 0.05 && point {
+        "+0.0%".into()
+    } else if d.abs() < 1e-9 {
+        "0%".into()
+    } else if point && d.abs() < 100.0 || d.abs() < 1.0 {
+        format!("{d:+.1}%")
     } else {
-        format!("{r:.0}\u{d7}")
+        format!("{d:+.0}%")
     }
 }
 
+/// The text beside a point: its change, and why it has no bar if it has none.
+pub fn value_label(r: &Row) -> String {
+    match r.no_ci {
+        Some(why) => format!("{} ({why})", pct(r.ratio, true)),
+        None => pct(r.ratio, true),
+    }
+}
+
+pub const ROW_PX: u32 = 18;
+const NARROW_ROW_PX: u32 = 34;
+
 /// Draw rows (a chunk of the whole, all chunks share `x`) as one SVG. The x
-/// axis is linear in ln(ratio), i.e. a log axis of the ratio, labelled in ratios.
-pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyhow::Result<String> {
-    let label_chars = 46;
-    let label_w = rows
-        .iter()
-        .map(|r| plot::text_width(&plot::clip(&r.label, label_chars), 12))
-        .max()
-        .unwrap_or(40)
-        .clamp(60, 300)
-        + 10;
-    let height = 24 + 34 + ROW_PX * rows.len() as u32;
+/// axis is linear in ln(ratio), i.e. a log axis of the ratio, labelled in
+/// round percent changes; every point has its value beside it.
+pub fn draw(
+    rows: &[Row],
+    x: (f64, f64),
+    band: Option<f64>,
+    layout: Layout,
+) -> anyhow::Result<String> {
+    let label_chars = match layout {
+        Layout::Wide => 46,
+        Layout::Narrow => 54,
+    };
+    let (width, label_w, row_px) = match layout {
+        Layout::Wide => {
+            let w = rows
+                .iter()
+                .map(|r| plot::text_width(&plot::clip(&r.label, label_chars), 12))
+                .max()
+                .unwrap_or(40)
+                .clamp(60, 300)
+                + 10;
+            (860, w, ROW_PX)
+        }
+        Layout::Narrow => (NARROW_WIDTH, 8, NARROW_ROW_PX),
+    };
+    // Tick labels above the rows too when the plot is taller than a screen.
+    let top_ticks = rows.len() > 12;
+    let top = if top_ticks { 44 } else { 24 };
+    let height = top + 34 + row_px * rows.len() as u32;
+    let tick_at = ticks(
+        x,
+        match layout {
+            Layout::Wide => 9.0,
+            Layout::Narrow => 6.0,
+        },
+    );
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let n = rows.len() as f64;
         let mut chart = ChartBuilder::on(&root)
-            .margin_top(24)
-            .margin_right(16)
+            .margin_top(top)
+            .margin_right(12)
             .x_label_area_size(34)
             .y_label_area_size(label_w)
             .build_cartesian_2d(x.0.ln()..x.1.ln(), 0.0..n)
             .map_err(err)?;
         chart
             .configure_mesh()
-            .disable_y_mesh()
+            .disable_mesh()
             .y_labels(0)
-            .x_labels(7)
-            .x_label_formatter(&|v| ratio_tick(v.exp()))
-            .x_label_style(plot::font(12))
-            .max_light_lines(0)
+            .x_labels(0)
             .set_all_tick_mark_size(0)
-            .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
             .draw()
             .map_err(err)?;
+        let light = RGBColor(0xdd, 0xdd, 0xdd);
+        for t in &tick_at {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(t.ln(), 0.0), (t.ln(), n)],
+                    light.stroke_width(1),
+                )))
+                .map_err(err)?;
+            let (px, py) = chart.backend_coord(&(t.ln(), 0.0));
+            let style = plot::font(12).pos(Pos::new(HPos::Center, VPos::Top));
+            root.draw(&Text::new(pct(*t, false), (px, py + 6), style.clone()))
+                .map_err(err)?;
+            if top_ticks {
+                let (_, ty) = chart.backend_coord(&(t.ln(), n));
+                let style = plot::font(12).pos(Pos::new(HPos::Center, VPos::Bottom));
+                root.draw(&Text::new(pct(*t, false), (px, ty - 4), style))
+                    .map_err(err)?;
+            }
+        }
         if let Some(b) = band {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -154,13 +274,21 @@ pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyho
                 BLACK.stroke_width(1),
             )))
             .map_err(err)?;
-        // Row i is drawn at y = n - i - 0.5 so that the largest change is on top.
-        let y = |i: usize| n - i as f64 - 0.5;
+        // Row i's band is [n - i - 1, n - i], the largest change on top.
+        // Narrow: the label on the band's upper part, the point below it.
+        let y = |i: usize| match layout {
+            Layout::Wide => n - i as f64 - 0.5,
+            Layout::Narrow => n - i as f64 - 0.68,
+        };
         let grey = RGBColor(0x9a, 0x9a, 0x9a);
         let worse = RGBColor(0xb2, 0x18, 0x2b);
         let better = RGBColor(0x21, 0x66, 0xac);
+        let no_ci = RGBColor(0x8a, 0x4b, 0x00);
+        let (left_px, _) = chart.backend_coord(&(x.0.ln(), 0.0));
+        let (right_px, _) = chart.backend_coord(&(x.1.ln(), 0.0));
         for (i, r) in rows.iter().enumerate() {
             let col = match r.verdict {
+                _ if r.no_ci.is_some() => no_ci,
                 Verdict::Worse => worse,
                 Verdict::Better => better,
                 _ => grey,
@@ -174,9 +302,14 @@ pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyho
                     .map_err(err)?;
             }
             // Worse: filled triangle; better: filled square; within noise:
-            // hollow grey circle. Shape, not only colour, carries the verdict.
+            // hollow grey circle; no CI: a brown cross, so that a missing
+            // interval never reads as "within noise". Shape, not only
+            // colour, carries the verdict.
             let at = (r.ratio.ln(), y(i));
             match r.verdict {
+                _ if r.no_ci.is_some() => chart
+                    .draw_series(std::iter::once(Cross::new(at, 5, col.stroke_width(2))))
+                    .map(|_| ()),
                 Verdict::Worse => chart
                     .draw_series(std::iter::once(TriangleMarker::new(at, 6, col.filled())))
                     .map(|_| ()),
@@ -190,26 +323,81 @@ pub fn draw(rows: &[Row], x: (f64, f64), band: Option<f64>, width: u32) -> anyho
                     .map(|_| ()),
             }
             .map_err(err)?;
-            let (px, py) = chart.backend_coord(&(x.0.ln(), y(i)));
-            let style = if matches!(r.verdict, Verdict::Worse | Verdict::Better) {
-                plot::font_anchored(12, HPos::Right)
+            // The value right of the bar, or left of it where the right
+            // has no room.
+            let value = value_label(r);
+            let (lo, hi) = r.ci.unwrap_or((r.ratio, r.ratio));
+            let (hi_px, py) = chart.backend_coord(&(hi.max(r.ratio).ln(), y(i)));
+            let (lo_px, _) = chart.backend_coord(&(lo.min(r.ratio).ln(), y(i)));
+            let tw = plot::text_width(&value, 11) as i32;
+            let vstyle = |h| plot::font_anchored(11, h).color(&col);
+            let placed = if hi_px + 7 + tw <= right_px || right_px - hi_px >= lo_px - left_px {
+                Text::new(value, (hi_px + 7, py), vstyle(HPos::Left))
             } else {
-                plot::font_anchored(12, HPos::Right).color(&RGBColor(0x70, 0x70, 0x70))
+                Text::new(value, (lo_px - 7, py), vstyle(HPos::Right))
             };
-            root.draw(&Text::new(
-                plot::clip(&r.label, label_chars),
-                (px - 6, py),
-                style,
-            ))
-            .map_err(err)?;
+            root.draw(&placed).map_err(err)?;
+            let style = if matches!(r.verdict, Verdict::Worse | Verdict::Better) {
+                plot::font(12)
+            } else {
+                plot::font(12).color(&RGBColor(0x70, 0x70, 0x70))
+            };
+            let text = plot::clip(&r.label, label_chars);
+            let label = match layout {
+                Layout::Wide => {
+                    let (px, py) = chart.backend_coord(&(x.0.ln(), y(i)));
+                    Text::new(
+                        text,
+                        (px - 6, py),
+                        style.pos(Pos::new(HPos::Right, VPos::Center)),
+                    )
+                }
+                Layout::Narrow => {
+                    let (px, py) = chart.backend_coord(&(x.0.ln(), n - i as f64 - 0.22));
+                    Text::new(
+                        text,
+                        (px + 2, py),
+                        style.pos(Pos::new(HPos::Left, VPos::Center)),
+                    )
+                }
+            };
+            root.draw(&label).map_err(err)?;
         }
-        root.draw(&Text::new(
-            "ratio to baseline mean (log scale); grey band: typical CI half-width",
-            (label_w as i32, 10),
-            plot::font(12),
-        ))
-        .map_err(err)?;
+        let title = match layout {
+            Layout::Wide => {
+                "change of the mean against the baseline (log scale); grey band: typical CI"
+            }
+            Layout::Narrow => "change of mean vs baseline (log); grey: typical CI",
+        };
+        root.draw(&Text::new(title, (label_w as i32, 10), plot::font(12)))
+            .map_err(err)?;
         root.present().map_err(err)?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every axis, from +-1% to x1000, gets 0% and at least one round tick
+    /// on each side, and nothing outside the axis.
+    #[test]
+    fn ticks_are_round_and_cover_both_sides() {
+        for span in [0.01f64, 0.05, 0.2, 0.7, 1.5, 3.0, 7.0] {
+            let x = ((-span).exp(), span.exp());
+            let t = ticks(x, 6.0);
+            assert!(t.contains(&1.0), "{span}: {t:?}");
+            assert!(
+                t.iter().any(|r| *r < 1.0) && t.iter().any(|r| *r > 1.0),
+                "{span}: {t:?}"
+            );
+            assert!(t.iter().all(|r| *r > x.0 && *r < x.1), "{span}: {t:?}");
+            for r in t {
+                let label = pct(r, false);
+                let p: f64 = label.trim_end_matches('%').parse().unwrap();
+                assert!((p * 10.0).fract().abs() < 1e-9, "{span}: {label}");
+            }
+        }
+    }
 }

@@ -7,6 +7,7 @@
 
 mod boots;
 mod forest;
+mod history;
 mod lines;
 mod page;
 mod plot;
@@ -22,6 +23,7 @@ use crate::analysis::{self, Analysis};
 use crate::error::Error;
 use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
 
+pub use history::render as history_page;
 pub use samples::median_ci;
 
 /// One experiment the report covers: a report covers one, a comparison several.

@@ -12,7 +12,8 @@ use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::text::fmt_num;
 use crate::store::ExperimentData;
 
-const CSS: &str = r#"
+/// The report's style sheet; the history page uses it too.
+pub(super) const CSS: &str = r#"
 *{box-sizing:border-box}
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#111;background:#fff;margin:0 auto;max-width:1180px;padding:0 12px 40px}
 h1{font-size:1.5em;margin:.6em 0 .2em}h2{font-size:1.25em;border-bottom:2px solid #333;margin-top:1.6em}h3{font-size:1.1em;margin-top:1.4em}h4{margin:1.2em 0 .3em;font-size:1em}
@@ -38,7 +39,8 @@ figcaption{font-size:.85em;color:#333}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px solid #ddd;padding:6px;font-size:.85em;max-height:30em;overflow:auto}
 .legend span{margin-right:1em;white-space:nowrap}
 details>summary{cursor:pointer}
-@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}svg{max-width:none}}
+.narrow{display:none}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}}
 @media print{.box{break-inside:avoid}}
 "#;
 
@@ -46,7 +48,6 @@ details>summary{cursor:pointer}
 type SeriesEntry = (String, String, crate::store::SeriesRecord);
 
 const FOREST_CHUNK: usize = 60;
-const FOREST_WIDTH: u32 = 860;
 
 fn delta_text(c: &Comparison) -> String {
     match c.delta_mean_pct {
@@ -193,7 +194,9 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
          (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
          Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way. \
-         <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise. Largest changes first.</p>",
+         <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
+         <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
+         Each point's change is written beside it. Largest changes first.</p>",
         esc(&a.baseline),
         a.confidence * 100.0,
         a.resamples,
@@ -237,14 +240,28 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             .filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse))
             .count();
         for (k, chunk) in rows.chunks(FOREST_CHUNK).enumerate() {
-            let svg = forest::draw(chunk, xr, band, FOREST_WIDTH)?;
             let alt = format!(
                 "Forest plot{}: {} comparisons, {} beyond noise. The same numbers are in the table below.",
                 if rows.len() > FOREST_CHUNK { format!(" part {}", k + 1) } else { String::new() },
                 chunk.len(),
                 chunk.iter().filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse)).count()
             );
-            figure(o, &[svg], &alt, "");
+            // Two drawings of one plot: labels beside the rows for a wide
+            // window, above them for a phone. CSS shows one; a mail
+            // client without media queries shows the wide one, scaled.
+            let _ = write!(o, "<figure>");
+            for (class, layout) in [
+                ("wide", forest::Layout::Wide),
+                ("narrow", forest::Layout::Narrow),
+            ] {
+                let svg = forest::draw(chunk, xr, band, layout)?;
+                let _ = write!(
+                    o,
+                    "<div class=\"{class}\" role=\"img\" aria-label=\"{}\">{svg}</div>",
+                    esc(&alt)
+                );
+            }
+            o.push_str("</figure>");
         }
         let _ = write!(
             o,
@@ -520,7 +537,13 @@ fn environment(o: &mut String, x: &Extras) {
             .iter()
             .map(|s| s.info.fingerprint.get(k).map(String::as_str).unwrap_or("-"))
             .collect();
-        let differs = vals.iter().any(|v| *v != vals[0])
+        // Unknown ("-", or no value: an import) is no difference.
+        let known: Vec<&str> = x
+            .sources
+            .iter()
+            .filter_map(|s| crate::monitor::fingerprint::known(&s.info.fingerprint, k))
+            .collect();
+        let differs = known.iter().any(|v| *v != known[0])
             && !crate::monitor::fingerprint::VOLATILE_KEYS.contains(&k);
         let _ = write!(
             o,
