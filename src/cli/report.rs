@@ -34,6 +34,7 @@ pub struct HistoryArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Write to this file instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
 }
@@ -49,23 +50,52 @@ pub struct ReportArgs {
     pub flags: ReportFlags,
 }
 
-/// Print the report of stored experiment `id`.
-pub fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
-    let opts = report_options(f)?;
-    // HTML also draws the stored series and says where imported samples came from.
-    let text = if opts.format == Format::Html {
-        report::html::render_stored(store, id, &opts.analysis)?
-    } else {
-        report::render(&store.load(id)?, &opts)?
+/// Print the report of stored experiment `id` in `--format` (unless
+/// `stdout` is false) and write each `--export-*` file.
+pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Result<()> {
+    let render = |format: Format| -> Result<String> {
+        let mut opts = report_options(f)?;
+        opts.format = format;
+        // HTML also draws the stored series and says where imported samples came from.
+        if format == Format::Html {
+            report::html::render_stored(store, id, &opts.analysis)
+        } else {
+            report::render(&store.load(id)?, &opts)
+        }
     };
-    emit(&text, f.output.as_deref())
+    if stdout {
+        emit(&render(f.format)?, None)?;
+    }
+    for (format, path) in f.export.files() {
+        emit(&render(format)?, Some(path))?;
+    }
+    Ok(())
+}
+
+/// Refuse, before anything runs, an export that cannot be written: its
+/// directory must exist.
+pub fn check_exports(f: &ReportFlags) -> Result<()> {
+    for (_, p) in f.export.files() {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(bad(format!(
+                "{}: directory {} does not exist",
+                p.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `sysdelta report`.
 pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, id, &a.flags)
+    print_report(&store, id, &a.flags, true)
 }
 
 /// `sysdelta list`.
@@ -82,10 +112,13 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     for w in &c.warnings {
         eprintln!("sysdelta: warning: {w}");
     }
-    emit(
-        &report::compare::render(&c, &opts)?,
-        a.flags.output.as_deref(),
-    )
+    emit(&report::compare::render(&c, &opts)?, None)?;
+    for (format, path) in a.flags.export.files() {
+        let mut opts = report_options(&a.flags)?;
+        opts.format = format;
+        emit(&report::compare::render(&c, &opts)?, Some(path))?;
+    }
+    Ok(())
 }
 
 /// `sysdelta history`.

@@ -11,6 +11,7 @@ pub mod load;
 pub mod model;
 pub mod position;
 mod raw;
+pub mod scan;
 pub mod shorthand;
 pub mod telemetry;
 

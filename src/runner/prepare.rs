@@ -9,13 +9,14 @@ use super::*;
 pub(super) fn build_workload(
     def: &WorkloadDef,
     ctx: &builtins::BuildContext,
-    ignore_exit_status: bool,
+    ov: &crate::overrides::Overrides,
 ) -> Result<Box<dyn Workload>, Error> {
     match &def.kind {
         WorkloadKind::Command { command, metrics } => Ok(Box::new(CommandWorkload {
             command: command.clone(),
             extract: metrics.clone(),
-            ignore_exit_status,
+            ignore_exit_status: ov.ignore_failure,
+            output: ov.output.clone(),
         })),
         WorkloadKind::Builtin { name, params } => builtins::build(name, params, ctx),
     }
@@ -68,7 +69,7 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
         journal: Some(journal.clone()),
     };
     for def in &plan.workloads {
-        match build_workload(def, &ctx, plan.overrides.ignore_failure) {
+        match build_workload(def, &ctx, &plan.overrides) {
             Ok(w) => {
                 // The scratch directory's file system is its parent's.
                 for p in w.preflight(&tmp) {
