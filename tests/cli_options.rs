@@ -77,7 +77,10 @@ fn store_is_refused_where_nothing_is_stored() {
         assert!(stderr(&out).contains("--store"), "{}", stderr(&out));
     }
     // Without --store they run.
-    let out = Command::new(bin()).args(["micro", "--list"]).output().unwrap();
+    let out = Command::new(bin())
+        .args(["micro", "--list"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stdout(&out).is_empty());
 }
@@ -109,7 +112,10 @@ fn one_run_writes_several_exports_and_prints_its_format() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert!(j["format"].as_str().unwrap().starts_with("sysdelta-report"), "{j}");
+    assert!(
+        j["format"].as_str().unwrap().starts_with("sysdelta-report"),
+        "{j}"
+    );
     let c = std::fs::read_to_string(&csv).unwrap();
     assert!(c.lines().next().unwrap().contains(','), "{c}");
     assert!(c.contains("true"), "{c}");
@@ -225,22 +231,61 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
     }
     // --min-runs is a floor; --max-runs a ceiling.
     let out = sb.run(&[
-        "ab", "-q", "--no-report", "--min-time", "0.2s", "-M", "12", "--config", "a=", "--",
+        "ab",
+        "-q",
+        "--no-report",
+        "--min-time",
+        "0.2s",
+        "-M",
+        "12",
+        "--config",
+        "a=",
+        "--",
         "sleep 0.005",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(cells(&sb)[0].1, 12);
     let out = sb.run(&[
-        "ab", "-q", "--no-report", "-m", "15", "--config", "a=", "--", "sleep 0.3",
+        "ab",
+        "-q",
+        "--no-report",
+        "-m",
+        "15",
+        "--config",
+        "a=",
+        "--",
+        "sleep 0.3",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(cells(&sb)[0].1, 15, "3 s are reached by 10 runs; -m 15 asks 15");
+    assert_eq!(
+        cells(&sb)[0].1,
+        15,
+        "3 s are reached by 10 runs; -m 15 asks 15"
+    );
     // An exact count is exact.
-    let out = sb.run(&["ab", "-q", "--no-report", "-r", "4", "--config", "a=", "--", "true"]);
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "--no-report",
+        "-r",
+        "4",
+        "--config",
+        "a=",
+        "--",
+        "true",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(cells(&sb)[0].1, 4);
     let out = sb.run(&[
-        "ab", "-r", "4", "--min-time", "1s", "--config", "a=", "--", "true",
+        "ab",
+        "-r",
+        "4",
+        "--min-time",
+        "1s",
+        "--config",
+        "a=",
+        "--",
+        "true",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }

@@ -113,20 +113,37 @@ pub fn differences(
 }
 
 /// One field a pair of lines, within 80 columns (longer values wrap).
-fn render_text(id: i64, created: &str, diffs: &[(String, String, String)], fields: usize) -> String {
+fn render_text(
+    id: i64,
+    created: &str,
+    diffs: &[(String, String, String)],
+    fields: usize,
+) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "experiment {id} ({}) against now:", terminal_safe(created));
+    let _ = writeln!(
+        o,
+        "experiment {id} ({}) against now:",
+        terminal_safe(created)
+    );
     if diffs.is_empty() {
         let _ = writeln!(o, "no difference in {fields} fields");
         return o;
     }
     for (k, then, now) in diffs {
         for (i, (side, v)) in [("then", then), ("now", now)].into_iter().enumerate() {
-            let head = if i == 0 { terminal_safe(k) } else { String::new() };
+            let head = if i == 0 {
+                terminal_safe(k)
+            } else {
+                String::new()
+            };
             let v = terminal_safe(v);
             let chunks = wrap(&v, 80 - 24);
             for (j, c) in chunks.iter().enumerate() {
-                let (h, s) = if j == 0 { (head.as_str(), side) } else { ("", "") };
+                let (h, s) = if j == 0 {
+                    (head.as_str(), side)
+                } else {
+                    ("", "")
+                };
                 let _ = writeln!(o, "{h:<18} {s:<4} {c}");
             }
         }
@@ -174,10 +191,20 @@ mod tests {
     #[test]
     fn only_changed_fields_and_list_items_are_shown() {
         let m = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
-            v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
+            v.iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect()
         };
-        let then = m(&[("kernel", "6.1"), ("thp", "always"), ("mitigations", "a: x; b: y; c: z")]);
-        let now = m(&[("kernel", "6.2"), ("thp", "always"), ("mitigations", "a: x; b: Y; c: z")]);
+        let then = m(&[
+            ("kernel", "6.1"),
+            ("thp", "always"),
+            ("mitigations", "a: x; b: y; c: z"),
+        ]);
+        let now = m(&[
+            ("kernel", "6.2"),
+            ("thp", "always"),
+            ("mitigations", "a: x; b: Y; c: z"),
+        ]);
         let d = differences(&then, &now);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0], ("kernel".into(), "6.1".into(), "6.2".into()));

@@ -63,6 +63,8 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
             report::render(&store.load(id)?, &opts)
         }
     };
+    // Nothing is printed when one of the files cannot be written.
+    check_exports(f)?;
     if stdout {
         emit(&render(f.format)?, None)?;
     }
@@ -108,6 +110,7 @@ pub fn list(store_path: &Path) -> Result<()> {
 pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
+    check_exports(&a.flags)?;
     let c = report::compare::build(&store, &a.experiments)?;
     for w in &c.warnings {
         eprintln!("sysdelta: warning: {w}");

@@ -29,7 +29,11 @@ pub struct RunArgs {
 #[derive(Args)]
 pub struct AbArgs {
     /// A config: NAME=SETUP (SETUP may be empty). The first is the baseline.
-    #[arg(long = "config", value_name = "NAME=SETUP", required_unless_present = "kernels")]
+    #[arg(
+        long = "config",
+        value_name = "NAME=SETUP",
+        required_unless_present = "kernels"
+    )]
     pub configs: Vec<String>,
     /// A config's cleanup: NAME=CMD, run when sysdelta leaves that config
     /// (always, also after failures and signals), as hyperfine's --cleanup.
@@ -56,7 +60,12 @@ pub struct AbArgs {
     )]
     pub parameter_scan: Vec<String>,
     /// The step of -P (decimals allowed).
-    #[arg(short = 'D', long = "parameter-step-size", value_name = "STEP", requires = "parameter_scan")]
+    #[arg(
+        short = 'D',
+        long = "parameter-step-size",
+        value_name = "STEP",
+        requires = "parameter_scan"
+    )]
     pub parameter_step: Option<String>,
     /// As -P, over the listed values: -L NAME a,b,c.
     #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "VALUES"])]
@@ -121,8 +130,7 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
     let mut ov = overrides(&a.exec);
     // hyperfine's default: at least 3 s of runs per cell, unless the count
     // is given (kernel configs count boots: they take --runs).
-    if ov.runs.is_none() && ov.until_ci.is_none() && ov.min_time.is_none() && a.kernels.is_empty()
-    {
+    if ov.runs.is_none() && ov.until_ci.is_none() && ov.min_time.is_none() && a.kernels.is_empty() {
         ov.min_time = Some(AB_MIN_TIME);
     }
     let scan = match (&a.parameter_scan[..], &a.parameter_list[..]) {
@@ -138,8 +146,7 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         name: a.name.as_deref(),
         scan,
     };
-    let plan = plan::shorthand::build_ab(&ab, &ov)
-    .map_err(Error::into_bad_input)?;
+    let plan = plan::shorthand::build_ab(&ab, &ov).map_err(Error::into_bad_input)?;
     execute(store_path, plan, &a.exec, None)
 }
 
@@ -162,8 +169,7 @@ fn execute(
     super::report::check_exports(&e.report)?;
     if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, resume) {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
-        std::fs::File::create(p)
-            .map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
+        std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
     }
     // From here on a signal asks for a clean stop (exit 130).
     let cancel = runner::signals::install()?;

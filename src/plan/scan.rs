@@ -82,14 +82,18 @@ pub fn range(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Sca
         }
     };
     if st <= 0.0 {
-        return Err(Error::bad(format!("-D: the step must be above 0, got {st}")));
+        return Err(Error::bad(format!(
+            "-D: the step must be above 0, got {st}"
+        )));
     }
     if hi < lo {
         return Err(Error::bad(format!(
             "-P {name} {min} {max}: MAX is below MIN"
         )));
     }
-    let places = decimals(min).max(decimals(max)).max(step.map_or(0, decimals));
+    let places = decimals(min)
+        .max(decimals(max))
+        .max(step.map_or(0, decimals));
     let count = ((hi - lo) / st + 1e-9).floor() + 1.0;
     if count > MAX_SCAN_VALUES as f64 {
         return Err(Error::bad(format!(
@@ -110,9 +114,7 @@ pub fn list(name: &str, values: &str) -> Result<Scan, Error> {
     check_param("-L", name)?;
     let values: Vec<String> = values.split(',').map(str::to_string).collect();
     if values.iter().any(|v| v.is_empty()) {
-        return Err(Error::bad(format!(
-            "-L {name}: an empty value in the list"
-        )));
+        return Err(Error::bad(format!("-L {name}: an empty value in the list")));
     }
     if values.len() > MAX_SCAN_VALUES {
         return Err(Error::bad(format!(
@@ -142,7 +144,10 @@ mod tests {
             range("t", "0.1", "0.3", Some("0.1")).unwrap().values,
             ["0.1", "0.2", "0.3"]
         );
-        assert_eq!(range("n", "0", "10", Some("4")).unwrap().values, ["0", "4", "8"]);
+        assert_eq!(
+            range("n", "0", "10", Some("4")).unwrap().values,
+            ["0", "4", "8"]
+        );
         assert!(range("n", "3", "1", None).is_err());
         assert!(range("n", "0.5", "1", None).is_err());
         assert!(range("n", "1", "2", Some("0")).is_err());

@@ -121,19 +121,27 @@ fn plan_text(configs: &[ConfigText], workloads: &[(String, String)], name: &str)
 const NAME_FROM_COMMAND_MAX: usize = 32;
 
 /// A workload's name after its command, as hyperfine names a command by
-/// itself: `sleep 0.01` -> `sleep_0.01`; a long command by its program.
+/// itself: `sleep 0.01` -> `sleep_0.01` (spaces as `_`); a longer command,
+/// or one with shell syntax in it, after its program (`make -j8 all
+/// CFLAGS=...` -> `make`); a shell construct (`if ...`, `x=1 y`) is `cmd`.
 pub fn name_after(command: &str) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-/+,:=%@".contains(c))
+    };
     let words: Vec<&str> = command.split_whitespace().collect();
     let whole = words.join("_");
-    if !whole.is_empty() && whole.chars().count() <= NAME_FROM_COMMAND_MAX {
+    if words.iter().all(|w| plain(w)) && whole.chars().count() <= NAME_FROM_COMMAND_MAX {
         return whole;
     }
-    let prog = words.first().map_or("cmd", |w| w.rsplit('/').next().unwrap_or(w));
-    let prog: String = prog.chars().take(NAME_FROM_COMMAND_MAX).collect();
-    if prog.is_empty() {
-        "cmd".into()
-    } else {
-        prog
+    const KEYWORDS: &[&str] = &["if", "for", "while", "until", "case", "exec", "time", "!"];
+    match words.first() {
+        Some(w) if plain(w) && !w.contains('=') && !KEYWORDS.contains(w) => {
+            let prog = w.rsplit('/').next().unwrap_or(w);
+            prog.chars().take(NAME_FROM_COMMAND_MAX).collect()
+        }
+        _ => "cmd".into(),
     }
 }
 
@@ -244,10 +252,9 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         }
         // A config's setup (or cleanup) has it: one config per value.
         Some(s) => {
-            if !cfgs
-                .iter()
-                .any(|c| s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t)))
-            {
+            if !cfgs.iter().any(|c| {
+                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+            }) {
                 return Err(Error::bad(format!(
                     "{} appears neither in the command nor in a config's setup or cleanup",
                     s.placeholder()
@@ -255,7 +262,8 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
             }
             let mut out = Vec::new();
             for c in cfgs {
-                if !s.appears_in(&c.setup) && !c.cleanup.as_deref().is_some_and(|t| s.appears_in(t)) {
+                if !s.appears_in(&c.setup) && !c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+                {
                     out.push(c);
                     continue;
                 }
@@ -301,6 +309,18 @@ mod tests {
             let e = split_kernel_arg(bad).unwrap_err();
             assert!(e.to_string().starts_with(&format!("-k '{bad}'")), "{e}");
         }
+    }
+
+    #[test]
+    fn a_workload_is_named_after_its_command() {
+        assert_eq!(name_after("sleep 0.01"), "sleep_0.01");
+        assert_eq!(
+            name_after("/usr/bin/make -j8 all CFLAGS=-O2 V=1 -C /src/x"),
+            "make"
+        );
+        assert_eq!(name_after("if [ -n \"$X\" ]; then true; fi"), "cmd");
+        assert_eq!(name_after("grep -q 'x y' f"), "grep");
+        assert_eq!(name_after("X=1 make"), "cmd");
     }
 
     #[test]

@@ -136,7 +136,8 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         cgroup_procs: spec.cgroup_procs,
         stdio: [
             null,
-            out.as_ref().map_or_else(|| dest.stdout(null), OutputFile::fd),
+            out.as_ref()
+                .map_or_else(|| dest.stdout(null), OutputFile::fd),
             dest.stderr(err.fd()),
         ],
     };
