@@ -144,3 +144,36 @@ fn a_cleanup_puts_back_the_value_its_setup_found() {
         "madvise\n"
     );
 }
+
+#[test]
+fn a_plan_matrix_gives_one_workload_per_value() {
+    let sb = Sandbox::new();
+    let plan = sb.write(
+        "m.toml",
+        r#"
+runs = 2
+[[config]]
+name = "a"
+[[config]]
+name = "v"
+setup = "export V={v}"
+matrix = { v = ["x", "y"] }
+[[workload]]
+name = "nap-{ms}"
+command = "sleep 0.00{ms}"
+matrix = { ms = [1, 2] }
+"#,
+    );
+    let out = sb.run(&["run", "-q", "--no-report", plan.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (w, c) = names(&sb);
+    assert_eq!(w, ["nap-1", "nap-2"]);
+    assert_eq!(c, ["a", "v-x", "v-y"]);
+    let bad = sb.write(
+        "bad.toml",
+        "[[config]]\nname = \"a\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\nmatrix = { a = [1], b = [2] }\n",
+    );
+    let out = sb.run(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.toml:6"), "{}", stderr(&out));
+}

@@ -289,3 +289,92 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn every_command_that_takes_an_experiment_takes_the_same_selectors() {
+    let sb = Sandbox::new();
+    for label in ["first", "second"] {
+        let out = sb.run(&[
+            "ab",
+            "-q",
+            "--no-report",
+            "-r",
+            "3",
+            "--label",
+            label,
+            "--config",
+            "a=",
+            "--config",
+            "b=",
+            "--",
+            "true",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // id, label, `last` and --last, wherever an experiment is named.
+    for sel in [&["1"][..], &["first"], &["last"], &["--last"]] {
+        for cmd in [&["report"][..], &["plan-runs"], &["env"]] {
+            let mut args = cmd.to_vec();
+            args.extend_from_slice(sel);
+            let out = sb.run(&args);
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        }
+    }
+    let out = sb.run(&["compare", "first", "last"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // `run --resume` takes them too (a complete experiment is refused as such).
+    let out = sb.run(&["run", "--resume", "second"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("experiment 2 is already complete"),
+        "{}",
+        stderr(&out)
+    );
+    // env against a stored experiment says what differs, or that nothing does.
+    let out = sb.run(&["env", "--last", "--format", "json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["experiment"], 2);
+    assert!(
+        j["differs"].is_object() && j["same"].as_array().unwrap().len() > 3,
+        "{j}"
+    );
+    let text = stdout(&sb.run(&["env", "1"]));
+    assert!(text.starts_with("experiment 1 ("), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    // list: configs, host and label within 80 columns.
+    let list = stdout(&sb.run(&["list"]));
+    assert!(list.lines().all(|l| l.chars().count() <= 80), "{list}");
+    let row = list.lines().nth(1).unwrap();
+    assert!(row.contains("first") && row.contains("a, b"), "{list}");
+    assert!(row.split_whitespace().any(|w| w == "6"), "{list}");
+}
+
+#[test]
+fn env_prints_json_without_a_store() {
+    let out = Command::new(bin())
+        .args(["env", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(j["kernel"].is_string(), "{j}");
+}
+
+#[test]
+fn the_run_line_the_report_and_list_count_runs_alike() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab", "-r", "3", "-w", "1", "--config", "a=", "--config", "b=", "--", "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // 2 cells x 3 measured runs, and 2 warm-ups apart.
+    assert!(
+        stderr(&out).contains("6 measured runs ok, 0 failed, 2 warm-up"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("6 ok, 0 failed"), "{}", stdout(&out));
+    let list = stdout(&sb.run(&["list"]));
+    let row = list.lines().nth(1).unwrap();
+    assert!(row.split_whitespace().any(|w| w == "6"), "{list}");
+}

@@ -188,12 +188,15 @@ fn execute(
         experiment::Finished::Ran(o) => o,
     };
     let id = outcome.experiment_id;
+    // Counted as the report and `list` count (from the store, measured
+    // runs apart from warm-ups); the progress line counted every run.
+    let runs = Store::open(store_path, false)?.load(id)?.runs;
+    let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
+    let warm = runs.iter().filter(|r| r.warmup).count();
     eprintln!(
-        "sysdelta: experiment {} {}: {} runs ({} failed) stored in {}",
-        id,
+        "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
         outcome.status,
-        outcome.runs_done,
-        outcome.runs_failed,
+        runs.len() - ok - warm,
         store_path.display()
     );
     if outcome.status == ExperimentStatus::Interrupted {

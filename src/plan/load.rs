@@ -69,6 +69,9 @@ fn check_schedule_size(
 
 fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
     let top = |m: &str| origin.bad_at(0, m);
+    let mut raw = raw;
+    raw.config = super::matrix::configs(origin, std::mem::take(&mut raw.config))?;
+    raw.workload = super::matrix::workloads(origin, std::mem::take(&mut raw.workload))?;
     if raw.config.is_empty() {
         return Err(top(
             "plan has no [[config]]: at least one configuration is needed",

@@ -8,6 +8,7 @@ pub mod duration;
 mod items;
 pub mod kernel;
 pub mod load;
+mod matrix;
 pub mod model;
 pub mod position;
 mod raw;
