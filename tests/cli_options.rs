@@ -320,7 +320,7 @@ fn every_command_that_takes_an_experiment_takes_the_same_selectors() {
             assert!(out.status.success(), "{args:?}: {}", stderr(&out));
         }
     }
-    let out = sb.run(&["compare", "first", "last"]);
+    let out = sb.run(&["compare", "first:b", "last:b"]);
     assert!(out.status.success(), "{}", stderr(&out));
     // `run --resume` takes them too (a complete experiment is refused as such).
     let out = sb.run(&["run", "--resume", "second"]);

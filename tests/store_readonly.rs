@@ -377,7 +377,7 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
         block: 7,
         seq: 0,
         config: "a".into(),
-        workload: "cmd".into(),
+        workload: "true".into(),
         warmup: false,
         started_at: 0.0,
         status: "ok".into(),
