@@ -104,7 +104,7 @@ fn sysdelta(store: &std::path::Path, runs: u32) -> Cost {
     let mut sd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
     sd.arg("--store").arg(store).args([
         "ab",
-        "-c",
+        "--config",
         "a=",
         "--runs",
         &runs.to_string(),

@@ -123,7 +123,7 @@ const NAME_FROM_COMMAND_MAX: usize = 32;
 /// A workload's name after its command, as hyperfine names a command by
 /// itself: `sleep 0.01` -> `sleep_0.01` (spaces as `_`); a longer command,
 /// or one with shell syntax in it, after its program (`make -j8 all
-/// CFLAGS=...` -> `make`); a shell construct (`if ...`, `x=1 y`) is `cmd`.
+/// CFLAGS=...` -> `make`); a long shell construct (`if ...`) is `cmd`.
 pub fn name_after(command: &str) -> String {
     let plain = |w: &str| {
         !w.is_empty()
@@ -320,7 +320,8 @@ mod tests {
         );
         assert_eq!(name_after("if [ -n \"$X\" ]; then true; fi"), "cmd");
         assert_eq!(name_after("grep -q 'x y' f"), "grep");
-        assert_eq!(name_after("X=1 make"), "cmd");
+        assert_eq!(name_after("X=1 make"), "X=1_make");
+        assert_eq!(name_after("X=1 make -j8 all CFLAGS=-O2 V=1 -C /src"), "cmd");
     }
 
     #[test]
