@@ -11,7 +11,7 @@
 //!
 //! Run: `cargo bench --bench html_report`.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use sysdelta::metric::{Direction, MetricSpec};
