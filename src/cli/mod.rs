@@ -42,7 +42,7 @@ pub struct Cli {
 pub enum Cmd {
     /// Run an experiment plan (TOML) and print its report.
     Run(run::RunArgs),
-    /// Quick A/B: `sysdelta ab -c base= -c 'slow=export X=1' -- CMD`.
+    /// Quick A/B: `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`.
     Ab(run::AbArgs),
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),
