@@ -1,6 +1,6 @@
 //! Time and size of the HTML report for 500 metrics x 4 configs x 40 runs.
 //!
-//! One operation is one `sysdelta report --format html -o FILE` process on a
+//! One operation is one `sysdelta report --format html > FILE` process on a
 //! store holding that experiment (10 workloads x 50 metrics, 4 configs, 40
 //! runs per cell, each run also recording a 30-point `vmstat.cs` series),
 //! from exec to exit, bootstraps (10,000 resamples per comparison) included.
@@ -11,7 +11,7 @@
 //!
 //! Run: `cargo bench --bench html_report`.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use sysdelta::metric::{Direction, MetricSpec};
@@ -113,9 +113,8 @@ fn main() {
         let o = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
             .arg("--store")
             .arg(&path)
-            .args(["report", &id.to_string(), "--format", format, "-o"])
-            .arg(out)
-            .stdout(Stdio::null())
+            .args(["report", &id.to_string(), "--format", format])
+            .stdout(std::fs::File::create(out).unwrap())
             .output()
             .unwrap();
         let s = t.elapsed().as_secs_f64();

@@ -157,9 +157,7 @@ fn bad_comparisons_are_bad_input() {
         "compare",
         "a",
         "2",
-        "--format",
-        "html",
-        "-o",
+        "--export-html",
         target.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));

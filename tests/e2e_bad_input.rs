@@ -164,13 +164,13 @@ fn reports_of_missing_things() {
         &sb.run(&[
             "report",
             "1",
-            "-o",
+            "--export-csv",
             sb.path("no/such/dir/r.txt").to_str().unwrap(),
         ]),
         "does not exist",
     );
     assert_bad(
-        &sb.run(&["ab", "-c", "=x", "--", "true"]),
+        &sb.run(&["ab", "--config", "=x", "--", "true"]),
         "expected NAME=SETUP",
     );
 }

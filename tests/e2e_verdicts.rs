@@ -69,9 +69,9 @@ fn a_config_whose_setup_fails_never_yields_samples() {
     let sb = Sandbox::new();
     let out = sb.run(&[
         "ab",
-        "-c",
+        "--config",
         "base=",
-        "-c",
+        "--config",
         "broken=export X=1; false",
         "--runs",
         "3",
@@ -87,7 +87,7 @@ fn a_config_whose_setup_fails_never_yields_samples() {
     // status says the experiment has no result for it.
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("no successful run of broken/cmd"),
+        stderr(&out).contains("no successful run of broken/true"),
         "{}",
         stderr(&out)
     );
@@ -140,9 +140,9 @@ fn ab_shorthand_compares_configs() {
     let sb = Sandbox::new();
     let out = sb.run(&[
         "ab",
-        "-c",
+        "--config",
         "base=",
-        "-c",
+        "--config",
         "slow=export SLOW=1",
         "--runs",
         "8",
@@ -162,7 +162,7 @@ fn ab_shorthand_compares_configs() {
         .contains("[[config]]"));
 }
 
-/// `ab -t NAME=CMD` gives a config a teardown: every enter of the config
+/// `ab -c NAME=CMD` gives a config a cleanup (its teardown): every enter of the config
 /// (its setup) is matched by a leave (its teardown).
 #[test]
 fn ab_teardown_runs_for_every_setup() {
@@ -170,11 +170,11 @@ fn ab_teardown_runs_for_every_setup() {
     let log = sb.path("steps.log");
     let out = sb.run(&[
         "ab",
-        "-c",
+        "--config",
         "base=",
-        "-c",
+        "--config",
         &format!("x=echo setup >> {}", log.display()),
-        "-t",
+        "-c",
         &format!("x=echo teardown >> {}", log.display()),
         "--runs",
         "4",

@@ -50,7 +50,7 @@ fn make_report(sb: &Sandbox) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = sb.path("report.html");
-    let out = sb.run(&["report", "--format", "html", "-o", html.to_str().unwrap()]);
+    let out = sb.run(&["report", "--export-html", html.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
@@ -103,7 +103,7 @@ fn html_to_a_missing_directory_is_bad_input_and_writes_nothing() {
     let sb = Sandbox::new();
     make_report(&sb);
     let target = sb.path("missing/dir/report.html");
-    let out = sb.run(&["report", "--format", "html", "-o", target.to_str().unwrap()]);
+    let out = sb.run(&["report", "--export-html", target.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     assert!(!target.exists() && !sb.path("missing").exists());
@@ -290,7 +290,7 @@ command = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"
         String::from_utf8_lossy(&out.stderr)
     );
     let html = sb.path("profiled.html");
-    let out = sb.run(&["report", "--format", "html", "-o", html.to_str().unwrap()]);
+    let out = sb.run(&["report", "--export-html", html.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",

@@ -89,7 +89,7 @@ fn no_time_series_plot_is_empty_when_runs_are_shorter_than_the_interval() {
         String::from_utf8_lossy(&out.stderr)
     );
     let html = sb.path("r.html");
-    let out = sb.run(&["report", "--format", "html", "-o", html.to_str().unwrap()]);
+    let out = sb.run(&["report", "--export-html", html.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",

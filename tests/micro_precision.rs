@@ -45,7 +45,7 @@ fn precision_mode_plans_within_budget_and_prints_expected_and_measured_spread() 
         "0.5",
         "--budget",
         "4s",
-        "--json",
+        "--export-json",
         json.to_str().unwrap(),
         "proc.null_call",
         "proc.null_io",
@@ -109,7 +109,7 @@ fn a_fixed_sample_length_is_kept_and_only_the_count_chosen() {
         "50",
         "--budget",
         "10s",
-        "--json",
+        "--export-json",
         json.to_str().unwrap(),
         "proc.null_call",
     ]);

@@ -37,15 +37,15 @@ fn time_maxrss(command: &str) -> Result<u64, String> {
     Ok(median(v))
 }
 
-/// Every run's maxrss (KiB) of `sysdelta ab -c a= -c b= -- COMMAND`, and
+/// Every run's maxrss (KiB) of `sysdelta ab --config a= --config b= -- COMMAND`, and
 /// sysdelta's own peak RSS during the runs (KiB).
 fn sysdelta_maxrss(command: &str) -> (Vec<u64>, u64) {
     let sb = Sandbox::new();
     let out = sb.run(&[
         "ab",
-        "-c",
+        "--config",
         "a=",
-        "-c",
+        "--config",
         "b=",
         "--runs",
         "6",

@@ -131,7 +131,9 @@ fn measured_store(sb: &Sandbox, dir: &Path) -> PathBuf {
         &[],
         sb,
         &store,
-        &["ab", "--runs", "3", "-c", "a=", "-c", "b=", "--", "true"],
+        &[
+            "ab", "--runs", "3", "--config", "a=", "--config", "b=", "--", "true",
+        ],
     );
     assert!(made.status.success(), "{}", stderr(&made));
     store
@@ -278,7 +280,9 @@ fn a_store_on_a_read_only_mount_reads_as_with_write_access_and_is_left_unchanged
         &[],
         &sb,
         &on_mount,
-        &["ab", "--runs", "3", "-c", "a=", "-c", "b=", "--", "true"],
+        &[
+            "ab", "--runs", "3", "--config", "a=", "--config", "b=", "--", "true",
+        ],
     );
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -373,7 +377,7 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
         block: 7,
         seq: 0,
         config: "a".into(),
-        workload: "cmd".into(),
+        workload: "true".into(),
         warmup: false,
         started_at: 0.0,
         status: "ok".into(),

@@ -313,12 +313,12 @@ fn stored_runs(sb: &Sandbox) -> usize {
 fn every_run_failing_exits_non_zero_and_stops_early() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "ab", "-q", "--runs", "10", "-c", "a=", "-c", "b=", "--", "false",
+        "ab", "-q", "--runs", "10", "--config", "a=", "--config", "b=", "--", "false",
     ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("failed 3 runs in a row"), "{err}");
-    assert!(err.contains("no successful run of a/cmd"), "{err}");
+    assert!(err.contains("no successful run of a/false"), "{err}");
     assert!(stored_runs(&sb) < 20, "fail-fast did not stop");
     // --max-failures 0 goes on to the end, and still fails.
     let out = sb.run(&[
@@ -328,9 +328,9 @@ fn every_run_failing_exits_non_zero_and_stops_early() {
         "4",
         "--max-failures",
         "0",
-        "-c",
+        "--config",
         "a=",
-        "-c",
+        "--config",
         "b=",
         "--",
         "false",
@@ -343,7 +343,7 @@ fn every_run_failing_exits_non_zero_and_stops_early() {
 fn ignore_failure_keeps_a_non_zero_exit_as_a_result() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "ab", "-q", "-i", "--runs", "3", "-c", "a=", "-c", "b=", "--", "exit 3",
+        "ab", "-q", "-i", "--runs", "3", "--config", "a=", "--config", "b=", "--", "exit 3",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let r = sb.json_report("last");
@@ -402,13 +402,13 @@ fn into_closed_pipe(sb: &Sandbox, args: &[&str]) -> std::process::Output {
 fn a_closed_pipe_ends_output_quietly_as_coreutils_do() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+        "ab", "-q", "--runs", "2", "--config", "a=", "--config", "b=", "--", "true",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     for args in [
         &["list"][..],
         &["report", "--format", "json"][..],
-        &["env"][..],
+        &["env", "--last"][..],
     ] {
         let out = into_closed_pipe(&sb, args);
         assert_eq!(
@@ -427,7 +427,7 @@ fn a_closed_pipe_ends_output_quietly_as_coreutils_do() {
     let out = sb
         .command_in(&tmp)
         .args([
-            "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+            "ab", "-q", "--runs", "2", "--config", "a=", "--config", "b=", "--", "true",
         ])
         .stdout(Stdio::from(w))
         .output()
@@ -449,7 +449,7 @@ fn a_scratch_directory_that_cannot_be_made_refuses_the_run_before_anything_is_st
     let out = sb
         .command_in(&sb.path("no-such-dir"))
         .args([
-            "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+            "ab", "-q", "--runs", "2", "--config", "a=", "--config", "b=", "--", "true",
         ])
         .output()
         .unwrap();
@@ -463,14 +463,14 @@ fn report_files_follow_the_umask() {
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+        "ab", "-q", "--runs", "2", "--config", "a=", "--config", "b=", "--", "true",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let file = sb.path("report.txt");
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(
-            "umask 022; exec {} --store {} report -o {}",
+            "umask 022; exec {} --store {} report --export-markdown {}",
             bin(),
             sb.store().display(),
             file.display()
@@ -486,7 +486,7 @@ fn report_files_follow_the_umask() {
 fn error_lines_carry_no_control_character() {
     let sb = Sandbox::new();
     let out = sb.run(&[
-        "ab", "-q", "--runs", "2", "-c", "a=", "-c", "b=", "--", "true",
+        "ab", "-q", "--runs", "2", "--config", "a=", "--config", "b=", "--", "true",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let hostile = "v1\x1b]0;owned\x07\nsecond line\r\u{9b}";

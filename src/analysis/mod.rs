@@ -360,9 +360,13 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         * crate::monitor::control::cells(&info.configs, &info.workloads, info.runs_per_cell).len();
     let mut warnings = Vec::new();
     if info.status != ExperimentStatus::Complete {
-        let planned = match info.overrides.until_ci {
-            Some(_) => "an adaptive number of".to_string(),
-            None => runs_planned.to_string(),
+        // --until and --min-time decide the count as they go.
+        let adaptive =
+            info.overrides.until_ci.is_some() || info.overrides.min_time.is_some_and(|t| t > 0.0);
+        let planned = if adaptive {
+            "an adaptive number of".to_string()
+        } else {
+            runs_planned.to_string()
         };
         warnings.push(format!(
             "experiment is {}: {} of {} planned runs done (resume with `sysdelta run --resume {}`)",

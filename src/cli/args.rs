@@ -8,18 +8,28 @@ use clap::Args;
 
 use crate::analysis;
 use crate::error::{bad, Error};
-use crate::overrides::{Order, Overrides};
+use crate::overrides::{CommandOutput, Order, Overrides};
 use crate::report::{Format, ReportOptions};
 
 #[derive(Args, Clone)]
 pub struct ExecArgs {
-    /// Runs per (config, workload) cell.
-    #[arg(long)]
+    /// Runs per (config, workload) cell (exactly; without it, at least
+    /// --min-runs and as many as fill --min-time).
+    #[arg(long, short = 'r')]
     pub runs: Option<u32>,
     /// Warm-up runs per cell (recorded, not used as samples); with kernel
     /// configs, per boot.
-    #[arg(long)]
+    #[arg(long, short = 'w')]
     pub warmup: Option<u32>,
+    /// The fewest measured runs per cell when the count is not given with
+    /// --runs (default: 10).
+    #[arg(long, short = 'm')]
+    pub min_runs: Option<u32>,
+    /// Measured time each cell fills at least when the count is not given
+    /// with --runs, as hyperfine's 3 s ("3s", "500ms", "0": off; default 3s
+    /// for ab, off for plans).
+    #[arg(long, value_parser = parse_min_time)]
+    pub min_time: Option<f64>,
     /// Boots per kernel config (plans whose configs name a kernel).
     #[arg(long)]
     pub boots: Option<u32>,
@@ -36,8 +46,8 @@ pub struct ExecArgs {
     /// narrower than this, e.g. ci=1% (starts with 10 runs per cell).
     #[arg(long, value_parser = parse_until)]
     pub until: Option<f64>,
-    /// With --until: the most runs per cell.
-    #[arg(long)]
+    /// The most measured runs per cell that --until or --min-time may reach.
+    #[arg(long, short = 'M')]
     pub max_runs: Option<u32>,
     /// With --until: only this metric (METRIC or WORKLOAD/METRIC) must reach
     /// the target; repeat for several. Default: every compared metric.
@@ -63,6 +73,14 @@ pub struct ExecArgs {
     /// Do not print the report at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// Where a measured command's stdout and stderr go, as hyperfine's
+    /// --output: null (default), pipe (read and discarded by sysdelta),
+    /// inherit (this terminal) or a FILE (each run appends its stdout).
+    #[arg(long, short = 'o', value_name = "WHERE")]
+    pub output: Option<String>,
+    /// Show the measured command's output on the terminal (--output inherit).
+    #[arg(long, conflicts_with = "output")]
+    pub show_output: bool,
     #[command(flatten)]
     pub report: ReportFlags,
 }
@@ -72,6 +90,7 @@ pub struct ReportFlags {
     /// Config every other one is compared against (default: the plan's baseline).
     #[arg(long)]
     pub baseline: Option<String>,
+    /// The report's format on stdout (files: --export-*).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
     /// Also print per-cell statistics (n, mean, median, min, max, stddev, CoV, trimmed mean).
@@ -95,9 +114,59 @@ pub struct ReportFlags {
     /// verdict and the runs a 1% difference would need.
     #[arg(long)]
     pub trim: Option<usize>,
-    /// Write the report to this file (atomically) instead of stdout.
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub export: ExportFlags,
+}
+
+/// Report files written besides stdout, any together, as hyperfine's
+/// --export-* options.
+#[derive(Args, Clone, Default)]
+pub struct ExportFlags {
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// Also write the report as Markdown to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Also write the report as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Also write the report as HTML (with its plots) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub export_html: Option<PathBuf>,
+}
+
+impl ExportFlags {
+    /// Each file asked for, with the format it gets.
+    pub fn files(&self) -> Vec<(Format, &std::path::Path)> {
+        [
+            (Format::Json, &self.export_json),
+            (Format::Markdown, &self.export_markdown),
+            (Format::Csv, &self.export_csv),
+            (Format::Html, &self.export_html),
+        ]
+        .into_iter()
+        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
+        .collect()
+    }
+}
+
+/// "3s", "500ms", "3" (seconds), "0" -> seconds.
+pub fn parse_min_time(s: &str) -> Result<f64, Error> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&(v * scale)) => Ok(v * scale),
+        _ => Err(Error::bad(format!(
+            "--min-time '{s}': expected a duration such as 3s or 500ms (at most a day)"
+        ))),
+    }
 }
 
 /// "ci=1%" -> 0.01.
@@ -140,10 +209,24 @@ pub fn overrides(e: &ExecArgs) -> Overrides {
         quick: e.quick,
         until_ci: e.until,
         max_runs: e.max_runs,
+        min_runs: e.min_runs,
+        min_time: e.min_time,
         until_metrics: e.until_metrics.clone(),
         ignore_failure: e.ignore_failure,
         max_failures: e.max_failures,
         boots: e.boots,
+        output: if e.show_output {
+            CommandOutput::Inherit
+        } else {
+            match e.output.as_deref().map(CommandOutput::parse) {
+                // Stored with the experiment: --resume writes to the same file
+                // from wherever it is started.
+                Some(CommandOutput::File(p)) => {
+                    CommandOutput::File(std::path::absolute(&p).unwrap_or(p))
+                }
+                o => o.unwrap_or_default(),
+            }
+        },
     }
 }
 

@@ -22,6 +22,7 @@ pub enum ImportFormat {
 
 #[derive(Args)]
 pub struct ImportArgs {
+    /// What the files hold.
     #[arg(value_enum)]
     pub format: ImportFormat,
     /// The files to import.

@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub mod args;
+pub mod env;
 pub mod import;
 pub mod output;
 pub mod report;
@@ -29,9 +30,10 @@ use output::{die_of_broken_pipe, quiet_on_broken_pipe};
     about = "What did the change cost, and is it beyond the noise?"
 )]
 pub struct Cli {
-    /// The SQLite store.
-    #[arg(long, global = true, default_value = DEFAULT_PATH)]
-    pub store: PathBuf,
+    /// The SQLite store of the commands that keep or read experiments
+    /// [default: sysdelta.db]; micro and transport keep none.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub store: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -40,14 +42,15 @@ pub struct Cli {
 pub enum Cmd {
     /// Run an experiment plan (TOML) and print its report.
     Run(run::RunArgs),
-    /// Quick A/B: `sysdelta ab -c base= -c 'slow=export X=1' -- CMD`.
+    /// Quick A/B: `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`.
     Ab(run::AbArgs),
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),
-    /// List stored experiments.
+    /// List stored experiments: configs, host, label and runs of each.
     List,
-    /// Print this machine's environment fingerprint.
-    Env,
+    /// Print this machine's environment fingerprint, or what differs from
+    /// a stored experiment's.
+    Env(env::EnvArgs),
     /// The built-in OS micro-benchmark suite (LMbench 2.0 summary layout).
     Micro(crate::micro::cli::MicroArgs),
     /// Compare experiments run separately (e.g. kernel A vs B across a reboot).
@@ -77,7 +80,22 @@ pub enum Cmd {
 
 /// Run one parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
-    let store = cli.store.as_path();
+    let given = cli.store.is_some();
+    let store_path = cli.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
+    let store = store_path.as_path();
+    // One way to say one thing: a store given where none is used is a
+    // mistake, not an option silently ignored.
+    let storeless = match &cli.cmd {
+        Cmd::Micro(_) => Some("micro"),
+        Cmd::Transport(_) => Some("transport"),
+        Cmd::Env(e) if !e.reads_store() => Some("env without an experiment"),
+        _ => None,
+    };
+    if let (true, Some(what)) = (given, storeless) {
+        return Err(error::bad(format!(
+            "--store: {what} keeps and reads no experiments"
+        )));
+    }
     match cli.cmd {
         Cmd::Run(a) => run::run(&a, store),
         Cmd::Ab(a) => run::ab(&a, store),
@@ -104,12 +122,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             };
             crate::transport::cli::run(&args).map(|()| ExitCode::SUCCESS)
         }
-        Cmd::Env => {
-            for (k, v) in crate::monitor::fingerprint::collect() {
-                println!("{k:<18} {v}");
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Cmd::Env(a) => env::run(&a, store).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -46,12 +46,9 @@ pub struct HistoryArgs {
     /// Significance level of a change point.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
-    /// Output format on stdout (or the -o file).
+    /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = HistoryFormat::Text)]
     pub format: HistoryFormat,
-    /// Write the output to FILE instead of stdout.
-    #[arg(long, short, value_name = "FILE")]
-    pub output: Option<PathBuf>,
     /// Also write the JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
@@ -71,23 +68,54 @@ pub struct ReportArgs {
     pub flags: ReportFlags,
 }
 
-/// Print the report of stored experiment `id`.
-pub fn print_report(store: &Store, id: i64, f: &ReportFlags) -> Result<()> {
-    let opts = report_options(f)?;
-    // HTML also draws the stored series and says where imported samples came from.
-    let text = if opts.format == Format::Html {
-        report::html::render_stored(store, id, &opts.analysis)?
-    } else {
-        report::render(&store.load(id)?, &opts)?
+/// Print the report of stored experiment `id` in `--format` (unless
+/// `stdout` is false) and write each `--export-*` file.
+pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Result<()> {
+    let render = |format: Format| -> Result<String> {
+        let mut opts = report_options(f)?;
+        opts.format = format;
+        // HTML also draws the stored series and says where imported samples came from.
+        if format == Format::Html {
+            report::html::render_stored(store, id, &opts.analysis)
+        } else {
+            report::render(&store.load(id)?, &opts)
+        }
     };
-    emit(&text, f.output.as_deref())
+    // Nothing is printed when one of the files cannot be written.
+    check_exports(f)?;
+    if stdout {
+        emit(&render(f.format)?, None)?;
+    }
+    for (format, path) in f.export.files() {
+        emit(&render(format)?, Some(path))?;
+    }
+    Ok(())
+}
+
+/// Refuse, before anything runs, an export that cannot be written: its
+/// directory must exist.
+pub fn check_exports(f: &ReportFlags) -> Result<()> {
+    for (_, p) in f.export.files() {
+        let dir = match p.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(bad(format!(
+                "{}: directory {} does not exist",
+                p.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `sysdelta report`.
 pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, id, &a.flags)
+    print_report(&store, id, &a.flags, true)
 }
 
 /// `sysdelta list`.
@@ -100,19 +128,23 @@ pub fn list(store_path: &Path) -> Result<()> {
 pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
+    check_exports(&a.flags)?;
     let c = report::compare::build(&store, &a.experiments)?;
     // Text on a terminal already leads with the warnings: stderr repeats
     // them only where stdout is not what the user is reading.
     use std::io::IsTerminal as _;
-    if a.flags.output.is_some() || !std::io::stdout().is_terminal() {
+    if !std::io::stdout().is_terminal() {
         for w in &c.warnings {
             eprintln!("sysdelta: warning: {w}");
         }
     }
-    emit(
-        &report::compare::render(&c, &opts)?,
-        a.flags.output.as_deref(),
-    )
+    emit(&report::compare::render(&c, &opts)?, None)?;
+    for (format, path) in a.flags.export.files() {
+        let mut opts = report_options(&a.flags)?;
+        opts.format = format;
+        emit(&report::compare::render(&c, &opts)?, Some(path))?;
+    }
+    Ok(())
 }
 
 /// `sysdelta history`.
@@ -148,7 +180,7 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
             texts.push((render(f)?, Some(p)));
         }
     }
-    texts.push((render(a.format)?, a.output.as_deref()));
+    texts.push((render(a.format)?, None));
     // A missing directory for any of them is bad input before anything is written.
     for p in texts.iter().filter_map(|t| t.1) {
         let dir = p.parent().filter(|d| !d.as_os_str().is_empty());

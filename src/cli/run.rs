@@ -9,10 +9,8 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{overrides, report_options, ExecArgs};
-use super::output::emit;
 use crate::error::{bad, Error};
 use crate::plan;
-use crate::report;
 use crate::runner::{self, experiment};
 use crate::status::ExperimentStatus;
 use crate::store::Store;
@@ -31,15 +29,19 @@ pub struct RunArgs {
 #[derive(Args)]
 pub struct AbArgs {
     /// A config: NAME=SETUP (SETUP may be empty). The first is the baseline.
-    #[arg(short = 'c', long = "config", required_unless_present = "kernels")]
+    #[arg(
+        long = "config",
+        value_name = "NAME=SETUP",
+        required_unless_present = "kernels"
+    )]
     pub configs: Vec<String>,
-    /// A config's teardown: NAME=CMD, run when sysdelta leaves that config
-    /// (always, also after failures and signals).
-    #[arg(short = 't', long = "teardown")]
-    pub teardowns: Vec<String>,
+    /// A config's cleanup: NAME=CMD, run when sysdelta leaves that config
+    /// (always, also after failures and signals), as hyperfine's --cleanup.
+    #[arg(short = 'c', long = "cleanup", value_name = "NAME=CMD")]
+    pub cleanups: Vec<String>,
     /// A config that boots a kernel in a VM: 'NAME=IMAGE [cpus=N]
     /// [memory=SIZE] [cmdline="OPTIONS"] [modules=DIR]' (a new config, or
-    /// one given with -c, whose setup then runs in the guest).
+    /// one given with --config, whose setup then runs in the guest).
     #[arg(short = 'k', long = "kernel")]
     pub kernels: Vec<String>,
     /// The shell the command is given to (default /bin/sh), or "none" to
@@ -58,6 +60,32 @@ pub struct AbArgs {
     /// A shell command run after every run, untimed, in the run's config.
     #[arg(short = 'C', long = "conclude", value_name = "CMD")]
     pub conclude: Option<String>,
+    /// The workload's name in reports (default: after the command); with
+    /// -P/-L, `{NAME}` in it is replaced by each value.
+    #[arg(short = 'n', long = "command-name", value_name = "NAME")]
+    pub name: Option<String>,
+    /// Scan a parameter over MIN..=MAX (step 1, or -D): one workload per
+    /// value, with `{NAME}` in the command replaced (or one config per
+    /// value, when a config's setup holds `{NAME}`).
+    #[arg(
+        short = 'P',
+        long = "parameter-scan",
+        num_args = 3,
+        value_names = ["NAME", "MIN", "MAX"],
+        conflicts_with = "parameter_list"
+    )]
+    pub parameter_scan: Vec<String>,
+    /// The step of -P (decimals allowed).
+    #[arg(
+        short = 'D',
+        long = "parameter-step-size",
+        value_name = "STEP",
+        requires = "parameter_scan"
+    )]
+    pub parameter_step: Option<String>,
+    /// As -P, over the listed values: -L NAME a,b,c.
+    #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "VALUES"])]
+    pub parameter_list: Vec<String>,
     #[command(flatten)]
     pub exec: ExecArgs,
     /// The command to measure.
@@ -77,6 +105,10 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
             (e.quick, "--quick"),
             (e.until.is_some(), "--until"),
             (e.max_runs.is_some(), "--max-runs"),
+            (e.min_runs.is_some(), "--min-runs"),
+            (e.min_time.is_some(), "--min-time"),
+            (e.output.is_some(), "--output"),
+            (e.show_output, "--show-output"),
             (!e.until_metrics.is_empty(), "--until-metric"),
             (e.label.is_some(), "--label"),
             (e.ignore_failure, "--ignore-failure"),
@@ -106,14 +138,30 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
     execute(store_path, plan, &a.exec, None)
 }
 
+/// `ab`'s default --min-time, seconds (hyperfine's).
+pub const AB_MIN_TIME: f64 = 3.0;
+
 /// `sysdelta ab`: the plan is built from the command line.
 pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
-    let plan = plan::shorthand::build_with_kernels(
-        &a.configs,
-        &a.teardowns,
-        &a.kernels,
-        &a.command,
-        &plan::shorthand::RunOptions {
+    let mut ov = overrides(&a.exec);
+    // hyperfine's default: at least 3 s of runs per cell, unless the count
+    // is given (kernel configs count boots: they take --runs).
+    if ov.runs.is_none() && ov.until_ci.is_none() && ov.min_time.is_none() && a.kernels.is_empty() {
+        ov.min_time = Some(AB_MIN_TIME);
+    }
+    let scan = match (&a.parameter_scan[..], &a.parameter_list[..]) {
+        ([n, lo, hi], _) => Some(plan::scan::range(n, lo, hi, a.parameter_step.as_deref())?),
+        (_, [n, values]) => Some(plan::scan::list(n, values)?),
+        _ => None,
+    };
+    let ab = plan::shorthand::Ab {
+        configs: &a.configs,
+        cleanups: &a.cleanups,
+        kernels: &a.kernels,
+        command: &a.command,
+        name: a.name.as_deref(),
+        scan,
+        run: plan::shorthand::RunOptions {
             shell: if a.no_shell {
                 Some("none".into())
             } else {
@@ -122,9 +170,8 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
             prepare: a.prepare.clone(),
             conclude: a.conclude.clone(),
         },
-        &overrides(&a.exec),
-    )
-    .map_err(Error::into_bad_input)?;
+    };
+    let plan = plan::shorthand::build_ab(&ab, &ov).map_err(Error::into_bad_input)?;
     execute(store_path, plan, &a.exec, None)
 }
 
@@ -144,6 +191,11 @@ fn execute(
             )));
         }
     }
+    super::report::check_exports(&e.report)?;
+    if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, resume) {
+        // Emptied once, as hyperfine does; each run (and a resume) appends.
+        std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
+    }
     // From here on a signal asks for a clean stop (exit 130).
     let cancel = runner::signals::install()?;
     let request = experiment::Request {
@@ -161,12 +213,15 @@ fn execute(
         experiment::Finished::Ran(o) => o,
     };
     let id = outcome.experiment_id;
+    // Counted as the report and `list` count (from the store, measured
+    // runs apart from warm-ups); the progress line counted every run.
+    let runs = Store::open(store_path, false)?.load(id)?.runs;
+    let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
+    let warm = runs.iter().filter(|r| r.warmup).count();
     eprintln!(
-        "sysdelta: experiment {} {}: {} runs ({} failed) stored in {}",
-        id,
+        "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
         outcome.status,
-        outcome.runs_done,
-        outcome.runs_failed,
+        runs.len() - ok - warm,
         store_path.display()
     );
     if outcome.status == ExperimentStatus::Interrupted {
@@ -177,10 +232,7 @@ fn execute(
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     let store = Store::open(store_path, false)?;
-    if !e.no_report {
-        let data = store.load(id)?;
-        emit(&report::render(&data, &opts)?, e.report.output.as_deref())?;
-    }
+    super::report::print_report(&store, id, &e.report, !e.no_report)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();

@@ -66,6 +66,7 @@ pub struct PlanRunsArgs {
     /// The relative shift to detect, as a percentage: `1%`, `0.5%` (or `1`).
     #[arg(long, default_value = "1%")]
     pub detect: String,
+    /// Output format on stdout.
     #[arg(long, value_enum, default_value = "text")]
     pub format: PlanFormat,
 }

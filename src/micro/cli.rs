@@ -1,5 +1,5 @@
 //! `sysdelta micro`: run the suite once (or `--repeat N` times) and print
-//! the LMbench 2.0 summary tables; `--json` writes every sample.
+//! the LMbench 2.0 summary tables; `--export-json FILE` writes every sample.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -29,8 +29,8 @@ pub struct MicroArgs {
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
     /// Write every sample of every run as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
     /// Placement of single-process and ring benchmarks: unpinned or same-cpu
     /// (two-process IPC benchmarks always also run same-cpu and cross-cpu).
     #[arg(long, default_value = "unpinned")]
@@ -275,7 +275,7 @@ pub fn run_with_cancel(
         },
         opts.samples
     )?;
-    if let Some(p) = &args.json {
+    if let Some(p) = &args.export_json {
         let doc = serde_json::json!({
             "quick": opts.quick,
             "samples_per_metric": opts.samples,

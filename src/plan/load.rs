@@ -69,6 +69,9 @@ fn check_schedule_size(
 
 fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
     let top = |m: &str| origin.bad_at(0, m);
+    let mut raw = raw;
+    raw.config = super::matrix::configs(origin, std::mem::take(&mut raw.config))?;
+    raw.workload = super::matrix::workloads(origin, std::mem::take(&mut raw.workload))?;
     if raw.config.is_empty() {
         return Err(top(
             "plan has no [[config]]: at least one configuration is needed",
@@ -125,11 +128,36 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             2,
             MAX_RUNS,
         )?;
-        runs = ADAPTIVE_MIN_RUNS.min(max);
+        runs = match ov.min_runs {
+            Some(m) => flag_bounded("--min-runs", m, 2, max)?,
+            None => ADAPTIVE_MIN_RUNS.min(max),
+        };
         most_runs = max;
         runs_at = 0;
+    } else if ov.min_time.is_some_and(|t| t > 0.0) {
+        if ov.runs.is_some() {
+            return Err(Error::bad("--min-time and --runs contradict each other: --min-time decides the runs (bound them with --min-runs and --max-runs)"));
+        }
+        let max = flag_bounded(
+            "--max-runs",
+            ov.max_runs.unwrap_or(MIN_TIME_MAX_RUNS),
+            1,
+            MAX_RUNS,
+        )?;
+        if let Some(m) = ov.min_runs {
+            runs = flag_bounded("--min-runs", m, 1, max)?;
+            runs_at = 0;
+        }
+        runs = runs.min(max);
+        most_runs = max;
     } else if ov.max_runs.is_some() {
-        return Err(Error::bad("--max-runs goes with --until"));
+        return Err(Error::bad("--max-runs goes with --until or --min-time"));
+    } else if let Some(m) = ov.min_runs {
+        if ov.runs.is_some() {
+            return Err(Error::bad("--min-runs and --runs contradict each other"));
+        }
+        runs = flag_bounded("--min-runs", m, 1, MAX_RUNS)?;
+        runs_at = 0;
     }
     if let Some(w) = ov.warmup {
         warmup = flag_bounded("--warmup", w, 0, MAX_WARMUP)?;
@@ -147,10 +175,18 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         })?,
         (None, None) => Order::RandomBlocks,
     };
-    if ov.until_ci.is_some() && order != Order::RandomBlocks {
-        return Err(Error::bad(
-            "--until needs random-blocks order: blocks are added one at a time",
-        ));
+    if order != Order::RandomBlocks {
+        // Both add one block at a time once the last one is in.
+        if ov.until_ci.is_some() {
+            return Err(Error::bad(
+                "--until needs random-blocks order: blocks are added one at a time",
+            ));
+        }
+        if ov.min_time.is_some_and(|t| t > 0.0) {
+            return Err(Error::bad(
+                "--min-time needs random-blocks order: blocks are added one at a time (give --runs for a sequential order)",
+            ));
+        }
     }
     let seed = match (ov.seed, &raw.seed) {
         (Some(s), _) => s,
@@ -177,6 +213,11 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             runs -= boots;
         }
         most_runs = runs;
+        if ov.min_time.is_some_and(|t| t > 0.0) {
+            return Err(Error::bad(
+                "--min-time does not work with kernel configs: give --runs and --boots",
+            ));
+        }
         if ov.until_ci.is_some() {
             return Err(Error::bad(
                 "--until does not work with kernel configs yet: give --runs and --boots",

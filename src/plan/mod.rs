@@ -9,9 +9,11 @@ mod items;
 pub mod kernel;
 mod launch;
 pub mod load;
+mod matrix;
 pub mod model;
 pub mod position;
 mod raw;
+pub mod scan;
 pub mod shorthand;
 pub mod telemetry;
 

@@ -126,6 +126,9 @@ pub const MAX_MONITOR_INTERVAL: Duration = Duration::from_secs(3600);
 pub const ADAPTIVE_MIN_RUNS: u32 = 10;
 /// Default `--max-runs` for adaptive experiments.
 pub const ADAPTIVE_MAX_RUNS: u32 = 50;
+/// Default `--max-runs` under `--min-time`: a 3 s minimum of a 0.3 ms
+/// command, beyond which more runs only grow the store.
+pub const MIN_TIME_MAX_RUNS: u32 = 10_000;
 
 #[derive(Clone, Debug)]
 pub struct Plan {

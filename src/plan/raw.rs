@@ -77,10 +77,12 @@ impl<'de> Deserialize<'de> for WideInt {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawConfig {
     pub(super) name: Spanned<String>,
+    /// One config per value of a parameter (see `plan::matrix`).
+    pub(super) matrix: Option<Spanned<toml::Table>>,
     /// Monitors only this config runs (on top of the plan's), e.g. to
     /// measure what monitoring itself costs.
     pub(super) monitors: Option<Vec<Spanned<String>>>,
@@ -100,10 +102,12 @@ pub(super) struct RawConfig {
     pub(super) kernel: Option<Spanned<toml::Value>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawWorkload {
     pub(super) name: Spanned<String>,
+    /// One workload per value of a parameter (see `plan::matrix`).
+    pub(super) matrix: Option<Spanned<toml::Table>>,
     pub(super) command: Option<Spanned<String>>,
     pub(super) builtin: Option<Spanned<String>>,
     pub(super) params: Option<Spanned<toml::Value>>,
@@ -118,7 +122,7 @@ pub(super) struct RawWorkload {
     pub(super) conclude: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMetric {
     pub(super) name: Spanned<String>,

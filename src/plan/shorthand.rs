@@ -1,20 +1,22 @@
-//! `sysdelta ab -c base= -c 'slow=export X=1' -- CMD`: the quick case.
+//! `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`: the
+//! quick case, with hyperfine's `-n` name and `-P`/`-L` scans.
 //!
 //! The shorthand is turned into ordinary plan TOML and validated by the same
 //! loader, so the stored plan text of an `ab` experiment is a plan file that
 //! can be run again with `sysdelta run`.
 
 use super::model::{Overrides, Plan};
+pub use super::scan::Scan;
 use crate::error::Error;
 
-/// One `-c NAME=SETUP` argument.
+/// One `--config NAME=SETUP` argument.
 pub fn split_config_arg(arg: &str) -> Result<(String, String), Error> {
     match arg.split_once('=') {
         Some((name, setup)) if !name.trim().is_empty() => {
             Ok((name.trim().to_string(), setup.to_string()))
         }
         _ => Err(Error::bad(format!(
-            "-c '{arg}': expected NAME=SETUP (SETUP may be empty, as in -c base=)"
+            "--config '{arg}': expected NAME=SETUP (SETUP may be empty, as in --config base=)"
         ))),
     }
 }
@@ -53,52 +55,66 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
     Ok((name.trim().to_string(), t))
 }
 
-/// Build the plan TOML for `ab`: configs as (name, setup), teardowns as
-/// (config name, command).
-pub fn plan_text(
-    configs: &[(String, String)],
-    teardowns: &[(String, String)],
-    command: &str,
-    name: &str,
-) -> String {
-    plan_text_with_kernels(configs, teardowns, &[], command, name)
+/// What `ab` was given besides the flags every run takes.
+#[derive(Default)]
+pub struct Ab<'a> {
+    /// `--config NAME=SETUP`.
+    pub configs: &'a [String],
+    /// `-c/--cleanup NAME=CMD`.
+    pub cleanups: &'a [String],
+    /// `-k NAME=IMAGE ...`.
+    pub kernels: &'a [String],
+    /// The command's words.
+    pub command: &'a [String],
+    /// `-n`: the workload's name (default: after the command).
+    pub name: Option<&'a str>,
+    /// `-P`/`-L`: one workload (or config) per value.
+    pub scan: Option<Scan>,
+    /// `-S`/`-N`, `--prepare`, `--conclude`.
+    pub run: RunOptions,
 }
 
-/// [`plan_text`] with kernels: (config name, `[config.kernel]` table).
-pub fn plan_text_with_kernels(
-    configs: &[(String, String)],
-    teardowns: &[(String, String)],
-    kernels: &[(String, toml::Table)],
-    command: &str,
-    name: &str,
-) -> String {
+/// A config of the plan `ab` writes.
+struct ConfigText {
+    name: String,
+    setup: String,
+    cleanup: Option<String>,
+    kernel: Option<toml::Table>,
+}
+
+/// The plan TOML for `ab`: its configs, and its workloads as (name,
+/// command).
+fn plan_text(configs: &[ConfigText], workloads: &[(String, String)], name: &str) -> String {
     let mut root = toml::Table::new();
     root.insert("name".into(), toml::Value::String(name.into()));
     let cfgs: Vec<toml::Value> = configs
         .iter()
-        .map(|(n, setup)| {
+        .map(|c| {
             let mut t = toml::Table::new();
-            t.insert("name".into(), toml::Value::String(n.clone()));
-            if !setup.trim().is_empty() {
-                t.insert("setup".into(), toml::Value::String(setup.clone()));
+            t.insert("name".into(), toml::Value::String(c.name.clone()));
+            if !c.setup.trim().is_empty() {
+                t.insert("setup".into(), toml::Value::String(c.setup.clone()));
             }
-            if let Some((_, td)) = teardowns.iter().find(|(c, _)| c == n) {
+            if let Some(td) = &c.cleanup {
                 t.insert("teardown".into(), toml::Value::String(td.clone()));
             }
-            if let Some((_, k)) = kernels.iter().find(|(c, _)| c == n) {
+            if let Some(k) = &c.kernel {
                 t.insert("kernel".into(), toml::Value::Table(k.clone()));
             }
             toml::Value::Table(t)
         })
         .collect();
     root.insert("config".into(), toml::Value::Array(cfgs));
-    let mut w = toml::Table::new();
-    w.insert("name".into(), toml::Value::String("cmd".into()));
-    w.insert("command".into(), toml::Value::String(command.into()));
-    root.insert(
-        "workload".into(),
-        toml::Value::Array(vec![toml::Value::Table(w)]),
-    );
+    let ws = workloads
+        .iter()
+        .map(|(n, c)| {
+            let mut w = toml::Table::new();
+            w.insert("name".into(), toml::Value::String(n.clone()));
+            w.insert("command".into(), toml::Value::String(c.clone()));
+            toml::Value::Table(w)
+        })
+        .collect();
+    root.insert("workload".into(), toml::Value::Array(ws));
     toml::to_string(&root).expect("a table of strings always serializes")
 }
 
@@ -134,36 +150,60 @@ impl RunOptions {
     }
 }
 
-/// Validate an `ab` invocation as a plan.
+/// The longest command that names its workload as written (spaces as
+/// `_`); a longer one is named after its program.
+const NAME_FROM_COMMAND_MAX: usize = 32;
+
+/// A workload's name after its command, as hyperfine names a command by
+/// itself: `sleep 0.01` -> `sleep_0.01` (spaces as `_`); a longer command,
+/// or one with shell syntax in it, after its program (`make -j8 all
+/// CFLAGS=...` -> `make`); a long shell construct (`if ...`) is `cmd`.
+pub fn name_after(command: &str) -> String {
+    let plain = |w: &str| {
+        !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-/+,:=%@".contains(c))
+    };
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let whole = words.join("_");
+    if words.iter().all(|w| plain(w)) && whole.chars().count() <= NAME_FROM_COMMAND_MAX {
+        return whole;
+    }
+    const KEYWORDS: &[&str] = &["if", "for", "while", "until", "case", "exec", "time", "!"];
+    match words.first() {
+        Some(w) if plain(w) && !w.contains('=') && !KEYWORDS.contains(w) => {
+            let prog = w.rsplit('/').next().unwrap_or(w);
+            prog.chars().take(NAME_FROM_COMMAND_MAX).collect()
+        }
+        _ => "cmd".into(),
+    }
+}
+
+/// Validate an `ab` invocation as a plan (tests' short form).
 pub fn build(
     config_args: &[String],
-    teardown_args: &[String],
+    cleanup_args: &[String],
     command: &[String],
     ov: &Overrides,
 ) -> Result<Plan, Error> {
-    build_with_kernels(
-        config_args,
-        teardown_args,
-        &[],
-        command,
-        &RunOptions::default(),
+    build_ab(
+        &Ab {
+            configs: config_args,
+            cleanups: cleanup_args,
+            command,
+            ..Default::default()
+        },
         ov,
     )
 }
 
-/// [`build`] with `-k` kernels: a kernel names a config given with `-c`,
-/// or a new one (after those given with `-c`).
-pub fn build_with_kernels(
-    config_args: &[String],
-    teardown_args: &[String],
-    kernel_args: &[String],
-    command: &[String],
-    run: &RunOptions,
-    ov: &Overrides,
-) -> Result<Plan, Error> {
+/// Validate an `ab` invocation as a plan. A kernel names a config given
+/// with `--config`, or a new one (after those given with `--config`).
+pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
+    let (config_args, kernel_args, command) = (ab.configs, ab.kernels, ab.command);
     if config_args.is_empty() && kernel_args.is_empty() {
         return Err(
-            Error::bad("ab needs at least one -c NAME=SETUP (e.g. -c base= -c 'slow=export X=1') or -k NAME=IMAGE"),
+            Error::bad("ab needs at least one --config NAME=SETUP (e.g. --config base= --config 'slow=export X=1') or -k NAME=IMAGE"),
         );
     }
     if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
@@ -186,25 +226,29 @@ pub fn build_with_kernels(
         }
         kernels.push((name, t));
     }
-    let mut teardowns: Vec<(String, String)> = Vec::new();
-    for a in teardown_args {
+    let mut cleanups: Vec<(String, String)> = Vec::new();
+    for a in ab.cleanups {
         let (name, cmd) = match a.split_once('=') {
             Some((n, c)) if !n.trim().is_empty() && !c.trim().is_empty() => {
                 (n.trim().to_string(), c.to_string())
             }
-            _ => return Err(Error::bad(format!("-t '{a}': expected NAME=COMMAND"))),
+            _ => {
+                return Err(Error::bad(format!(
+                    "--cleanup '{a}': expected NAME=COMMAND"
+                )))
+            }
         };
         if !configs.iter().any(|(c, _)| *c == name) {
             return Err(Error::bad(format!(
-                "-t '{a}': no config named `{name}` (give it with -c)"
+                "--cleanup '{a}': no config named `{name}` (give it with --config)"
             )));
         }
-        if teardowns.iter().any(|(c, _)| *c == name) {
+        if cleanups.iter().any(|(c, _)| *c == name) {
             return Err(Error::bad(format!(
-                "-t '{a}': config `{name}` already has a teardown"
+                "--cleanup '{a}': config `{name}` already has a cleanup"
             )));
         }
-        teardowns.push((name, cmd));
+        cleanups.push((name, cmd));
     }
     // One argument is a shell command as written; several are words that
     // must reach the program as they are (`-- sh -c 'x y' z`), so quote them.
@@ -214,9 +258,63 @@ pub fn build_with_kernels(
         shlex::try_join(command.iter().map(String::as_str))
             .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?
     };
-    let text = run.apply(plan_text_with_kernels(
-        &configs, &teardowns, &kernels, &cmd, "ab",
-    ));
+    let wname = ab.name.map_or_else(|| name_after(&cmd), str::to_string);
+    let mut cfgs: Vec<ConfigText> = configs
+        .into_iter()
+        .map(|(name, setup)| ConfigText {
+            cleanup: cleanups.iter().find(|c| c.0 == name).map(|c| c.1.clone()),
+            kernel: kernels.iter().find(|k| k.0 == name).map(|k| k.1.clone()),
+            name,
+            setup,
+        })
+        .collect();
+    let workloads = match &ab.scan {
+        None => vec![(wname, cmd)],
+        // The command has the placeholder: one workload per value.
+        Some(s) if s.appears_in(&cmd) => {
+            let base = ab.name.map_or_else(|| cmd.clone(), str::to_string);
+            s.values
+                .iter()
+                .map(|v| {
+                    let name = match ab.name {
+                        Some(_) => s.name(&base, v),
+                        None => name_after(&s.fill(&cmd, v)),
+                    };
+                    (name, s.fill(&cmd, v))
+                })
+                .collect()
+        }
+        // A config's setup (or cleanup) has it: one config per value.
+        Some(s) => {
+            if !cfgs.iter().any(|c| {
+                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+            }) {
+                return Err(Error::bad(format!(
+                    "{} appears neither in the command nor in a config's setup or cleanup",
+                    s.placeholder()
+                )));
+            }
+            let mut out = Vec::new();
+            for c in cfgs {
+                if !s.appears_in(&c.setup) && !c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+                {
+                    out.push(c);
+                    continue;
+                }
+                for v in &s.values {
+                    out.push(ConfigText {
+                        name: s.name(&c.name, v),
+                        setup: s.fill(&c.setup, v),
+                        cleanup: c.cleanup.as_ref().map(|t| s.fill(t, v)),
+                        kernel: c.kernel.clone(),
+                    });
+                }
+            }
+            cfgs = out;
+            vec![(wname, cmd)]
+        }
+    };
+    let text = ab.run.apply(plan_text(&cfgs, &workloads, "ab"));
     super::load::parse("(ab)", &text, ov)
 }
 
@@ -245,6 +343,19 @@ mod tests {
             let e = split_kernel_arg(bad).unwrap_err();
             assert!(e.to_string().starts_with(&format!("-k '{bad}'")), "{e}");
         }
+    }
+
+    #[test]
+    fn a_workload_is_named_after_its_command() {
+        assert_eq!(name_after("sleep 0.01"), "sleep_0.01");
+        assert_eq!(
+            name_after("/usr/bin/make -j8 all CFLAGS=-O2 V=1 -C /src/x"),
+            "make"
+        );
+        assert_eq!(name_after("if [ -n \"$X\" ]; then true; fi"), "cmd");
+        assert_eq!(name_after("grep -q 'x y' f"), "grep");
+        assert_eq!(name_after("X=1 make"), "X=1_make");
+        assert_eq!(name_after("X=1 make -j8 all CFLAGS=-O2 V=1 -C /src"), "cmd");
     }
 
     #[test]
@@ -295,7 +406,7 @@ mod tests {
     #[test]
     fn bad_config_argument_is_named() {
         let e = build(&["=x".into()], &[], &["true".into()], &Overrides::default()).unwrap_err();
-        assert!(e.to_string().contains("-c '=x'"), "{e}");
+        assert!(e.to_string().contains("--config '=x'"), "{e}");
         let t = |arg: &str| {
             build(
                 &["a=".into()],

@@ -72,6 +72,9 @@ pub struct ShellSpec<'a> {
     pub cgroup_procs: Option<&'a Path>,
     pub timeout: Option<Duration>,
     pub capture_stdout: bool,
+    /// Where the command's output goes besides what is captured (None:
+    /// /dev/null).
+    pub output: Option<&'a crate::overrides::CommandOutput>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -141,7 +144,8 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
             )
         }
     };
-    let out = if spec.capture_stdout {
+    let mut dest = output::Destination::open(spec.output)?;
+    let out = if spec.capture_stdout || dest.wants_capture() {
         Some(OutputFile::new("sysdelta-stdout", None)?)
     } else {
         None
@@ -155,7 +159,12 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         cwd: spec.cwd,
         cpus: spec.cpus,
         cgroup_procs: spec.cgroup_procs,
-        stdio: [null, out.as_ref().map_or(null, OutputFile::fd), err.fd()],
+        stdio: [
+            null,
+            out.as_ref()
+                .map_or_else(|| dest.stdout(null), OutputFile::fd),
+            dest.stderr(err.fd()),
+        ],
     };
     let request = request.encode()?;
     let start = Instant::now();
@@ -218,6 +227,10 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         return Err(std::io::Error::last_os_error());
     }
     let stdout = out.map(OutputFile::finish).unwrap_or_default();
+    // What was captured for the metrics goes where it was asked to, too.
+    if spec.capture_stdout {
+        dest.copy(&stdout)?;
+    }
     let stderr_tail = String::from_utf8_lossy(&err.finish()).into_owned();
     let exit = if libc::WIFEXITED(status) {
         Exit::Code(libc::WEXITSTATUS(status))

@@ -12,6 +12,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::OnceLock;
 
 use super::STDERR_TAIL_BYTES;
+use crate::overrides::CommandOutput;
 
 thread_local! {
     /// An empty stderr file left by the last run on this thread.
@@ -32,6 +33,70 @@ pub(super) fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
         .write(true)
         .open("/dev/null")?;
     Ok(DEV_NULL.get_or_init(|| f).as_fd())
+}
+
+/// Where a run's output goes besides the files sysdelta reads: hyperfine's
+/// `--output` (see [`CommandOutput`]).
+pub(super) struct Destination {
+    what: CommandOutput,
+    /// The `File` destination, opened for appending for this run.
+    file: Option<std::fs::File>,
+}
+
+impl Destination {
+    pub(super) fn open(what: Option<&CommandOutput>) -> std::io::Result<Destination> {
+        let what = what.cloned().unwrap_or_default();
+        let file = match &what {
+            CommandOutput::File(p) => Some(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(p)?,
+            ),
+            _ => None,
+        };
+        Ok(Destination { what, file })
+    }
+
+    /// A pipe's output is read, here from a file sysdelta reads once the
+    /// run is over and discards.
+    pub(super) fn wants_capture(&self) -> bool {
+        self.what == CommandOutput::Pipe
+    }
+
+    /// The child's stdout when nothing is captured.
+    pub(super) fn stdout<'a>(&'a self, null: BorrowedFd<'a>) -> BorrowedFd<'a> {
+        match (&self.what, &self.file) {
+            // SAFETY: sysdelta's stdout stays open while it runs commands.
+            (CommandOutput::Inherit, _) => unsafe { BorrowedFd::borrow_raw(1) },
+            (_, Some(f)) => f.as_fd(),
+            _ => null,
+        }
+    }
+
+    /// The child's stderr: the terminal's under `inherit` (no tail is kept
+    /// for the report then), else the file sysdelta keeps the tail of.
+    pub(super) fn stderr<'a>(&self, kept: BorrowedFd<'a>) -> BorrowedFd<'a> {
+        match self.what {
+            // SAFETY: sysdelta's stderr stays open while it runs commands.
+            CommandOutput::Inherit => unsafe { BorrowedFd::borrow_raw(2) },
+            _ => kept,
+        }
+    }
+
+    /// Pass on stdout that was captured (for metrics) to where it goes.
+    pub(super) fn copy(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::io::Write;
+        match (&self.what, &mut self.file) {
+            (CommandOutput::Inherit, _) => {
+                let mut o = std::io::stdout().lock();
+                o.write_all(bytes)?;
+                o.flush()
+            }
+            (_, Some(f)) => f.write_all(bytes),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Once stderr has grown past this, all but its tail is punched out while

@@ -4,7 +4,7 @@
 
 // The runner's shared types and imports, which this file continues.
 use super::crash::refuse_cut_short;
-use super::finish::precision_check;
+use super::finish::{blocks_for_min_time, precision_check};
 use super::*;
 
 /// After a config is entered, and before its first run, spawn one empty
@@ -64,6 +64,18 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             .unwrap_or(crate::plan::ADAPTIVE_MAX_RUNS);
         (target, plan.warmup + max)
     });
+    // --min-time (hyperfine's minimum): blocks are added, as many at once
+    // as the runs so far say are needed, until each cell has its time.
+    let min_time = match plan.overrides.min_time {
+        Some(t) if t > 0.0 && adaptive.is_none() => {
+            let max = plan
+                .overrides
+                .max_runs
+                .unwrap_or(crate::plan::MIN_TIME_MAX_RUNS);
+            Some((t, plan.warmup + max))
+        }
+        _ => None,
+    };
 
     declare_metrics(store, exp, p)?;
     telemetry::before_first_block(store, exp, p)?;
@@ -100,6 +112,33 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         }
         let mut queue: std::collections::VecDeque<Slot> = todo.into();
         loop {
+            if queue.is_empty() && min_time.is_some() {
+                let Some((secs, max_blocks)) = min_time else {
+                    break;
+                };
+                if opts.cancel.load(Ordering::SeqCst) || stopped.is_some() {
+                    break;
+                }
+                let (need, why) = blocks_for_min_time(store, exp, secs)?;
+                let add = need.min(max_blocks.saturating_sub(next_block));
+                if add == 0 {
+                    let msg = if need == 0 {
+                        format!("{} measured runs per cell: {why}", next_block - plan.warmup)
+                    } else {
+                        format!(
+                            "stopped at --max-runs ({} per cell) before --min-time {secs} s",
+                            next_block - plan.warmup
+                        )
+                    };
+                    store.add_event(exp, "stop", &msg)?;
+                    break;
+                }
+                for b in next_block..next_block + add {
+                    queue.extend(schedule::random_block(&cells, plan.seed, b, false));
+                }
+                next_block += add;
+                progress.set_total((runs_done + queue.len()) as u64);
+            }
             if queue.is_empty() {
                 // Adaptive stopping: check precision, then add one block.
                 let Some((target, max_blocks)) = adaptive else {

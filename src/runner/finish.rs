@@ -5,6 +5,7 @@
 
 // The runner's shared types and imports, which this file continues.
 use super::*;
+use std::collections::HashMap;
 
 /// The cells (config/workload) of an experiment without one successful
 /// measured run, each with its last failure: such an experiment has no
@@ -31,6 +32,37 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
         out.push(format!("{c}/{w}{last}"));
     }
     Ok(out)
+}
+
+/// The `--min-time` rule, hyperfine's: each cell runs until its measured
+/// successful runs add up to `secs` of wall time. Returns the measured
+/// blocks still needed, estimated from each cell's mean wall time so far
+/// (0: every cell has its time), and the line that says why it stopped.
+/// Cells without a successful run or without a wall time (built-ins that
+/// time themselves) ask for nothing: their count stays the planned one.
+pub(super) fn blocks_for_min_time(store: &Store, exp: i64, secs: f64) -> Result<(u32, String)> {
+    let data = store.load(exp)?;
+    let mut sums: HashMap<(&str, &str), (u32, f64)> = HashMap::new();
+    for r in data.runs.iter().filter(|r| r.is_measured_ok()) {
+        let Some(w) = r.samples.get("wall").and_then(|v| v.first()) else {
+            continue;
+        };
+        let e = sums.entry((&r.config, &r.workload)).or_default();
+        e.0 += 1;
+        e.1 += w;
+    }
+    let mut need = 0u32;
+    let mut shortest = f64::INFINITY;
+    for (n, total) in sums.values() {
+        shortest = shortest.min(*total);
+        if *total < secs && *total > 0.0 {
+            let mean = total / f64::from(*n);
+            let runs = (secs / mean).ceil().min(f64::from(u32::MAX)) as u32;
+            need = need.max(runs.saturating_sub(*n));
+        }
+    }
+    let why = format!("every cell ran at least {shortest:.3} s (--min-time {secs} s)");
+    Ok((need, why))
 }
 
 /// The adaptive stopping rule, a precision rule: stop when every defined

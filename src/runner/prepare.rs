@@ -9,7 +9,7 @@ use super::*;
 pub(super) fn build_workload(
     def: &WorkloadDef,
     ctx: &builtins::BuildContext,
-    ignore_exit_status: bool,
+    ov: &crate::overrides::Overrides,
 ) -> Result<Box<dyn Workload>, Error> {
     match &def.kind {
         WorkloadKind::Command {
@@ -20,7 +20,8 @@ pub(super) fn build_workload(
             command: command.clone(),
             launch: launch.clone(),
             extract: metrics.clone(),
-            ignore_exit_status,
+            ignore_exit_status: ov.ignore_failure,
+            output: ov.output.clone(),
         })),
         WorkloadKind::Builtin { name, params } => builtins::build(name, params, ctx),
     }
@@ -73,7 +74,7 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
         journal: Some(journal.clone()),
     };
     for def in &plan.workloads {
-        match build_workload(def, &ctx, plan.overrides.ignore_failure) {
+        match build_workload(def, &ctx, &plan.overrides) {
             Ok(w) => {
                 // The scratch directory's file system is its parent's.
                 for p in w.preflight(&tmp) {

@@ -69,6 +69,15 @@ impl Progress {
         }
     }
 
+    /// The number of runs to reach changed (`--min-time` decided on more).
+    pub fn set_total(&mut self, n: u64) {
+        match self {
+            Progress::Bar(pb) => pb.set_length(n),
+            Progress::Lines { total, .. } => *total = n,
+            Progress::Quiet => {}
+        }
+    }
+
     pub fn note(&self, msg: &str) {
         match self {
             Progress::Bar(pb) => pb.println(msg),

@@ -25,6 +25,8 @@ pub struct CommandWorkload {
     /// A non-zero exit status is a result, not a failure (`-i`); a run
     /// killed by a signal or its timeout still fails.
     pub ignore_exit_status: bool,
+    /// Where the command's output goes (`--output`).
+    pub output: crate::overrides::CommandOutput,
 }
 
 impl CommandWorkload {
@@ -82,6 +84,7 @@ impl Workload for CommandWorkload {
             cgroup_procs: ctx.cgroup_procs,
             timeout: Some(ctx.timeout),
             capture_stdout: !self.extract.is_empty(),
+            output: Some(&self.output),
         };
         let r = match run_shell(&spec, ctx.cancel) {
             Ok(r) => r,
