@@ -137,7 +137,7 @@ fn the_report_shows_what_the_shell_costs() {
         );
     }
     assert!(
-        text.contains("cmd: starting the shell takes") && text.contains("ab -N"),
+        text.contains("true: starting the shell takes") && text.contains("ab -N"),
         "warns and suggests -N:\n{text}"
     );
     // Stored: a later report shows it too, with one sample per run.
