@@ -98,6 +98,10 @@ pub struct ReportFlags {
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Show times in this unit (nanosecond, microsecond, millisecond,
+    /// second) instead of the one each metric's values pick.
+    #[arg(long, short = 'u', value_enum)]
+    pub time_unit: Option<crate::report::units::TimeUnit>,
 }
 
 /// "ci=1%" -> 0.01.
@@ -158,6 +162,7 @@ pub fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
         format: f.format,
         detail: f.detail,
         trim: f.trim,
+        time_unit: f.time_unit,
         analysis: analysis::Options {
             baseline: f.baseline.clone(),
             alpha: f.alpha,
