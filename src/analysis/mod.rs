@@ -11,6 +11,7 @@ use serde::Serialize;
 pub mod boots;
 mod cis;
 pub mod families;
+pub mod geomean;
 mod model;
 pub mod overhead;
 mod warnings;
@@ -58,6 +59,10 @@ pub struct Analysis {
     /// control (`analysis::overhead`), when the plan had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub monitor_overhead: Option<MonitorOverhead>,
+    /// Per metric shared by several workloads and per config: the
+    /// geometric mean of the ratios to the baseline, with its CI.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub geomean: Vec<geomean::GeoMean>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -419,7 +424,6 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         equivalence: opts.equivalence,
         unit_of_replication,
         boots,
-        metrics,
         runs_ok,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),
         runs_planned,
@@ -430,5 +434,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         events: data.events.clone(),
         warnings,
         monitor_overhead: None,
+        geomean: geomean::compute(&metrics, opts.confidence),
+        metrics,
     })
 }

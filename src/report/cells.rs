@@ -147,6 +147,17 @@ pub fn footnotes(mut used: Vec<Disagreement>) -> Vec<String> {
         .collect()
 }
 
+/// A row label padded to `w` columns; a longer one is kept whole on a line
+/// of its own, the row continuing below it aligned (a clipped name could
+/// read as another config's).
+pub(super) fn label(name: &str, w: usize) -> String {
+    if name.chars().count() <= w {
+        format!("{name:<w$}")
+    } else {
+        format!("{name}\n{}", " ".repeat(w))
+    }
+}
+
 pub(super) fn column_title(m: &MetricAnalysis) -> (String, String) {
     let unit = if m.spec.unit.is_empty() {
         String::new()

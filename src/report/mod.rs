@@ -10,6 +10,7 @@ pub mod compare;
 pub mod csv;
 pub mod detail;
 pub mod escape;
+mod geomean;
 mod history;
 pub mod html;
 pub mod json;

@@ -26,12 +26,19 @@ const COL: usize = 13;
 /// before that piece is broken at `_`.
 const HEAD_PIECE: usize = 20;
 
-/// The row labels' width: the longest label, but never so wide that one
-/// metric column no longer fits (a longer config name goes on lines of
-/// its own above its row, whole).
+/// Widest the label column grows: room for three metric columns stays.
+const LABEL_MAX: usize = 30;
+
+/// The row labels' width: the longest label up to `LABEL_MAX` (a longer
+/// config name goes on a line of its own above its row, whole).
 fn label_width(labels: &[String]) -> usize {
-    let widest = labels.iter().map(String::len).max().unwrap_or(0);
-    widest.clamp(LABEL, WIDTH - 4 - (COL + 3))
+    let widest = labels
+        .iter()
+        .map(String::len)
+        .filter(|l| *l <= LABEL_MAX)
+        .max()
+        .unwrap_or(0);
+    widest.max(LABEL)
 }
 
 fn row(out: &mut String, lw: usize, label: &str, cells: &[String], widths: &[usize]) {
@@ -48,13 +55,11 @@ fn rule(out: &mut String, lw: usize, widths: &[usize]) {
     out.push('\n');
 }
 
-/// A config name wider than the label column, on lines of its own that
-/// span the table, broken only where it is too long for one line.
-fn name_lines(out: &mut String, name: &str, inner: usize) {
-    let chars: Vec<char> = name.chars().collect();
-    for piece in chars.chunks(inner.max(1)) {
-        let p: String = piece.iter().collect();
-        let _ = writeln!(out, "| {p:<inner$} |");
+/// A config name wider than the label column, on a line of its own (lines
+/// when it is longer than one, broken as names are).
+fn name_lines(out: &mut String, name: &str) {
+    for p in break_name(name, WIDTH - 2) {
+        let _ = writeln!(out, "| {p}");
     }
 }
 
@@ -232,12 +237,12 @@ pub fn header(a: &Analysis) -> String {
     h
 }
 
-/// `text` in lines of at most `w` characters, broken after `.`, `/` or a
-/// space where possible, then after `_`, and only mid-word for a piece
+/// `text` in lines of at most `w` characters, broken after `.`, `/`, `-`
+/// or a space where possible, then after `_`, and only mid-word for a piece
 /// longer than a line (so `vmstat.si_per_s` reads `vmstat.` / `si_per_s`).
 fn break_name(text: &str, w: usize) -> Vec<String> {
     let mut pieces: Vec<&str> = Vec::new();
-    for p in text.split_inclusive(['.', '/', ' ']) {
+    for p in text.split_inclusive(BREAKS) {
         if p.len() > w {
             pieces.extend(p.split_inclusive('_'));
         } else {
@@ -267,11 +272,14 @@ fn break_name(text: &str, w: usize) -> Vec<String> {
 
 /// The longest piece of a name that `break_name` keeps whole at best.
 fn longest_piece(text: &str) -> usize {
-    text.split_inclusive(['.', '/', ' '])
+    text.split_inclusive(BREAKS)
         .map(|p| p.trim_end().len())
         .max()
         .unwrap_or(0)
 }
+
+/// Where a name may be broken (after the character).
+const BREAKS: [char; 4] = ['.', '/', '-', ' '];
 
 /// One metric column of a table: header lines (workload on top, then the
 /// name and unit) and its cells, one per row of the body.
@@ -382,7 +390,6 @@ pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
     for block in blocks {
         let cs = &cols[block.clone()];
         let widths: Vec<usize> = cs.iter().map(|c| c.width).collect();
-        let inner = lw + 4 + widths.iter().map(|w| w + 3).sum::<usize>() - 4;
         rule(&mut out, lw, &widths);
         let top = cs.iter().map(|c| c.workload.len()).max().unwrap_or(1);
         let bottom = cs.iter().map(|c| c.title.len()).max().unwrap_or(1);
@@ -413,7 +420,7 @@ pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
         for (label, config, cells) in &all {
             let mut label = label.as_str();
             if config.is_some() && label.len() > lw {
-                name_lines(&mut out, label, inner);
+                name_lines(&mut out, label);
                 label = "";
             }
             row(&mut out, lw, label, &cells[block.clone()], &widths);
@@ -560,6 +567,14 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
         out.push_str("No successful runs: nothing to compare.\n\n");
     } else {
         out.push_str(&tables(a, &metrics));
+    }
+    let geo = super::geomean::lines(a);
+    if !geo.is_empty() {
+        out.push_str(&wrap(&super::geomean::title(a), ""));
+        for l in &geo {
+            out.push_str(&wrap(&format!("- {l}"), "  "));
+        }
+        out.push('\n');
     }
     let overhead = super::overhead::text_lines(a);
     if !overhead.is_empty() {
