@@ -332,7 +332,7 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
     let out = sb.run(&["report", "--trim", "1"]);
     let trimmed = common::stdout(&out);
     assert!(
-        trimmed.contains("w / wall (s): 5 boots per config (dropped the 1 highest"),
+        trimmed.contains("w / wall (ms): 5 boots per config (dropped the 1 highest"),
         "{trimmed}"
     );
     assert!(trimmed.contains("(all boots; trimming") && trimmed.contains("boots for 1%"));

@@ -468,3 +468,90 @@ fn time_unit_flag_on_the_command_line() {
     let bad = sb.run(&["report", &id, "--time-unit", "fortnight"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// Every key of a JSON value, but not the keys of maps whose keys are data
+/// (fingerprint fields, metric names of samples, self-usage fields).
+fn json_keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                if !["fingerprint", "samples", "self_usage"].contains(&k.as_str()) {
+                    json_keys(x, out);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| json_keys(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_json_field_and_csv_column_is_documented() {
+    let doc =
+        std::fs::read_to_string(format!("{}/docs/reports.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let d = thresholds();
+    let opts = |format| ReportOptions {
+        format,
+        detail: false,
+        trim: None,
+        time_unit: None,
+        analysis: analysis::Options {
+            resamples: 500,
+            equivalence: Some(0.01),
+            correction: analysis::Correction::Bh,
+            ..Default::default()
+        },
+    };
+    let json: serde_json::Value =
+        serde_json::from_str(&report::render(&d, &opts(Format::Json)).unwrap()).unwrap();
+    let mut keys = std::collections::BTreeSet::new();
+    json_keys(&json, &mut keys);
+    assert!(keys.contains("geomean") && keys.contains("equivalence"));
+    let missing: Vec<&String> = keys
+        .iter()
+        .filter(|k| !doc.contains(&format!("`{k}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "JSON fields not in docs/reports.md: {missing:?}"
+    );
+    // One time format: RFC 3339 strings, never Unix seconds.
+    assert!(json["runs"][0]["started_at"]
+        .as_str()
+        .unwrap()
+        .ends_with('Z'));
+
+    let csv = report::render(&d, &opts(Format::Csv)).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let missing: Vec<&&str> = header
+        .iter()
+        .filter(|c| !doc.contains(&format!("`{c}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "CSV columns not in docs/reports.md: {missing:?}"
+    );
+    // The CSV says which correction it used, and says "noise" as JSON does.
+    assert!(header.contains(&"p_adjusted") && !header.contains(&"p_holm"));
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let col = |n: &str| header.iter().position(|c| *c == n).unwrap();
+    assert!(rows.iter().all(|r| r[col("correction")] == "bh"));
+    assert!(rows.iter().any(|r| r[col("verdict")] == "noise"));
+    assert!(rows.iter().all(|r| r[col("verdict")] != "~"));
+    // The CI columns are on the scale of delta_mean_pct (percent).
+    let r = rows
+        .iter()
+        .find(|r| r[col("workload")] == "fast" && r[col("config")] == "new")
+        .unwrap();
+    let (d, lo, hi) = (
+        r[col("delta_mean_pct")].parse::<f64>().unwrap(),
+        r[col("delta_ci_low_pct")].parse::<f64>().unwrap(),
+        r[col("delta_ci_high_pct")].parse::<f64>().unwrap(),
+    );
+    assert!(lo < d && d < hi, "{lo} < {d} < {hi}");
+}
