@@ -322,7 +322,7 @@ fn body(a: &Analysis, ms: &[&MetricAnalysis]) -> Body {
             .collect();
         rows.push((ascii(config), Some(ci), values));
         if ci > 0 {
-            fn cmp<'a>(m: &'a MetricAnalysis, ci: usize) -> &'a Comparison {
+            fn cmp(m: &MetricAnalysis, ci: usize) -> &Comparison {
                 &m.comparisons[ci - 1]
             }
             let deltas = ms.iter().map(|m| marked_delta_cell(cmp(m, ci), a.alpha));
