@@ -222,6 +222,13 @@ fn no_e_notation_in_any_format() {
     ] {
         let out = render_with(&d, f, f == Format::Text, None);
         assert!(e(&out).is_none(), "{name}: {:?}", e(&out));
+        // Warnings' p-values too (this data drifts: Mann-Kendall p ~1e-11).
+        let out = render(&disagreeing(), f);
+        assert!(
+            f != Format::Text || out.contains("Mann-Kendall p < 0.001"),
+            "{name}"
+        );
+        assert!(e(&out).is_none(), "{name}: {:?}", e(&out));
     }
 }
 
