@@ -162,6 +162,7 @@ fn render(data: &ExperimentData, format: Format, detail: bool, trim: Option<usiz
             format,
             detail,
             trim,
+            time_unit: None,
             analysis: analysis::Options {
                 resamples: 2000,
                 ..Default::default()

@@ -182,6 +182,7 @@ fn the_report_says_telemetry_is_its_own_family() {
         format: Format::Text,
         detail: false,
         trim: None,
+        time_unit: None,
         analysis: Options::default(),
     };
     let with = report::render(&data(true), &opts).unwrap();

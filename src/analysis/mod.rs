@@ -11,6 +11,7 @@ use serde::Serialize;
 pub mod boots;
 mod cis;
 pub mod families;
+pub mod geomean;
 mod model;
 pub mod overhead;
 pub mod shell_cost;
@@ -63,6 +64,10 @@ pub struct Analysis {
     /// empty when no command ran under a shell.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub shell_startup: Vec<shell_cost::ShellStartup>,
+    /// Per metric shared by several workloads and per config: the
+    /// geometric mean of the ratios to the baseline, with its CI.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub geomean: Vec<geomean::GeoMean>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -430,7 +435,6 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         equivalence: opts.equivalence,
         unit_of_replication,
         boots,
-        metrics,
         runs_ok,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),
         runs_planned,
@@ -448,5 +452,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         warnings,
         monitor_overhead: None,
         shell_startup,
+        geomean: geomean::compute(&metrics, opts.confidence),
+        metrics,
     })
 }

@@ -117,8 +117,12 @@ pub(super) fn data_warnings(
                             (&mut drift, "run")
                         };
                         list.push(format!(
-                            "{name} {dir} over {order} order (Mann-Kendall p {:.1e})",
-                            mk.p
+                            "{name} {dir} over {order} order (Mann-Kendall p {})",
+                            if mk.p < 1e-3 {
+                                "< 0.001".to_string()
+                            } else {
+                                format!("{:.3}", mk.p)
+                            }
                         ));
                     }
                 }
@@ -142,8 +146,9 @@ pub(super) fn data_warnings(
             ("", family)
         };
         out.push(format!(
-            "{a} vs {b} {unit}{what}: the smallest possible p-value is {p:.2e}, above alpha {alpha} after \
-             correction over {fam} comparisons, so no difference can be flagged; add {unit}"
+            "{a} vs {b} {unit}{what}: the smallest possible p-value is {}, above alpha {alpha} after \
+             correction over {fam} comparisons, so no difference can be flagged; add {unit}",
+            p_text(p)
         ));
     }
     push_grouped(
@@ -159,4 +164,15 @@ pub(super) fn data_warnings(
         outliers,
     );
     out
+}
+
+/// A p-value in plain decimals (no `e` notation in a report): three
+/// significant digits.
+fn p_text(p: f64) -> String {
+    if p.is_nan() || p <= 0.0 || p >= 0.1 {
+        format!("{p:.3}")
+    } else {
+        let decimals = (-p.log10()).ceil() as usize + 2;
+        format!("{p:.decimals$}")
+    }
 }

@@ -114,6 +114,10 @@ pub struct ReportFlags {
     /// verdict and the runs a 1% difference would need.
     #[arg(long)]
     pub trim: Option<usize>,
+    /// Show times in this unit (nanosecond, microsecond, millisecond,
+    /// second) instead of the one each metric's values pick.
+    #[arg(long, short = 'u', value_enum)]
+    pub time_unit: Option<crate::report::units::TimeUnit>,
     #[command(flatten)]
     pub export: ExportFlags,
 }
@@ -241,6 +245,7 @@ pub fn report_options(f: &ReportFlags) -> Result<ReportOptions> {
         format: f.format,
         detail: f.detail,
         trim: f.trim,
+        time_unit: f.time_unit,
         analysis: analysis::Options {
             baseline: f.baseline.clone(),
             alpha: f.alpha,

@@ -135,8 +135,8 @@ pub fn text_section(a: &Analysis) -> String {
     for c in &b.configs {
         let _ = writeln!(
             out,
-            "{:<14} {:>5} {:>3} {:>6}  {:<26} {:>4} {:<5} {:>7}",
-            clip(&ascii(&c.config), 14),
+            "{} {:>5} {:>3} {:>6}  {:<26} {:>4} {:<5} {:>7}",
+            super::cells::label(&ascii(&c.config), 14),
             c.boots,
             c.ok,
             c.failed,

@@ -8,15 +8,16 @@ use crate::analysis::{Comparison, MetricAnalysis, Verdict};
 /// Width of a mail-ready line.
 pub const WIDTH: usize = 80;
 
-/// A number in at most about 10 characters with 4-5 significant digits.
+/// A number with 4-5 significant digits, never in `e` notation (a reader
+/// should not have to decode `3.428e-4`; reports pick units that keep most
+/// values between 1 and 1000, see `units`): tiny values get the decimals
+/// their first four significant digits need, huge ones print whole.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
     if !v.is_finite() {
         "n/a".into()
     } else if v == 0.0 {
         "0".into()
-    } else if !(1e-3..1e7).contains(&a) {
-        format!("{v:.3e}")
     } else if a >= 1000.0 {
         format!("{v:.0}")
     } else if a >= 100.0 {
@@ -25,8 +26,11 @@ pub fn fmt_num(v: f64) -> String {
         format!("{v:.2}")
     } else if a >= 1.0 {
         format!("{v:.3}")
-    } else {
+    } else if a >= 1e-3 {
         format!("{v:.4}")
+    } else {
+        let decimals = (-a.log10()).ceil() as usize + 3;
+        format!("{v:.decimals$}")
     }
 }
 
@@ -74,6 +78,86 @@ pub(super) fn clip(s: &str, w: usize) -> String {
     }
 }
 
+/// Why a row's verdict and its CI seem to disagree. Both are right by the
+/// documented method (the verdict is the rank test after correction with
+/// the mean and the rank shift agreeing in direction; the CI is of the
+/// ratio of means), and a reviewer is told which case it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Disagreement {
+    /// A verdict whose mean CI includes no change.
+    RankOnly,
+    /// `~` with a mean CI that excludes no change: the rank test is not
+    /// significant after correction.
+    MeanOnly,
+    /// `~` with a mean CI that excludes no change although the rank test
+    /// is significant: the mean and the rank shift point opposite ways.
+    Opposite,
+}
+
+impl Disagreement {
+    /// The mark after the delta cell (ASCII: the text report is plain).
+    pub fn mark(self) -> &'static str {
+        match self {
+            Disagreement::RankOnly => "*",
+            Disagreement::MeanOnly => "#",
+            Disagreement::Opposite => "^",
+        }
+    }
+
+    pub fn note(self) -> &'static str {
+        match self {
+            Disagreement::RankOnly => "rank test significant, mean CI crosses 0",
+            Disagreement::MeanOnly => {
+                "mean CI excludes 0, rank test not significant after correction"
+            }
+            Disagreement::Opposite => {
+                "mean CI excludes 0, rank test significant, but mean and rank shift point opposite ways"
+            }
+        }
+    }
+}
+
+/// The disagreement of a comparison, if any (`alpha`: the report's level).
+pub fn disagreement(c: &Comparison, alpha: f64) -> Option<Disagreement> {
+    let (lo, hi) = c.delta_ci_pct?;
+    let crosses = lo <= 0.0 && hi >= 0.0;
+    match c.verdict {
+        Verdict::Better | Verdict::Worse if crosses => Some(Disagreement::RankOnly),
+        Verdict::Noise if !crosses => Some(if c.p_adjusted.is_some_and(|p| p < alpha) {
+            Disagreement::Opposite
+        } else {
+            Disagreement::MeanOnly
+        }),
+        _ => None,
+    }
+}
+
+/// [`delta_cell`] with its disagreement mark, if any.
+pub fn marked_delta_cell(c: &Comparison, alpha: f64) -> String {
+    let mark = disagreement(c, alpha).map_or("", Disagreement::mark);
+    format!("{}{mark}", delta_cell(c))
+}
+
+/// The footnote lines for the marks `used` (each once, in mark order).
+pub fn footnotes(mut used: Vec<Disagreement>) -> Vec<String> {
+    used.sort();
+    used.dedup();
+    used.iter()
+        .map(|d| format!("{} {}", d.mark(), d.note()))
+        .collect()
+}
+
+/// A row label padded to `w` columns; a longer one is kept whole on a line
+/// of its own, the row continuing below it aligned (a clipped name could
+/// read as another config's).
+pub(super) fn label(name: &str, w: usize) -> String {
+    if name.chars().count() <= w {
+        format!("{name:<w$}")
+    } else {
+        format!("{name}\n{}", " ".repeat(w))
+    }
+}
+
 pub(super) fn column_title(m: &MetricAnalysis) -> (String, String) {
     let unit = if m.spec.unit.is_empty() {
         String::new()
@@ -116,7 +200,7 @@ pub(super) fn wrap(text: &str, indent: &str) -> String {
     out
 }
 
-fn floor_boundary(s: &str, mut i: usize) -> usize {
+pub(super) fn floor_boundary(s: &str, mut i: usize) -> usize {
     while i > 0 && !s.is_char_boundary(i) {
         i -= 1;
     }

@@ -1,10 +1,11 @@
-//! CSV: one row per (workload, metric, config), summary and comparison.
+//! CSV: one row per (workload, metric, config), summary and comparison;
+//! every column is listed with its unit in docs/reports.md.
 //! Every cell goes through [`escape::csv_cell`]: control characters shown,
 //! and a text cell starting with `=`, `+`, `-` or `@` (a formula to a
 //! spreadsheet) prefixed with `'`; numbers stay numbers.
 
 use super::escape;
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Correction, Verdict};
 
 /// Columns a kernel experiment adds (a host experiment's CSV has none of
 /// them): `n` then counts boots, and these say how many runs they held,
@@ -20,7 +21,22 @@ const BOOT_COLUMNS: [&str; 7] = [
     "timing_note",
 ];
 
+/// The verdict as JSON spells it (`noise`, not the text report's `~`), so
+/// both machine formats use one word.
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::Noise => "noise",
+        Verdict::Undefined => "undefined",
+    }
+}
+
 pub fn render(a: &Analysis) -> anyhow::Result<String> {
+    let correction = match a.correction {
+        Correction::Holm => "holm",
+        Correction::Bh => "bh",
+    };
     let boots = super::boots_text::by_boot(a) || a.boots.is_some();
     let (accel, note) = match &a.boots {
         Some(b) => (b.accel.join(","), b.timing_note.clone().unwrap_or_default()),
@@ -44,10 +60,11 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
         "trimmed_mean",
         "delta_mean_pct",
         "delta_median_pct",
-        "ratio_ci_low",
-        "ratio_ci_high",
+        "delta_ci_low_pct",
+        "delta_ci_high_pct",
         "p",
-        "p_holm",
+        "p_adjusted",
+        "correction",
         "verdict",
         "ci_note",
     ];
@@ -81,11 +98,12 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
                 opt(s.and_then(|s| s.trimmed_mean)),
                 opt(cmp.and_then(|c| c.delta_mean_pct)),
                 opt(cmp.and_then(|c| c.delta_median_pct)),
-                opt(cmp.and_then(|c| c.ratio_ci.map(|x| x.0))),
-                opt(cmp.and_then(|c| c.ratio_ci.map(|x| x.1))),
+                opt(cmp.and_then(|c| c.delta_ci_pct.map(|x| x.0))),
+                opt(cmp.and_then(|c| c.delta_ci_pct.map(|x| x.1))),
                 opt(cmp.and_then(|c| c.p)),
                 opt(cmp.and_then(|c| c.p_adjusted)),
-                cmp.map(|c| c.verdict.word().to_string())
+                correction.to_string(),
+                cmp.map(|c| verdict_word(c.verdict).to_string())
                     .unwrap_or_else(|| "baseline".into()),
                 cmp.and_then(|c| c.ci_note.clone()).unwrap_or_default(),
             ];

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::cells::{ci_cell, clip, column_title, fmt_num, fmt_pct, fmt_pct_bare, wrap};
+use super::cells::{ci_cell, column_title, fmt_num, fmt_pct, fmt_pct_bare, label, wrap};
 use super::escape::ascii;
 use crate::analysis::Analysis;
 
@@ -30,8 +30,8 @@ pub fn detail(a: &Analysis) -> String {
                 Some(s) => {
                     let _ = writeln!(
                         out,
-                        "{:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
-                        clip(&ascii(&c.config), 12),
+                        "{} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
+                        label(&ascii(&c.config), 12),
                         s.n,
                         fmt_num(s.mean),
                         fmt_num(s.median),
@@ -47,8 +47,8 @@ pub fn detail(a: &Analysis) -> String {
                 None => {
                     let _ = writeln!(
                         out,
-                        "{:<12} {:>4} (no successful runs)",
-                        clip(&ascii(&c.config), 12),
+                        "{} {:>4} (no successful runs)",
+                        label(&ascii(&c.config), 12),
                         0
                     );
                 }
@@ -138,8 +138,8 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
             if v.len() <= 2 * trim {
                 let _ = writeln!(
                     out,
-                    "{:<18} (only {} {unit}: nothing left after trimming)",
-                    clip(&ascii(&c.config), 18),
+                    "{} (only {} {unit}: nothing left after trimming)",
+                    label(&ascii(&c.config), 18),
                     v.len()
                 );
                 continue;
@@ -152,8 +152,8 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
             );
             let _ = writeln!(
                 out,
-                "{:<18} {:>11.6} {:>11.6} {:>11.6} {:>11}",
-                clip(&ascii(&c.config), 18),
+                "{} {:>11.6} {:>11.6} {:>11.6} {:>11}",
+                label(&ascii(&c.config), 18),
                 t[0],
                 mean,
                 t[t.len() - 1],
@@ -190,8 +190,8 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 .unwrap_or_else(|| "n/a".into());
             let _ = writeln!(
                 out,
-                "{:<18} {:>8} {:>15} {:>9} {:>8} {:>12}",
-                clip(&ascii(&cmp.config), 18),
+                "{} {:>8} {:>15} {:>9} {:>8} {:>12}",
+                label(&ascii(&cmp.config), 18),
                 cmp.delta_mean_pct
                     .map(fmt_pct)
                     .unwrap_or_else(|| "n/a".into()),
@@ -199,7 +199,11 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                     .filter(|c| !c.is_empty())
                     .unwrap_or_else(|| "n/a".into()),
                 cmp.p_adjusted
-                    .map(|p| format!("{p:.2e}"))
+                    .map(|p| if p < 1e-3 {
+                        "<0.001".into()
+                    } else {
+                        format!("{p:.3}")
+                    })
                     .unwrap_or_else(|| "n/a".into()),
                 cmp.verdict.word(),
                 needed

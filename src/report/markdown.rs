@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::cells::{disagreement, footnotes};
 use super::escape::markdown as esc;
 use super::text::{ci_cell, delta_cell, fmt_num};
 use crate::analysis::Analysis;
@@ -22,7 +23,7 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(
         out,
         "Host {}, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
-         Baseline {}; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs Holm-corrected \
+         Baseline {}; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs {}-corrected \
          Mann-Whitney p < {} over {} comparisons with the mean and the rank shift agreeing in direction, else `~`.\n",
         esc(&i.host),
         f("kernel"),
@@ -36,6 +37,10 @@ pub fn render(a: &Analysis) -> String {
         a.runs_failed,
         esc(&a.baseline),
         a.confidence * 100.0,
+        match a.correction {
+            crate::analysis::Correction::Holm => "Holm",
+            crate::analysis::Correction::Bh => "Benjamini-Hochberg",
+        },
         a.alpha,
         a.n_comparisons
     );
@@ -98,10 +103,32 @@ pub fn render(a: &Analysis) -> String {
                     let _ = write!(out, " {v} |");
                 } else {
                     let cmp = &m.comparisons[ci - 1];
-                    let _ = write!(out, " {v} {} {} |", delta_cell(cmp), ci_cell(cmp));
+                    let mark = disagreement(cmp, a.alpha).map_or("", |d| d.mark());
+                    let d = format!("{}{}", delta_cell(cmp), esc(mark));
+                    let _ = write!(out, " {v} {d} {} |", ci_cell(cmp));
                 }
             }
             out.push('\n');
+        }
+        let marks = ms
+            .iter()
+            .flat_map(|m| m.comparisons.iter())
+            .filter_map(|c| disagreement(c, a.alpha))
+            .collect();
+        let notes = footnotes(marks);
+        if !notes.is_empty() {
+            out.push('\n');
+            for n in notes {
+                let _ = writeln!(out, "{}  ", esc(&n));
+            }
+        }
+        out.push('\n');
+    }
+    let geo = super::geomean::lines(a);
+    if !geo.is_empty() {
+        let _ = writeln!(out, "{}\n", esc(&super::geomean::title(a)));
+        for l in &geo {
+            let _ = writeln!(out, "- {}", esc(l));
         }
         out.push('\n');
     }

@@ -10,6 +10,7 @@ pub mod compare;
 pub mod csv;
 pub mod detail;
 pub mod escape;
+mod geomean;
 mod history;
 pub mod html;
 pub mod json;
@@ -20,6 +21,7 @@ pub mod sections;
 pub mod shell_cost;
 pub mod text;
 mod wrap;
+pub mod units;
 
 use anyhow::Result;
 
@@ -44,6 +46,8 @@ pub struct ReportOptions {
     /// highest and lowest runs.
     pub trim: Option<usize>,
     pub analysis: analysis::Options,
+    /// Show time metrics in this unit instead of the one their values pick.
+    pub time_unit: Option<units::TimeUnit>,
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
@@ -51,6 +55,11 @@ pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
     let data = &analysis::overhead::reportable(data);
     let mut a = analysis::analyze(data, &opts.analysis).map_err(Error::into_bad_input)?;
     a.monitor_overhead = overhead;
+    // JSON keeps the stored units (it carries the raw samples too); every
+    // other format shows each metric in the unit its values read best in.
+    if opts.format != Format::Json {
+        a = units::rescale(&a, opts.time_unit);
+    }
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use crate::stats::tost::Equivalence;
 
 use super::escape::ascii;
-use crate::analysis::{Analysis, CiMethod, Correction, MetricAnalysis};
+use crate::analysis::{Analysis, CiMethod, Comparison, Correction, MetricAnalysis};
 
 pub use super::detail::{detail, trimmed_tables};
 // The cell and line formatting lives in `cells`, below this file and
@@ -16,22 +16,51 @@ pub use super::detail::{detail, trimmed_tables};
 // code being written against `text::`) look for it.
 pub use super::cells::{ci_cell, delta_cell, fmt_num, WIDTH};
 pub(super) use super::cells::{clip, column_title, wrap};
+use super::cells::{disagreement, footnotes, marked_delta_cell, Disagreement};
 
+/// Narrowest label and metric columns (the widths the tables had when
+/// they were fixed); both grow to fit what they hold, never clip it.
 const LABEL: usize = 12;
 const COL: usize = 13;
-const COLS_PER_TABLE: usize = (WIDTH - (LABEL + 4)) / (COL + 3);
+/// Widest a column grows for one unbreakable piece of a metric's name
+/// before that piece is broken at `_`.
+const HEAD_PIECE: usize = 20;
 
-fn row(out: &mut String, label: &str, cells: &[String]) {
-    let _ = write!(out, "| {:<LABEL$} |", clip(label, LABEL));
-    for c in cells {
-        let _ = write!(out, " {:>COL$} |", clip(c, COL));
+/// Widest the label column grows: room for three metric columns stays.
+const LABEL_MAX: usize = 30;
+
+/// The row labels' width: the longest label up to `LABEL_MAX` (a longer
+/// config name goes on a line of its own above its row, whole).
+fn label_width(labels: &[String]) -> usize {
+    let widest = labels
+        .iter()
+        .map(String::len)
+        .filter(|l| *l <= LABEL_MAX)
+        .max()
+        .unwrap_or(0);
+    widest.max(LABEL)
+}
+
+fn row(out: &mut String, lw: usize, label: &str, cells: &[String], widths: &[usize]) {
+    let _ = write!(out, "| {label:<lw$} |");
+    for (c, w) in cells.iter().zip(widths) {
+        let _ = write!(out, " {c:>w$} |");
     }
     out.push('\n');
 }
 
-fn rule(out: &mut String, ncols: usize) {
-    out.push_str(&"-".repeat(LABEL + 4 + ncols * (COL + 3)));
+fn rule(out: &mut String, lw: usize, widths: &[usize]) {
+    let n = lw + 4 + widths.iter().map(|w| w + 3).sum::<usize>();
+    out.push_str(&"-".repeat(n));
     out.push('\n');
+}
+
+/// A config name wider than the label column, on a line of its own (lines
+/// when it is longer than one, broken as names are).
+fn name_lines(out: &mut String, name: &str) {
+    for p in break_name(name, WIDTH - 2) {
+        let _ = writeln!(out, "| {p}");
+    }
 }
 
 /// The header block: what ran where, and how to read the numbers.
@@ -208,22 +237,30 @@ pub fn header(a: &Analysis) -> String {
     h
 }
 
-/// Header lines of one column: the workload, then the metric name and unit
-/// broken into pieces of at most COL characters (at dots and spaces where
-/// possible), so long names are not cut.
-fn header_lines(m: &MetricAnalysis) -> Vec<String> {
-    let (w, t) = column_title(m);
-    let mut lines = vec![ascii(&w)];
+/// `text` in lines of at most `w` characters, broken after `.`, `/`, `-`
+/// or a space where possible, then after `_`, and only mid-word for a piece
+/// longer than a line (so `vmstat.si_per_s` reads `vmstat.` / `si_per_s`).
+fn break_name(text: &str, w: usize) -> Vec<String> {
+    let mut pieces: Vec<&str> = Vec::new();
+    for p in text.split_inclusive(BREAKS) {
+        if p.len() > w {
+            pieces.extend(p.split_inclusive('_'));
+        } else {
+            pieces.push(p);
+        }
+    }
+    let mut lines = Vec::new();
     let mut cur = String::new();
-    for piece in ascii(&t).split_inclusive(['.', ' ', '_']) {
-        if cur.len() + piece.len() > COL && !cur.is_empty() {
+    for piece in pieces {
+        if cur.len() + piece.trim_end().len() > w && !cur.is_empty() {
             lines.push(cur.trim_end().to_string());
             cur.clear();
         }
         let mut p = piece;
-        while p.len() > COL {
-            lines.push(p[..COL].to_string());
-            p = &p[COL..];
+        while p.trim_end().len() > w {
+            let cut = super::cells::floor_boundary(p, w);
+            lines.push(p[..cut].to_string());
+            p = &p[cut..];
         }
         cur.push_str(p);
     }
@@ -233,82 +270,177 @@ fn header_lines(m: &MetricAnalysis) -> Vec<String> {
     lines
 }
 
-/// The configs x metrics tables, split to fit 80 columns.
-pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
-    let mut out = String::new();
-    for chunk in metrics.chunks(COLS_PER_TABLE.max(1)) {
-        let n = chunk.len();
-        rule(&mut out, n);
-        let heads: Vec<Vec<String>> = chunk.iter().map(|m| header_lines(m)).collect();
-        let depth = heads.iter().map(Vec::len).max().unwrap_or(1);
-        for l in 0..depth {
-            // Workload on top; name and unit bottom-aligned above the rule.
-            let cells: Vec<String> = heads
+/// The longest piece of a name that `break_name` keeps whole at best.
+fn longest_piece(text: &str) -> usize {
+    text.split_inclusive(BREAKS)
+        .map(|p| p.trim_end().len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where a name may be broken (after the character).
+const BREAKS: [char; 4] = ['.', '/', '-', ' '];
+
+/// One metric column of a table: header lines (workload on top, then the
+/// name and unit) and its cells, one per row of the body.
+struct Column {
+    width: usize,
+    workload: Vec<String>,
+    title: Vec<String>,
+}
+
+fn column(m: &MetricAnalysis, cells: &[&String], max: usize) -> Column {
+    let (w, t) = column_title(m);
+    let (w, t) = (ascii(&w), ascii(&t));
+    let widest_cell = cells.iter().map(|c| c.len()).max().unwrap_or(0);
+    let piece = longest_piece(&t).max(longest_piece(&w)).min(HEAD_PIECE);
+    let width = COL.max(widest_cell).max(piece).min(max);
+    Column {
+        width,
+        workload: break_name(&w, width),
+        title: break_name(&t, width),
+    }
+}
+
+/// The body of a table for the metrics `ms`: (label, config index, cells)
+/// per row; the index is set on a config's own row (whose label is its
+/// name).
+type Body = Vec<(String, Option<usize>, Vec<String>)>;
+
+fn body(a: &Analysis, ms: &[&MetricAnalysis]) -> Body {
+    let mut rows: Body = Vec::new();
+    for (ci, config) in a.configs.iter().enumerate() {
+        let values: Vec<String> = ms
+            .iter()
+            .map(|m| {
+                m.cells[ci]
+                    .summary
+                    .as_ref()
+                    .map(|s| fmt_num(s.mean))
+                    .unwrap_or_else(|| "n/a".into())
+            })
+            .collect();
+        rows.push((ascii(config), Some(ci), values));
+        if ci > 0 {
+            fn cmp(m: &MetricAnalysis, ci: usize) -> &Comparison {
+                &m.comparisons[ci - 1]
+            }
+            let deltas = ms.iter().map(|m| marked_delta_cell(cmp(m, ci), a.alpha));
+            rows.push(("  delta (%)".into(), None, deltas.collect()));
+            let cis = ms.iter().map(|m| ci_cell(cmp(m, ci))).collect();
+            rows.push((format!("  {:.0}% CI", a.confidence * 100.0), None, cis));
+            if let Some(margin) = a.equivalence {
+                let eq = ms
+                    .iter()
+                    .map(|m| match cmp(m, ci).equivalence {
+                        Some(Equivalence::Equivalent) => "equivalent".into(),
+                        Some(Equivalence::NotEquivalent) => "not equiv.".into(),
+                        Some(Equivalence::Undecided) => "undecided".into(),
+                        None => "n/a".into(),
+                    })
+                    .collect();
+                rows.push((format!("  equiv +-{:.1}%", margin * 100.0), None, eq));
+            }
+        }
+        if ms.iter().any(|m| m.cells[ci].boots.is_some()) {
+            let shares = ms
                 .iter()
-                .map(|h| {
-                    let pad = depth - h.len();
-                    match l {
-                        0 => h[0].clone(),
-                        _ if l <= pad => String::new(),
-                        _ => h[l - pad].clone(),
+                .map(|m| super::boots_text::share_cell(&m.cells[ci]))
+                .collect();
+            rows.push(("  boot share".into(), None, shares));
+        }
+    }
+    rows
+}
+
+/// The configs x metrics tables, as many metric columns to a table as fit
+/// in 80 columns (the config column repeated in each). Nothing is clipped:
+/// columns widen to their widest cell, names wrap at `.`/`/`/`_`, and a
+/// config name too long for the label column gets lines of its own.
+pub fn tables(a: &Analysis, metrics: &[&MetricAnalysis]) -> String {
+    let all = body(a, metrics);
+    let mut labels: Vec<String> = all.iter().map(|r| r.0.clone()).collect();
+    labels.push("config".into());
+    let lw = label_width(&labels);
+    let max = WIDTH - lw - 7;
+    let cols: Vec<Column> = metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let cells: Vec<&String> = all.iter().map(|r| &r.2[i]).collect();
+            column(m, &cells, max)
+        })
+        .collect();
+    // Greedy blocks of columns that fit the line.
+    let mut blocks: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = 0;
+    let mut used_width = lw + 4;
+    for (i, c) in cols.iter().enumerate() {
+        if i > start && used_width + c.width + 3 > WIDTH {
+            blocks.push(start..i);
+            start = i;
+            used_width = lw + 4;
+        }
+        used_width += c.width + 3;
+    }
+    if start < cols.len() {
+        blocks.push(start..cols.len());
+    }
+    let mut out = String::new();
+    for block in blocks {
+        let cs = &cols[block.clone()];
+        let widths: Vec<usize> = cs.iter().map(|c| c.width).collect();
+        rule(&mut out, lw, &widths);
+        let top = cs.iter().map(|c| c.workload.len()).max().unwrap_or(1);
+        let bottom = cs.iter().map(|c| c.title.len()).max().unwrap_or(1);
+        // Workload on top; name and unit bottom-aligned above the rule.
+        for l in 0..top {
+            let cells: Vec<String> = cs
+                .iter()
+                .map(|c| c.workload.get(l).cloned().unwrap_or_default())
+                .collect();
+            row(&mut out, lw, "", &cells, &widths);
+        }
+        for l in 0..bottom {
+            let cells: Vec<String> = cs
+                .iter()
+                .map(|c| {
+                    let pad = bottom - c.title.len();
+                    if l < pad {
+                        String::new()
+                    } else {
+                        c.title[l - pad].clone()
                     }
                 })
                 .collect();
-            row(&mut out, if l + 1 == depth { "config" } else { "" }, &cells);
+            let label = if l + 1 == bottom { "config" } else { "" };
+            row(&mut out, lw, label, &cells, &widths);
         }
-        rule(&mut out, n);
-        for (ci, config) in a.configs.iter().enumerate() {
-            let values: Vec<String> = chunk
-                .iter()
-                .map(|m| {
-                    m.cells[ci]
-                        .summary
-                        .as_ref()
-                        .map(|s| fmt_num(s.mean))
-                        .unwrap_or_else(|| "n/a".into())
-                })
-                .collect();
-            row(&mut out, &ascii(config), &values);
-            if ci > 0 {
-                let deltas: Vec<String> = chunk
-                    .iter()
-                    .map(|m| delta_cell(&m.comparisons[ci - 1]))
-                    .collect();
-                row(&mut out, "  delta (%)", &deltas);
-                let cis: Vec<String> = chunk
-                    .iter()
-                    .map(|m| ci_cell(&m.comparisons[ci - 1]))
-                    .collect();
-                row(
-                    &mut out,
-                    &format!("  {:.0}% CI", a.confidence * 100.0),
-                    &cis,
-                );
-                if let Some(margin) = a.equivalence {
-                    let eq: Vec<String> = chunk
-                        .iter()
-                        .map(|m| match m.comparisons[ci - 1].equivalence {
-                            Some(Equivalence::Equivalent) => "equivalent".into(),
-                            Some(Equivalence::NotEquivalent) => "not equiv.".into(),
-                            Some(Equivalence::Undecided) => "undecided".into(),
-                            None => "n/a".into(),
-                        })
-                        .collect();
-                    row(&mut out, &format!("  equiv +-{:.1}%", margin * 100.0), &eq);
-                }
+        rule(&mut out, lw, &widths);
+        for (label, config, cells) in &all {
+            let mut label = label.as_str();
+            if config.is_some() && label.len() > lw {
+                name_lines(&mut out, label);
+                label = "";
             }
-            if chunk.iter().any(|m| m.cells[ci].boots.is_some()) {
-                let shares: Vec<String> = chunk
-                    .iter()
-                    .map(|m| super::boots_text::share_cell(&m.cells[ci]))
-                    .collect();
-                row(&mut out, "  boot share", &shares);
-            }
+            row(&mut out, lw, label, &cells[block.clone()], &widths);
         }
-        rule(&mut out, n);
+        rule(&mut out, lw, &widths);
+        let marks: Vec<Disagreement> = used_in(a, &metrics[block]);
+        for note in footnotes(marks) {
+            out.push_str(&wrap(&note, "  "));
+        }
         out.push('\n');
     }
     out
+}
+
+/// The disagreement marks among the comparisons of `ms`.
+fn used_in(a: &Analysis, ms: &[&MetricAnalysis]) -> Vec<Disagreement> {
+    ms.iter()
+        .flat_map(|m| m.comparisons.iter())
+        .filter_map(|c| disagreement(c, a.alpha))
+        .collect()
 }
 
 /// The mail-ready promise: no line over 80 columns. Tables are built to fit;
@@ -435,6 +567,14 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
         out.push_str("No successful runs: nothing to compare.\n\n");
     } else {
         out.push_str(&tables(a, &metrics));
+    }
+    let geo = super::geomean::lines(a);
+    if !geo.is_empty() {
+        out.push_str(&wrap(&super::geomean::title(a), ""));
+        for l in &geo {
+            out.push_str(&wrap(&format!("- {l}"), "  "));
+        }
+        out.push('\n');
     }
     let overhead = super::overhead::text_lines(a);
     if !overhead.is_empty() {

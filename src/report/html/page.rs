@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, forest, lines, plot, samples, Extras};
 use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
+use crate::report::cells::{disagreement, footnotes};
 use crate::report::text::fmt_num;
 use crate::store::ExperimentData;
 
@@ -72,11 +73,20 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn verdict_text(c: &Comparison) -> String {
+fn verdict_text(c: &Comparison, alpha: f64) -> String {
+    let mark = disagreement(c, alpha).map_or("", |d| d.mark());
     match (c.verdict, &c.note) {
-        (Verdict::Noise, _) => "~ within noise".into(),
+        (Verdict::Noise, _) => format!("~ within noise{mark}"),
         (Verdict::Undefined, Some(n)) => format!("n/a ({n})"),
-        (v, _) => v.word().into(),
+        (v, _) => format!("{}{mark}", v.word()),
+    }
+}
+
+/// Under a table: what its verdict/CI disagreement marks mean.
+fn footnote_html<'a>(o: &mut String, cs: impl Iterator<Item = &'a Comparison>, alpha: f64) {
+    let notes = footnotes(cs.filter_map(|c| disagreement(c, alpha)).collect());
+    if !notes.is_empty() {
+        let _ = write!(o, "<p class=\"meta\">{}</p>", esc(&notes.join("; ")));
     }
 }
 
@@ -305,10 +315,13 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             delta_text(c),
             ci_text(c),
             c.p_adjusted.map(|p| format!("{p:.3}")).unwrap_or_else(|| "-".into()),
-            esc(&verdict_text(c))
+            esc(&verdict_text(c, a.alpha))
         );
     }
-    o.push_str("</tbody></table></div></details>");
+    o.push_str("</tbody></table></div>");
+    let every = a.metrics.iter().flat_map(|m| m.comparisons.iter());
+    footnote_html(o, every, a.alpha);
+    o.push_str("</details>");
     Ok(())
 }
 
@@ -382,7 +395,7 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
                     verdict_class(cmp.verdict),
                     delta_text(cmp),
                     ci_text(cmp),
-                    verdict_text(cmp),
+                    verdict_text(cmp, a.alpha),
                 )
             };
             let _ = write!(
@@ -401,6 +414,7 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
             );
         }
         o.push_str("</tbody></table></div>");
+        footnote_html(o, m.comparisons.iter(), a.alpha);
         let values: Vec<Vec<f64>> = m.cells.iter().map(|c| c.values.clone()).collect();
         let svg = samples::metric_plot(
             &a.configs,

@@ -128,13 +128,18 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
-/// Short number for axis ticks.
+/// Short number for axis ticks, never in `e` notation (the report's units
+/// keep most values between 1 and 1000; a tiny unitless one gets the
+/// decimals its first three significant digits need).
 pub fn tick(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 {
         "0".into()
-    } else if !(1e-3..1e6).contains(&a) {
-        format!("{v:.2e}")
+    } else if !a.is_finite() {
+        format!("{v}")
+    } else if a < 1e-3 {
+        let decimals = (-a.log10()).ceil() as usize + 2;
+        format!("{v:.decimals$}")
     } else if a >= 100.0 {
         format!("{v:.0}")
     } else if a >= 1.0 {
