@@ -20,8 +20,8 @@ pub mod overhead;
 pub mod sections;
 pub mod shell_cost;
 pub mod text;
-mod wrap;
 pub mod units;
+mod wrap;
 
 use anyhow::Result;
 
