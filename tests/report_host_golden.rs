@@ -1,9 +1,11 @@
 //! Reports of an experiment run on the host (no boots) are byte-identical
-//! to the committed goldens in every format, plan-runs included. The
-//! goldens were written by the code before boots entered the statistics,
-//! so this holds the promise that kernels changed nothing for host
-//! experiments. After an intended change of the host report, rewrite them
-//! with `SYSDELTA_UPDATE_GOLDEN=1 cargo test --release --test report_host_golden`.
+//! to the committed goldens in every format, plan-runs included: any
+//! change to what a host report prints shows up here as a diff to review.
+//! The goldens were first written before boots entered the statistics (so
+//! kernels changed nothing for host experiments) and are rewritten after
+//! each intended change of the host report (issue 19's units, tables,
+//! marks and formats were the last) with
+//! `SYSDELTA_UPDATE_GOLDEN=1 cargo test --release --test report_host_golden`.
 
 use std::collections::BTreeMap;
 

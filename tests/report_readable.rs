@@ -548,6 +548,9 @@ fn every_json_field_and_csv_column_is_documented() {
         .collect();
     let col = |n: &str| header.iter().position(|c| *c == n).unwrap();
     assert!(rows.iter().all(|r| r[col("correction")] == "bh"));
+    // So does the HTML table of every comparison.
+    let html = report::render(&d, &opts(Format::Html)).unwrap();
+    assert!(html.contains("<th>p (BH)</th>") && !html.contains("p (Holm)"));
     assert!(rows.iter().any(|r| r[col("verdict")] == "noise"));
     assert!(rows.iter().all(|r| r[col("verdict")] != "~"));
     // The CI columns are on the scale of delta_mean_pct (percent).

@@ -287,9 +287,17 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         );
     }
     // The table is the text alternative of the forest plot, in the same order.
-    o.push_str("<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
-        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p (Holm)</th><th class=\"l\">verdict</th>\
-        </tr></thead><tbody>");
+    // The p column is adjusted by the report's correction, and says which.
+    let correction = match a.correction {
+        crate::analysis::Correction::Holm => "Holm",
+        crate::analysis::Correction::Bh => "BH",
+    };
+    let _ = write!(
+        o,
+        "<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
+        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l\">verdict</th>\
+        </tr></thead><tbody>"
+    );
     let mut all: Vec<(&MetricAnalysis, &Comparison)> = a
         .metrics
         .iter()
