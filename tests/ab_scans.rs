@@ -136,9 +136,14 @@ fn a_cleanup_puts_back_the_value_its_setup_found() {
             "-c",
             &format!("off=echo $WAS > {f}"),
             "--",
-            &format!("grep -q never {f} || true"),
+            &format!("cat {f} >> {f}.seen"),
         ],
     );
+    // The setup ran (runs in `off` saw `never`, in `base` `madvise`) ...
+    let seen = std::fs::read_to_string(sb.path("knob.seen")).unwrap();
+    assert!(seen.lines().any(|l| l == "never"), "{seen}");
+    assert!(seen.lines().any(|l| l == "madvise"), "{seen}");
+    // ... and the cleanup put back what the setup found.
     assert_eq!(
         std::fs::read_to_string(sb.path("knob")).unwrap(),
         "madvise\n"

@@ -262,6 +262,39 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
         15,
         "3 s are reached by 10 runs; -m 15 asks 15"
     );
+    // A slow cell bounds the fast one's count: every block holds every
+    // cell, so the slow cell stops at 20 x --min-time (here 1 s: ten runs
+    // of 0.1 s), and the stop event says the fast cell got less.
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "--no-report",
+        "--min-time",
+        "0.05s",
+        "-L",
+        "d",
+        "0,0.1",
+        "--config",
+        "a=",
+        "--",
+        "sleep {d}",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = cells(&sb);
+    assert_eq!(c.len(), 2, "{c:?}");
+    assert!(
+        c.iter().all(|x| x.1 == c[0].1),
+        "one count for every cell: {c:?}"
+    );
+    assert!(
+        c[0].1 <= 12,
+        "the 0.1 s cell ran 20 x 0.05 s at most: {c:?}"
+    );
+    let events = sb.json_report("last")["events"].to_string();
+    assert!(
+        events.contains("the most --min-time") && events.contains("sleep_0.1"),
+        "{events}"
+    );
     // An exact count is exact.
     let out = sb.run(&[
         "ab",
@@ -276,6 +309,20 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(cells(&sb)[0].1, 4);
+    // A sequential order runs the planned count (min-time needs blocks).
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "--no-report",
+        "--order",
+        "sequential",
+        "--config",
+        "a=",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(cells(&sb)[0].1, 10);
     let out = sb.run(&[
         "ab",
         "-r",

@@ -9,7 +9,9 @@
 //! the k log ratios has standard error sqrt(sum se_w^2) / k, and the CI is
 //! exp(mean +- z se). It assumes what it says: independent workloads and a
 //! log ratio near normal (true for the run counts a verdict needs; a CI
-//! that is far from symmetric on the log scale is averaged). A workload
+//! that is far from symmetric on the log scale is averaged). The workloads'
+//! CIs are the small-sample-widened ones, so at few runs se_w is overstated
+//! and this CI is wider than its nominal level (conservative). A workload
 //! whose ratio or CI is missing (too few runs, a non-positive mean) is
 //! left out, and the row says over how many workloads it is.
 

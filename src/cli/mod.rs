@@ -43,7 +43,7 @@ pub enum Cmd {
     /// Run an experiment plan (TOML) and print its report.
     Run(run::RunArgs),
     /// Quick A/B: `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`.
-    Ab(run::AbArgs),
+    Ab(Box<run::AbArgs>),
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),
     /// List stored experiments: configs, host, label and runs of each.

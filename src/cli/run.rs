@@ -145,8 +145,16 @@ pub const AB_MIN_TIME: f64 = 3.0;
 pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
     let mut ov = overrides(&a.exec);
     // hyperfine's default: at least 3 s of runs per cell, unless the count
-    // is given (kernel configs count boots: they take --runs).
-    if ov.runs.is_none() && ov.until_ci.is_none() && ov.min_time.is_none() && a.kernels.is_empty() {
+    // is given (kernel configs count boots: they take --runs) or the order
+    // is sequential (min-time adds randomized blocks; sequential runs the
+    // planned count).
+    let sequential = ov.order == Some(crate::overrides::Order::Sequential);
+    if ov.runs.is_none()
+        && ov.until_ci.is_none()
+        && ov.min_time.is_none()
+        && a.kernels.is_empty()
+        && !sequential
+    {
         ov.min_time = Some(AB_MIN_TIME);
     }
     let scan = match (&a.parameter_scan[..], &a.parameter_list[..]) {

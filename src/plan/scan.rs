@@ -62,7 +62,14 @@ fn decimals(s: &str) -> usize {
 /// are written with as many decimals as the bounds and the step have.
 pub fn range(name: &str, min: &str, max: &str, step: Option<&str>) -> Result<Scan, Error> {
     check_param("-P", name)?;
+    // Plain decimals only: the values are written with as many decimals as
+    // the bounds and step have, which `1e-1` would not say.
     let num = |s: &str| -> Result<f64, Error> {
+        if s.contains(['e', 'E']) {
+            return Err(Error::bad(format!(
+                "-P {name}: '{s}': write it as a plain decimal (0.1, not 1e-1)"
+            )));
+        }
         s.trim()
             .parse::<f64>()
             .ok()
@@ -153,6 +160,8 @@ mod tests {
         assert!(range("n", "1", "2", Some("0")).is_err());
         assert!(range("n x", "1", "2", None).is_err());
         assert!(range("n", "0", "5000", None).is_err());
+        // An exponent would print every value with 0 decimals.
+        assert!(range("n", "0", "1", Some("1e-1")).is_err());
         assert_eq!(list("m", "a,b").unwrap().values, ["a", "b"]);
         assert!(list("m", "a,,b").is_err());
         assert!(list("m", "a,a").is_err());

@@ -5,6 +5,8 @@
 //! loader, so the stored plan text of an `ab` experiment is a plan file that
 //! can be run again with `sysdelta run`.
 
+use std::collections::HashSet;
+
 use super::model::{Overrides, Plan};
 pub use super::scan::Scan;
 use crate::error::Error;
@@ -273,7 +275,8 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         // The command has the placeholder: one workload per value.
         Some(s) if s.appears_in(&cmd) => {
             let base = ab.name.map_or_else(|| cmd.clone(), str::to_string);
-            s.values
+            let mut named: Vec<(String, String)> = s
+                .values
                 .iter()
                 .map(|v| {
                     let name = match ab.name {
@@ -282,7 +285,17 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
                     };
                     (name, s.fill(&cmd, v))
                 })
-                .collect()
+                .collect();
+            // A long command is named after its program, the same for every
+            // value: then each name says its value.
+            let distinct: HashSet<&String> = named.iter().map(|n| &n.0).collect();
+            if ab.name.is_none() && distinct.len() < named.len() {
+                let program = name_after(&cmd);
+                for (n, v) in named.iter_mut().zip(&s.values) {
+                    n.0 = s.name(&program, v);
+                }
+            }
+            named
         }
         // A config's setup (or cleanup) has it: one config per value.
         Some(s) => {
@@ -321,6 +334,23 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scan_over_a_long_command_names_each_value() {
+        let cmd = ["make -j{n} -C /some/long/path/to/a/tree all".to_string()];
+        let plan = build_ab(
+            &Ab {
+                configs: &["a=".to_string()],
+                command: &cmd,
+                scan: Some(super::super::scan::range("n", "1", "3", None).unwrap()),
+                ..Default::default()
+            },
+            &Overrides::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["make-1", "make-2", "make-3"]);
+    }
 
     #[test]
     fn a_kernel_argument_becomes_the_configs_kernel_table() {

@@ -59,7 +59,13 @@ impl CommandLaunch {
 
 /// Characters that mean something to a shell when they stand outside
 /// quotes: a command line that has one needs a shell to mean what it says.
-const SHELL_SYNTAX: &[char] = &['|', '&', ';', '<', '>', '(', ')', '$', '`', '*', '?', '\n'];
+const SHELL_SYNTAX: &[char] = &[
+    '|', '&', ';', '<', '>', '(', ')', '$', '`', '*', '?', '[', '\n',
+];
+
+/// Characters a shell reads as syntax at the start of a word only: `~`
+/// (the home directory) and `#` (a comment).
+const WORD_START_SYNTAX: &[char] = &['~', '#'];
 
 /// Split `command` into the words a shell would give its program, for a
 /// run without a shell. A command line that needs a shell (a pipe, a
@@ -95,7 +101,9 @@ pub fn split_for_exec(command: &str) -> Result<Vec<String>, String> {
 /// where a shell still expands them).
 fn unquoted_syntax(command: &str) -> Option<char> {
     let (mut single, mut double, mut escaped) = (false, false, false);
+    let mut word_start = true;
     for c in command.chars() {
+        let at_start = std::mem::replace(&mut word_start, false);
         if escaped {
             escaped = false;
         } else if single {
@@ -110,8 +118,10 @@ fn unquoted_syntax(command: &str) -> Option<char> {
             }
         } else if c == '\'' {
             single = true;
-        } else if SHELL_SYNTAX.contains(&c) {
+        } else if SHELL_SYNTAX.contains(&c) || (at_start && WORD_START_SYNTAX.contains(&c)) {
             return Some(c);
+        } else if c.is_whitespace() {
+            word_start = true;
         }
     }
     None
@@ -169,6 +179,9 @@ mod tests {
             ("true; false", "';'"),
             ("ls *.c", "'*'"),
             ("true\nfalse", "a line break"),
+            ("ls [ab].c", "'['"),
+            ("ls ~/x", "'~'"),
+            ("make all # note", "'#'"),
         ] {
             let e = split_for_exec(cmd).unwrap_err();
             assert!(
@@ -181,6 +194,11 @@ mod tests {
             .contains("assignment 'X=1'"));
         assert!(split_for_exec("echo 'a").is_err());
         assert!(split_for_exec("  ").is_err());
+        // Inside a word, or quoted, they are plain characters.
+        assert_eq!(
+            split_for_exec("echo a~b c#d '~' \"#\"").unwrap(),
+            vec!["echo", "a~b", "c#d", "~", "#"]
+        );
     }
 
     #[test]

@@ -90,7 +90,8 @@ pub enum Disagreement {
     /// significant after correction.
     MeanOnly,
     /// `~` with a mean CI that excludes no change although the rank test
-    /// is significant: the mean and the rank shift point opposite ways.
+    /// is significant: the mean and the rank shift do not agree in direction
+    /// (opposite signs, or a rank shift of exactly 0).
     Opposite,
 }
 
@@ -111,7 +112,7 @@ impl Disagreement {
                 "mean CI excludes 0, rank test not significant after correction"
             }
             Disagreement::Opposite => {
-                "mean CI excludes 0, rank test significant, but mean and rank shift point opposite ways"
+                "mean CI excludes 0, rank test significant, but the mean and the rank shift do not agree in direction"
             }
         }
     }

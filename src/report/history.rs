@@ -127,13 +127,15 @@ pub fn history(
             safe(&store.path().display().to_string())
         )));
     }
-    let (want_w, want_m) = match metric.split_once('/') {
-        Some((w, m)) => (Some(w), m),
-        None => (None, metric),
+    // METRIC alone, or WORKLOAD/METRIC: both names may hold '/' (an `ab`
+    // workload `./bench`, a Go metric `ns/op`), so the whole text is
+    // matched against each stored pair rather than split at a '/'.
+    let wanted = |m: &StoredMetric| {
+        m.spec.name == metric || format!("{}/{}", m.workload, m.spec.name) == metric
     };
     let mut h = History {
         workload: String::new(),
-        metric: want_m.to_string(),
+        metric: metric.to_string(),
         unit: String::new(),
         direction: String::new(),
         config: config.map(str::to_string),
@@ -151,11 +153,7 @@ pub fn history(
             without_config.push(format!("{label} (#{id})"));
             continue;
         }
-        let found: Vec<&StoredMetric> = d
-            .metrics
-            .iter()
-            .filter(|m| m.spec.name == want_m && want_w.is_none_or(|w| m.workload == w))
-            .collect();
+        let found: Vec<&StoredMetric> = d.metrics.iter().filter(|m| wanted(m)).collect();
         let m = match found.as_slice() {
             [] => {
                 h.skipped.push(format!("{label} (#{id})"));
@@ -174,12 +172,13 @@ pub fn history(
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
-                safe(want_m)
+                safe(metric)
             )))
             }
         };
         if h.workload.is_empty() {
             h.workload = m.workload.clone();
+            h.metric = m.spec.name.clone();
             h.unit = m.spec.unit.clone();
             h.direction = m.spec.direction.as_str().into();
         }
@@ -189,7 +188,7 @@ pub fn history(
             .filter(|r| r.is_measured_ok() && r.workload == m.workload && r.config == cfg)
             .filter_map(|r| {
                 r.samples
-                    .get(want_m)
+                    .get(&m.spec.name)
                     .and_then(|v| crate::stats::summary::median(v))
             })
             .collect();

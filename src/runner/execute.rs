@@ -215,9 +215,6 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 Some(reason) => slot::Measured::failed(reason),
                 None => slot::measure(p, slot, opts.cancel),
             };
-            if entered && !measured.interrupted(opts.cancel) {
-                shell_cost.after_run(p, slot, opts.cancel);
-            }
             for line in &measured.notes {
                 if noted.insert(line.clone()) {
                     store.add_event(exp, "skipped", line)?;
@@ -262,6 +259,11 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 series: &extras.series,
                 profile: &extras.profile,
             })?;
+            // After the run is stored: a kill while the shell is timed
+            // loses no finished run.
+            if entered {
+                shell_cost.after_run(p, slot, opts.cancel);
+            }
             let failed = matches!(outcome, RunOutcome::Failed { .. });
             runs_done += 1;
             runs_failed += failed as usize;

@@ -34,12 +34,23 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// How long the slowest cell may run under `--min-time`, as a multiple of
+/// it: every block holds every cell (so each comparison stays balanced and
+/// resume can rebuild the blocks), so the fast cells' count is also the
+/// slow ones'. Without a bound, a 1 ms and a 1 s workload in one plan
+/// would run the 1 s one 3,000 times; with it, that plan stops once the
+/// 1 s cell has run 60 s and says that the fast cell got less than its
+/// minimum time.
+pub(super) const MIN_TIME_SLOWEST_FACTOR: f64 = 20.0;
+
 /// The `--min-time` rule, hyperfine's: each cell runs until its measured
 /// successful runs add up to `secs` of wall time. Returns the measured
 /// blocks still needed, estimated from each cell's mean wall time so far
-/// (0: every cell has its time), and the line that says why it stopped.
-/// Cells without a successful run or without a wall time (built-ins that
-/// time themselves) ask for nothing: their count stays the planned one.
+/// (0: every cell has its time, or the slowest cell reached
+/// [`MIN_TIME_SLOWEST_FACTOR`] x `secs`), and the line that says why it
+/// stopped. Cells without a successful run or without a wall time
+/// (built-ins that time themselves) ask for nothing: their count stays the
+/// planned one.
 pub(super) fn blocks_for_min_time(store: &Store, exp: i64, secs: f64) -> Result<(u32, String)> {
     let data = store.load(exp)?;
     let mut sums: HashMap<(&str, &str), (u32, f64)> = HashMap::new();
@@ -53,13 +64,34 @@ pub(super) fn blocks_for_min_time(store: &Store, exp: i64, secs: f64) -> Result<
     }
     let mut need = 0u32;
     let mut shortest = f64::INFINITY;
-    for (n, total) in sums.values() {
+    // The most blocks any cell may still add before it reaches the bound.
+    let mut room = u32::MAX;
+    let mut slowest: Option<((&str, &str), f64)> = None;
+    let limit = MIN_TIME_SLOWEST_FACTOR * secs;
+    for (cell, (n, total)) in &sums {
         shortest = shortest.min(*total);
-        if *total < secs && *total > 0.0 {
-            let mean = total / f64::from(*n);
+        if *total <= 0.0 {
+            continue;
+        }
+        let mean = total / f64::from(*n);
+        if *total < secs {
             let runs = (secs / mean).ceil().min(f64::from(u32::MAX)) as u32;
             need = need.max(runs.saturating_sub(*n));
         }
+        let more = ((limit - total) / mean)
+            .floor()
+            .clamp(0.0, f64::from(u32::MAX)) as u32;
+        if more < room {
+            room = more;
+            slowest = Some((*cell, *total));
+        }
+    }
+    if need > room {
+        let ((c, w), total) = slowest.expect("room is bounded by a cell");
+        let why = format!(
+            "{c}/{w} ran {total:.1} s, the most --min-time {secs} s lets the slowest cell run              ({MIN_TIME_SLOWEST_FACTOR} x); the shortest cell ran {shortest:.3} s"
+        );
+        return Ok((room, why));
     }
     let why = format!("every cell ran at least {shortest:.3} s (--min-time {secs} s)");
     Ok((need, why))
