@@ -166,6 +166,7 @@ matrix = { v = ["x", "y"] }
 [[workload]]
 name = "nap-{ms}"
 command = "sleep 0.00{ms}"
+prepare = "echo {ms} >> prepared"
 matrix = { ms = [1, 2] }
 "#,
     );
@@ -174,6 +175,15 @@ matrix = { ms = [1, 2] }
     let (w, c) = names(&sb);
     assert_eq!(w, ["nap-1", "nap-2"]);
     assert_eq!(c, ["a", "v-x", "v-y"]);
+    // A workload's prepare gets its value too: 2 runs x 3 configs each.
+    let prepared = std::fs::read_to_string(sb.path("prepared")).unwrap();
+    for ms in ["1", "2"] {
+        assert_eq!(
+            prepared.lines().filter(|l| *l == ms).count(),
+            6,
+            "{prepared}"
+        );
+    }
     let bad = sb.write(
         "bad.toml",
         "[[config]]\nname = \"a\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\nmatrix = { a = [1], b = [2] }\n",

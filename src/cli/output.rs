@@ -26,17 +26,7 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
             }
         }
         Some(p) => {
-            let dir = match p.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            if !dir.is_dir() {
-                return Err(bad(format!(
-                    "{}: directory {} does not exist",
-                    p.display(),
-                    dir.display()
-                )));
-            }
+            let dir = existing_dir(p)?;
             let mut tmp = tempfile::Builder::new()
                 .permissions(std::fs::Permissions::from_mode(0o666))
                 .tempfile_in(dir)
@@ -78,4 +68,21 @@ pub fn quiet_on_broken_pipe() {
         }
         default(info)
     }));
+}
+
+/// The directory `p` is to be written in, which must exist: bad input
+/// naming both otherwise (checked for every output before any is written).
+pub fn existing_dir(p: &Path) -> Result<&Path> {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(bad(format!(
+            "{}: directory {} does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }

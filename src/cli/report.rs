@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{report_options, ReportFlags};
-use super::output::emit;
+use super::output::{emit, existing_dir};
 use crate::error::bad;
 use crate::report::{self, Format};
 use crate::store::Store;
@@ -96,17 +96,7 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
 /// directory must exist.
 pub fn check_exports(f: &ReportFlags) -> Result<()> {
     for (_, p) in f.export.files() {
-        let dir = match p.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            return Err(bad(format!(
-                "{}: directory {} does not exist",
-                p.display(),
-                dir.display()
-            )));
-        }
+        existing_dir(p)?;
     }
     Ok(())
 }
@@ -183,14 +173,7 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
     texts.push((render(a.format)?, None));
     // A missing directory for any of them is bad input before anything is written.
     for p in texts.iter().filter_map(|t| t.1) {
-        let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
-        if dir.is_some_and(|d| !d.is_dir()) {
-            return Err(bad(format!(
-                "{}: directory {} does not exist",
-                p.display(),
-                dir.unwrap_or(Path::new(".")).display()
-            )));
-        }
+        existing_dir(p)?;
     }
     for (text, path) in texts {
         emit(&text, path)?;

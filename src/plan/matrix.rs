@@ -101,6 +101,9 @@ pub(super) fn workloads(
             x.params = fill_spanned(&s, v, &x.params);
             x.quick = fill_spanned(&s, v, &x.quick);
             x.workdir = x.workdir.as_ref().map(|c| fill_str(&s, v, c));
+            // What runs around each run follows its value too.
+            x.prepare = x.prepare.as_ref().map(|c| fill_str(&s, v, c));
+            x.conclude = x.conclude.as_ref().map(|c| fill_str(&s, v, c));
             out.push(Spanned::new(span.clone(), x));
         }
     }
