@@ -193,3 +193,33 @@ fn a_comparison_shows_each_experiments_shell_start_up() {
         "raw samples are not events:\n{text}"
     );
 }
+
+#[test]
+fn shell_samples_are_stored_at_block_ends_not_only_at_the_end() {
+    // 70 runs: 64 samples are stored at a block's end, the rest at the
+    // end, and the report pools both (a crash would lose at most the
+    // samples still waiting, never the stored ones).
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "--no-report",
+        "-r",
+        "70",
+        "--config",
+        "a=",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store = sysdelta::store::Store::open(&sb.store(), false).unwrap();
+    let data = store.load(1).unwrap();
+    let events = data
+        .events
+        .iter()
+        .filter(|e| sysdelta::analysis::shell_cost::is_event(e))
+        .count();
+    assert_eq!(events, 2, "{:?}", data.events);
+    let r = sb.json_report("last");
+    assert_eq!(r["analysis"]["shell_startup"][0]["n"], 70);
+}

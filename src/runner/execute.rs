@@ -264,6 +264,9 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             if entered {
                 shell_cost.after_run(p, slot, opts.cancel);
             }
+            if queue.front().is_none_or(|next| next.block != slot.block) {
+                shell_cost.store(store, exp, shell_cost::FLUSH_SAMPLES)?;
+            }
             let failed = matches!(outcome, RunOutcome::Failed { .. });
             runs_done += 1;
             runs_failed += failed as usize;
@@ -320,7 +323,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
             }
         }
     }
-    if let Err(e) = shell_cost.store(store, exp) {
+    if let Err(e) = shell_cost.store(store, exp, 0) {
         cleanup_errors.push(format!("storing the shell's start-up times: {e:#}"));
     }
     progress.finish();

@@ -1,9 +1,11 @@
 //! What the shell costs: for command workloads run under a shell, one
 //! `SHELL -c ''` is timed after each of their runs, in the run's config
 //! (its environment, working directory and CPUs), and the samples are
-//! stored as one `shell_startup` event per config and shell at the end of
-//! the experiment (see `analysis::shell_cost`, which reports them against
-//! the workloads' wall times).
+//! stored as `shell_startup` events per config and shell, at the end of a
+//! block once [`FLUSH_SAMPLES`] have gathered and at the end of the
+//! experiment, so a crash loses few of them (see `analysis::shell_cost`,
+//! which pools the events and reports them against the workloads' wall
+//! times).
 //!
 //! Interleaved rather than a calibration at the start: the shell's cost
 //! follows whatever the machine does during the experiment (frequency,
@@ -25,6 +27,10 @@ use crate::analysis::shell_cost::{Samples, EVENT_KIND};
 use crate::plan::WorkloadKind;
 use crate::process::{run_shell, Launch, ShellSpec};
 use crate::store::Store;
+
+/// Samples kept in memory before they are stored at a block's end: a
+/// crash loses at most these and the current block's.
+pub(super) const FLUSH_SAMPLES: usize = 64;
 
 /// Samples per (config, shell), with the workloads they were taken for.
 #[derive(Default)]
@@ -69,14 +75,20 @@ impl ShellCost {
         samples.push(r.wall.as_secs_f64());
     }
 
-    /// Store what was measured, one event per config and shell.
-    pub(super) fn store(&self, store: &Store, exp: i64) -> Result<()> {
-        for ((config, shell), (workloads, samples)) in &self.by {
+    /// Store what was measured since the last store, one event per config
+    /// and shell, and forget it; nothing when fewer than `min` samples
+    /// wait.
+    pub(super) fn store(&mut self, store: &Store, exp: i64, min: usize) -> Result<()> {
+        let waiting: usize = self.by.values().map(|(_, s)| s.len()).sum();
+        if waiting == 0 || waiting < min {
+            return Ok(());
+        }
+        for ((config, shell), (workloads, samples)) in std::mem::take(&mut self.by) {
             let message = Samples {
-                config: config.clone(),
-                shell: shell.clone(),
-                workloads: workloads.iter().cloned().collect(),
-                samples_s: samples.clone(),
+                config,
+                shell,
+                workloads: workloads.into_iter().collect(),
+                samples_s: samples,
             };
             store.add_event(exp, EVENT_KIND, &serde_json::to_string(&message)?)?;
         }
