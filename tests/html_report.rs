@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{stdout, Sandbox};
+use common::{chromium, stdout, Sandbox};
 
 /// Two configs, a workload that writes hostile text to stderr and fails
 /// in one config, and a fast loop whose cost differs between configs.
@@ -108,27 +108,6 @@ fn html_to_a_missing_directory_is_bad_input_and_writes_nothing() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
     assert!(!target.exists() && !sb.path("missing").exists());
     assert!(stdout(&out).is_empty());
-}
-
-fn chromium() -> Option<PathBuf> {
-    let find = || {
-        ["chromium", "chromium-browser"].iter().find_map(|b| {
-            let o = Command::new("sh")
-                .arg("-c")
-                .arg(format!("command -v {b}"))
-                .output()
-                .ok()?;
-            o.status
-                .success()
-                .then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        })
-    };
-    // Installed by .ci/run and the README's install step, never by a test.
-    let found = find();
-    if found.is_none() {
-        eprintln!("SKIP: chromium is not installed (apt-get install chromium; .ci/run does)");
-    }
-    found
 }
 
 struct Loaded {

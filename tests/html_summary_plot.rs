@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{create_experiment, run_record, stderr, Sandbox};
+use common::{chromium, create_experiment, run_record, stderr, Sandbox};
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::store::{RunRecord, RunResult, Store};
 use sysdelta::workload::MetricSamples;
@@ -174,23 +174,6 @@ fn summary_plot_has_round_ticks_values_and_marks_rows_without_a_ci() {
     // Nothing forces a drawing wider than the window.
     assert!(!page.contains("max-width:none"));
     assert!(page.contains("svg{max-width:100%"));
-}
-
-fn chromium() -> Option<PathBuf> {
-    let found = ["chromium", "chromium-browser"].iter().find_map(|b| {
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {b}"))
-            .output()
-            .ok()?;
-        o.status
-            .success()
-            .then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-    });
-    if found.is_none() {
-        eprintln!("SKIP: chromium is not installed (apt-get install chromium; .ci/run does)");
-    }
-    found
 }
 
 /// Where the summary plot lands in a `w` x `h` window: the page with a

@@ -191,3 +191,23 @@ pub fn run_record<'a>(
         profile: &[],
     }
 }
+
+/// The headless browser the HTML tests render in, or None after printing
+/// why the test skips. Installed by .ci/run and the README's install step,
+/// never by a test.
+pub fn chromium() -> Option<PathBuf> {
+    let found = ["chromium", "chromium-browser"].iter().find_map(|b| {
+        let o = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {b}"))
+            .output()
+            .ok()?;
+        o.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+    });
+    if found.is_none() {
+        eprintln!("SKIP: chromium is not installed (apt-get install chromium; .ci/run does)");
+    }
+    found
+}
