@@ -71,23 +71,24 @@ pub struct ReportArgs {
 /// Print the report of stored experiment `id` in `--format` (unless
 /// `stdout` is false) and write each `--export-*` file.
 pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Result<()> {
-    let render = |format: Format| -> Result<String> {
-        let mut opts = report_options(f)?;
-        opts.format = format;
-        // HTML also draws the stored series and says where imported samples came from.
-        if format == Format::Html {
-            report::html::render_stored(store, id, &opts.analysis)
-        } else {
-            report::render(&store.load(id)?, &opts)
-        }
-    };
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
-    if stdout {
-        emit(&render(f.format)?, None)?;
+    let mut opts = report_options(f)?;
+    let formats: Vec<(Format, Option<&Path>)> = stdout
+        .then_some((f.format, None))
+        .into_iter()
+        .chain(f.export.files().into_iter().map(|(g, p)| (g, Some(p))))
+        .collect();
+    if formats.is_empty() {
+        return Ok(());
     }
-    for (format, path) in f.export.files() {
-        emit(&render(format)?, Some(path))?;
+    // Analyzed once, however many formats are written.
+    let x = report::analyze(&store.load(id)?, &opts.analysis)?;
+    // HTML also draws the stored series and says where imported samples came from.
+    let extras = report::html::Extras::from_store(store, &x.data)?;
+    for (format, path) in formats {
+        opts.format = format;
+        emit(&report::render_analyzed(&x, &opts, Some(&extras))?, path)?;
     }
     Ok(())
 }

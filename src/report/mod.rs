@@ -50,30 +50,64 @@ pub struct ReportOptions {
     pub time_unit: Option<units::TimeUnit>,
 }
 
-pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    let overhead = analysis::overhead::compute(data, &opts.analysis);
-    let data = &analysis::overhead::reportable(data);
-    let mut a = analysis::analyze(data, &opts.analysis).map_err(Error::into_bad_input)?;
+/// An experiment's reportable data and its analysis: computed once (the
+/// bootstraps are most of a report's time), rendered in as many formats
+/// as are asked for.
+pub struct Analyzed {
+    /// The data the reports show (monitor probe and control left out).
+    pub data: ExperimentData,
+    pub analysis: analysis::Analysis,
+}
+
+/// Analyze `data` for reports: the monitors' overhead from all of it, the
+/// rest from its reportable part.
+pub fn analyze(data: &ExperimentData, opts: &analysis::Options) -> Result<Analyzed> {
+    let overhead = analysis::overhead::compute(data, opts);
+    let data = analysis::overhead::reportable(data);
+    let mut a = analysis::analyze(&data, opts).map_err(Error::into_bad_input)?;
     a.monitor_overhead = overhead;
+    Ok(Analyzed { data, analysis: a })
+}
+
+pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
+    render_analyzed(&analyze(data, &opts.analysis)?, opts, None)
+}
+
+/// `x` in `opts.format`. `extras` is what HTML draws besides the analysis
+/// (the series, where imported samples came from: `Extras::from_store`);
+/// None takes what the data alone says.
+pub fn render_analyzed(
+    x: &Analyzed,
+    opts: &ReportOptions,
+    extras: Option<&html::Extras>,
+) -> Result<String> {
+    let data = &x.data;
     // JSON keeps the stored units (it carries the raw samples too); every
     // other format shows each metric in the unit its values read best in.
-    if opts.format != Format::Json {
-        a = units::rescale(&a, opts.time_unit);
-    }
+    let rescaled;
+    let a = if opts.format == Format::Json {
+        &x.analysis
+    } else {
+        rescaled = units::rescale(&x.analysis, opts.time_unit);
+        &rescaled
+    };
     Ok(match opts.format {
         Format::Text => {
             let mut extra = match opts.trim {
-                Some(t) => text::trimmed_tables(&a, t, opts.detail),
+                Some(t) => text::trimmed_tables(a, t, opts.detail),
                 None => String::new(),
             };
-            extra.push_str(&sections::micro_tables(&a));
+            extra.push_str(&sections::micro_tables(a));
             extra.push_str(&sections::workload_series(data, &a.configs));
             extra.push_str(&sections::profiles(data, &a.configs, 10));
-            escape::terminal_safe_lines(&text::fit(&text::render(&a, opts.detail, &extra)))
+            escape::terminal_safe_lines(&text::fit(&text::render(a, opts.detail, &extra)))
         }
-        Format::Markdown => escape::terminal_safe_lines(&markdown::render(&a)),
-        Format::Json => json::render(data, &a)?,
-        Format::Csv => csv::render(&a)?,
-        Format::Html => html::render(data, &a, &html::Extras::from_data(data))?,
+        Format::Markdown => escape::terminal_safe_lines(&markdown::render(a)),
+        Format::Json => json::render(data, a)?,
+        Format::Csv => csv::render(a)?,
+        Format::Html => match extras {
+            Some(e) => html::render(data, a, e)?,
+            None => html::render(data, a, &html::Extras::from_data(data))?,
+        },
     })
 }

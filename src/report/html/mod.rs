@@ -19,8 +19,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use crate::analysis::{self, Analysis};
-use crate::error::Error;
+use crate::analysis::Analysis;
 use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
 
 pub use history::render as history_page;
@@ -112,21 +111,12 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
     )?))
 }
 
-/// The HTML report of one stored experiment, with its series and source.
-pub fn render_stored(store: &Store, id: i64, opts: &analysis::Options) -> Result<String> {
-    let all = store.load(id)?;
-    let data = crate::analysis::overhead::reportable(&all);
-    let mut a = analysis::analyze(&data, opts).map_err(Error::into_bad_input)?;
-    a.monitor_overhead = crate::analysis::overhead::compute(&all, opts);
-    let x = Extras::from_store(store, &data)?;
-    render(&data, &a, &x)
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::analysis;
     use crate::metric::{Direction, MetricSpec};
     use crate::plan::Overrides;
     use crate::store::{StoredMetric, StoredRun};
