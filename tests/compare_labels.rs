@@ -81,7 +81,12 @@ fn two_labelled_experiments_from_separate_processes() {
     // Same machine, same boot: no fingerprint warning.
     let out = sb.run(&["compare", "kernel-a", "kernel-b"]);
     assert!(out.status.success());
-    assert!(!stdout(&out).contains("WARNING"), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("WARNING"), "{text}");
+    // As `report`'s: within 80 columns, units a person reads, no e-notation.
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+    let e_notation = regex::Regex::new(r"[0-9]e[-+]?[0-9]").unwrap();
+    assert!(!e_notation.is_match(&text), "{text}");
 
     // Every format works on a comparison.
     for f in ["text", "markdown", "csv", "html"] {

@@ -129,11 +129,13 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
             eprintln!("sysdelta: warning: {w}");
         }
     }
-    emit(&report::compare::render(&c, &opts)?, None)?;
+    // Analyzed once, however many formats are written.
+    let analysis = report::compare::analyze(&c, &opts.analysis)?;
+    emit(&report::compare::render(&c, &analysis, &opts)?, None)?;
+    let mut opts = opts;
     for (format, path) in a.flags.export.files() {
-        let mut opts = report_options(&a.flags)?;
         opts.format = format;
-        emit(&report::compare::render(&c, &opts)?, Some(path))?;
+        emit(&report::compare::render(&c, &analysis, &opts)?, Some(path))?;
     }
     Ok(())
 }

@@ -338,9 +338,20 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
 
 /// Render a comparison in any report format. The comparison's warnings
 /// lead the text and markdown outputs and join the analysis warnings.
-pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
-    let mut a: Analysis =
-        analysis::analyze(&c.data, &opts.analysis).map_err(Error::into_bad_input)?;
+/// The comparison's analysis, computed once for every format written.
+pub fn analyze(c: &Compared, opts: &analysis::Options) -> Result<Analysis> {
+    Ok(analysis::analyze(&c.data, opts).map_err(Error::into_bad_input)?)
+}
+
+/// `c` with its analysis `a` in `opts.format`: each metric in the unit its
+/// values read best in (JSON keeps the stored units, as `report` does), and
+/// text fitted to 80 columns as `report`'s.
+pub fn render(c: &Compared, a: &Analysis, opts: &ReportOptions) -> Result<String> {
+    let mut a = if opts.format == Format::Json {
+        a.clone()
+    } else {
+        super::units::rescale(a, opts.time_unit)
+    };
     if opts.format == Format::Html {
         return html::render(&c.data, &a, &c.extras);
     }
@@ -359,7 +370,7 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
         Format::Text => escape::terminal_safe_lines(&format!(
             "{lead}{}{}",
             if lead.is_empty() { "" } else { "\n" },
-            text::render(
+            text::fit(&text::render(
                 &a,
                 opts.detail,
                 &format!(
@@ -367,7 +378,7 @@ pub fn render(c: &Compared, opts: &ReportOptions) -> Result<String> {
                     sections::workload_series(&c.data, &a.configs),
                     sections::profiles(&c.data, &a.configs, 10)
                 )
-            )
+            ))
         )),
         Format::Markdown => {
             let q: String = c
