@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 use serde::{Deserialize, Serialize};
 
 /// How one run ended.
@@ -114,20 +113,6 @@ macro_rules! as_text {
         impl PartialEq<&str> for $t {
             fn eq(&self, word: &&str) -> bool {
                 self.as_str() == *word
-            }
-        }
-
-        impl ToSql for $t {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $t {
-            fn column_result(v: ValueRef<'_>) -> FromSqlResult<Self> {
-                let s = v.as_str()?;
-                <$t>::parse(s)
-                    .ok_or_else(|| FromSqlError::Other(format!("unknown status '{s}'").into()))
             }
         }
     };

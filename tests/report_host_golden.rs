@@ -117,6 +117,8 @@ fn host_data() -> ExperimentData {
         status: ExperimentStatus::Complete,
         entered_config: None,
         self_usage: None,
+        fleet_id: None,
+        fleet_host: None,
         configs,
         workloads: vec!["w".into(), "v".into()],
     };

@@ -90,6 +90,8 @@ fn data(
             status: ExperimentStatus::Complete,
             entered_config: None,
             self_usage: None,
+            fleet_id: None,
+            fleet_host: None,
             configs: configs.iter().map(|c| c.to_string()).collect(),
             workloads,
         },

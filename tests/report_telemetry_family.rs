@@ -104,6 +104,8 @@ fn data(monitor: bool) -> ExperimentData {
             status: sysdelta::status::ExperimentStatus::Complete,
             entered_config: None,
             self_usage: None,
+            fleet_id: None,
+            fleet_host: None,
             configs,
             workloads: vec!["a".into(), "b".into()],
         },

@@ -30,9 +30,11 @@ use output::{die_of_broken_pipe, quiet_on_broken_pipe};
     about = "What did the change cost, and is it beyond the noise?"
 )]
 pub struct Cli {
-    /// The SQLite store of the commands that keep or read experiments
-    /// [default: sysdelta.db]; micro and transport keep none.
-    #[arg(long, global = true, value_name = "FILE")]
+    /// Where experiments are kept and read: an SQLite file, or a team's
+    /// PostgreSQL database as postgresql://USER:PASSWORD@HOST[:PORT]/DB
+    /// [default: $SYSDELTA_STORE, else sysdelta.db]; micro and transport
+    /// keep none.
+    #[arg(long, global = true, value_name = "FILE|URL")]
     pub store: Option<PathBuf>,
     #[command(subcommand)]
     pub cmd: Cmd,
@@ -81,8 +83,6 @@ pub enum Cmd {
 /// Run one parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     let given = cli.store.is_some();
-    let store_path = cli.store.unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
-    let store = store_path.as_path();
     // One way to say one thing: a store given where none is used is a
     // mistake, not an option silently ignored.
     let storeless = match &cli.cmd {
@@ -96,6 +96,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             "--store: {what} keeps and reads no experiments"
         )));
     }
+    let store_path = match storeless {
+        Some(_) => PathBuf::from(DEFAULT_PATH),
+        None => store_location(cli.store)?,
+    };
+    let store = store_path.as_path();
     match cli.cmd {
         Cmd::Run(a) => run::run(&a, store),
         Cmd::Ab(a) => run::ab(&a, store),
@@ -123,6 +128,19 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             crate::transport::cli::run(&args).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Env(a) => env::run(&a, store).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// The store a command uses: `--store`, else `SYSDELTA_STORE`, else
+/// `sysdelta.db`; a PostgreSQL URL becomes its anchor on this machine
+/// (see `store::pg`), after the server has taken the URL.
+fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
+    let named = given
+        .or_else(|| std::env::var_os("SYSDELTA_STORE").filter(|s| !s.is_empty()).map(PathBuf::from))
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
+    match named.to_str() {
+        Some(url) if crate::store::pg::is_url(url) => crate::store::pg::anchor_for(url),
+        _ => Ok(named),
     }
 }
 

@@ -300,6 +300,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
         fingerprint: first.fingerprint.clone(),
         seed: first.seed,
         order: "separate-experiments".into(),
+        fleet_id: None,
+        fleet_host: None,
         runs_per_cell: picked
             .iter()
             .map(|p| p.0.info.runs_per_cell)

@@ -8,9 +8,9 @@
 //! runs it did not deliver.
 
 use anyhow::Result;
-use rusqlite::params;
 use serde::Serialize;
 
+use super::db::vals;
 use super::Store;
 use crate::status::BootStatus;
 
@@ -76,21 +76,20 @@ impl Store {
         accel: &str,
         started_at: f64,
     ) -> Result<i64> {
-        self.conn.execute(
+        self.db.value(
             "INSERT INTO boots (experiment_id, config, block, position, accel, started_at, status)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
-            params![exp, config, block, position, accel, started_at],
-        )?;
-        Ok(self.conn.last_insert_rowid())
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running') RETURNING id",
+            &vals![exp, config, block, position, accel, started_at],
+        )
     }
 
     /// Store what the guest said about itself (before it is checked, so a
     /// boot refused for its identity still shows what booted).
     pub fn boot_identity(&self, boot: i64, id: &BootIdentity) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE boots SET launch_to_hello_s = ?2, uname = ?3, proc_version = ?4, cmdline = ?5,
              cpus = ?6, mem_total_kib = ?7 WHERE id = ?1",
-            params![
+            &vals![
                 boot,
                 id.launch_to_hello_s,
                 id.uname,
@@ -105,17 +104,17 @@ impl Store {
 
     /// Record how a boot ended.
     pub fn end_boot(&self, boot: i64, end: &BootEnd) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE boots SET status = ?2, reason = ?3, console_tail = ?4, runs = ?5 WHERE id = ?1",
-            params![
+            &vals![
                 boot,
                 if end.ok {
                     BootStatus::Ok
                 } else {
                     BootStatus::Failed
                 },
-                end.reason,
-                end.console_tail,
+                end.reason.as_deref(),
+                end.console_tail.as_deref(),
                 end.runs
             ],
         )?;
@@ -124,22 +123,22 @@ impl Store {
 
     /// Boots a sysdelta that died left `running`: failed, with why.
     pub fn fail_running_boots(&self, exp: i64, reason: &str) -> Result<usize> {
-        Ok(self.conn.execute(
+        self.db.execute(
             "UPDATE boots SET status = 'failed', reason = ?2,
              runs = (SELECT COUNT(*) FROM runs WHERE runs.boot_id = boots.id AND runs.warmup = 0)
              WHERE experiment_id = ?1 AND status = 'running'",
-            params![exp, reason],
-        )?)
+            &vals![exp, reason],
+        )
     }
 
     /// The boots of an experiment, in the order they were launched.
     pub fn boots(&self, exp: i64) -> Result<Vec<StoredBoot>> {
-        let mut st = self.conn.prepare(
+        self.db.query(
             "SELECT id, config, block, position, accel, started_at, launch_to_hello_s, status,
              reason, console_tail, uname, proc_version, cmdline, cpus, mem_total_kib, runs
              FROM boots WHERE experiment_id = ?1 ORDER BY id",
-        )?;
-        let rows = st.query_map([exp], |r| {
+            &vals![exp],
+            |r| {
             Ok(StoredBoot {
                 id: r.get(0)?,
                 config: r.get(1)?,
@@ -155,10 +154,10 @@ impl Store {
                 proc_version: r.get(11)?,
                 cmdline: r.get(12)?,
                 cpus: r.get(13)?,
-                mem_total_kib: r.get::<_, Option<i64>>(14)?.map(|v| v as u64),
+                mem_total_kib: r.get::<Option<i64>>(14)?.map(|v| v as u64),
                 runs: r.get(15)?,
             })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+            },
+        )
     }
 }

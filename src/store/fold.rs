@@ -125,12 +125,12 @@ impl Store {
         contents: &runlog::Contents,
         why: &str,
     ) -> Result<()> {
-        let mut stored = self.conn.prepare_cached(
-            "SELECT 1 FROM runs WHERE experiment_id = ?1 AND block = ?2 AND seq = ?3",
-        )?;
         let mut missing = 0;
         for r in &contents.records {
-            if !stored.exists(params![r.row.experiment_id, r.row.block, r.row.seq])? {
+            if !self.db.exists(
+                "SELECT 1 FROM runs WHERE experiment_id = ?1 AND block = ?2 AND seq = ?3",
+                &vals![r.row.experiment_id, r.row.block, r.row.seq],
+            )? {
                 missing += 1;
             }
         }
@@ -158,16 +158,16 @@ impl Store {
         }
         self.in_transaction(|| {
             for (i, record) in records.iter().enumerate() {
-                self.conn.execute_batch("SAVEPOINT fold_record")?;
+                self.db.batch("SAVEPOINT fold_record")?;
                 let inserted = self
                     .check_fits(&record.row)
                     .and_then(|()| self.insert_row(&record.row));
                 if let Err(e) = inserted {
-                    self.conn
-                        .execute_batch("ROLLBACK TO fold_record; RELEASE fold_record")?;
+                    self.db
+                        .batch("ROLLBACK TO fold_record; RELEASE fold_record")?;
                     return Ok(Some((i, e)));
                 }
-                self.conn.execute_batch("RELEASE fold_record")?;
+                self.db.batch("RELEASE fold_record")?;
             }
             Ok(None)
         })
@@ -180,13 +180,10 @@ impl Store {
     /// such check.
     pub(super) fn check_fits(&self, r: &runlog::RunRow) -> Result<()> {
         let exp = r.experiment_id;
-        let has = |sql: &str, name: &str| -> Result<bool> {
-            Ok(self.conn.prepare_cached(sql)?.exists(params![exp, name])?)
-        };
+        let has = |sql: &str, name: &str| -> Result<bool> { self.db.exists(sql, &vals![exp, name]) };
         if !self
-            .conn
-            .prepare_cached("SELECT 1 FROM experiments WHERE id = ?1")?
-            .exists([exp])?
+            .db
+            .exists("SELECT 1 FROM experiments WHERE id = ?1", &vals![exp])?
         {
             return Err(anyhow::anyhow!("experiment {exp} is not in this store"));
         }
@@ -233,7 +230,9 @@ impl Store {
         self.flush_runs()
     }
 
-    /// Fold the run log into the tables now, if it holds anything.
+    /// Fold the run log into the tables now, if it holds anything
+    /// (before a read of runs, and at the end: a PostgreSQL server out of
+    /// reach is waited for, up to the database's patience).
     pub fn flush_runs(&self) -> Result<()> {
         let mut guard = self.log.borrow_mut();
         let Some(log) = guard.as_mut() else {
@@ -244,6 +243,39 @@ impl Store {
         }
         self.fold_rows(&log.pending)?;
         log.emptied()
+    }
+
+    /// The fold that falls due while runs go on: with a PostgreSQL server
+    /// out of reach (a network blip, a restart), the runs stay in the
+    /// local log, the experiment goes on, and a later fold adds them. One
+    /// warning when that starts and one when the server is back.
+    pub(super) fn fold_when_reachable(&self) -> Result<()> {
+        if !self.db.is_pg() {
+            return self.flush_runs();
+        }
+        // One quick try to reconnect: the next fold tries again.
+        let patience = self.db.set_patience(std::time::Duration::ZERO);
+        let folded = self.flush_runs();
+        self.db.set_patience(patience);
+        match folded {
+            Err(e) if db::is_unreachable(&e) => {
+                if !self.unreachable.replace(true) {
+                    let log = runlog::path_for(&self.path);
+                    eprintln!(
+                        "sysdelta: warning: {e:#}; runs are kept in {} until it is back, and the experiment goes on",
+                        log.display()
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => Err(e),
+            Ok(()) => {
+                if self.unreachable.replace(false) {
+                    eprintln!("sysdelta: {}: reachable again; the runs kept meanwhile are stored", self.shown());
+                }
+                Ok(())
+            }
+        }
     }
 
     /// Fold what is left, remove the log file, and go back to committing
@@ -279,15 +311,15 @@ impl Store {
 
     /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.
     pub(super) fn in_transaction<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        self.conn.prepare_cached("BEGIN")?.execute([])?;
+        self.db.begin()?;
         let committed = f().and_then(|v| {
-            self.conn.prepare_cached("COMMIT")?.execute([])?;
+            self.db.commit()?;
             Ok(v)
         });
-        if committed.is_err() && !self.conn.is_autocommit() {
+        if committed.is_err() {
             // Never leave the transaction open: later writes (the next run,
             // the experiment's status) would go into it and be lost.
-            let _ = self.conn.execute_batch("ROLLBACK");
+            self.db.rollback();
         }
         committed
     }

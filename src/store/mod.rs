@@ -14,11 +14,13 @@
 //! it.
 
 pub mod boots;
+pub(crate) mod db;
 mod fold;
 pub mod lock;
 mod open;
 pub(crate) use open::read_only_connection;
 pub mod peek;
+pub mod pg;
 mod read;
 pub mod runlog;
 pub mod schema;
@@ -30,10 +32,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
 use crate::error::bad;
+use db::{vals, Db};
 use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
 use crate::overrides::{Order, Overrides};
@@ -43,13 +46,15 @@ pub use boots::{BootEnd, StoredBoot};
 pub const DEFAULT_PATH: &str = "sysdelta.db";
 
 pub struct Store {
-    conn: Connection,
+    db: Db,
     path: PathBuf,
     /// Open while an experiment runs: where [`Store::record_run`] appends.
     log: RefCell<Option<runlog::RunLog>>,
     /// Why this process cannot write the store, if it cannot: it is then
     /// open read-only (see [`Store::open`]).
     read_only: Option<String>,
+    /// A PostgreSQL server was out of reach at the last fold (said once).
+    unreachable: std::cell::Cell<bool>,
 }
 
 pub struct NewExperiment<'a> {
@@ -123,6 +128,12 @@ pub struct ExperimentInfo {
     pub self_usage: Option<serde_json::Value>,
     pub configs: Vec<String>,
     pub workloads: Vec<String>,
+    /// The fleet run this experiment is one host's part of, if any
+    /// (`fleets.id`), and that host's name in the fleet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_host: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -183,8 +194,25 @@ pub struct ExperimentData {
 }
 
 impl Store {
+    /// The store's file; for a PostgreSQL store, its local anchor (see
+    /// [`pg`]): what the run log, journal and lock of this machine sit
+    /// beside.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How the store is named in messages: its file, or its URL without
+    /// the password.
+    pub fn shown(&self) -> String {
+        match &self.db {
+            Db::Sqlite(_) => self.path.display().to_string(),
+            Db::Pg(pg) => pg.shown().to_string(),
+        }
+    }
+
+    /// Whether the store is on a PostgreSQL server.
+    pub fn is_pg(&self) -> bool {
+        self.db.is_pg()
     }
 
     /// `<store><suffix>` as an absolute path: the files kept next to a

@@ -13,6 +13,9 @@ impl Store {
     /// read-only: nothing is migrated or folded, and not a byte is written
     /// in or next to it.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
+        if let Some(url) = pg::pointer_url(path) {
+            return Store::open_pg(path, &url, create);
+        }
         let p = path.display();
         if create && !path.exists() && Store::why_not_writable(path, false).is_none() {
             Store::create_whole(path)?;
@@ -47,15 +50,32 @@ impl Store {
             Some(_) => Store::connect_read_only(path),
         }
         .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
-        let store = Store {
-            conn,
-            path: path.to_path_buf(),
-            log: RefCell::new(None),
-            read_only,
-        };
+        let store = Store::with(Db::Sqlite(conn), path, read_only);
         store.check_and_migrate(create)?;
         store.fold_orphaned_log()?;
         Ok(store)
+    }
+
+    /// Open the PostgreSQL store `url`, anchored at `anchor` on this
+    /// machine (see [`pg`]): connected, its schema checked and migrated as
+    /// a file's is, and what a dead run here left in the run log folded.
+    pub(super) fn open_pg(anchor: &Path, url: &str, create: bool) -> Result<Store> {
+        let url = pg::Url::parse(url)?;
+        let conn = db::Pg::connect(url.config.clone(), url.shown.clone())?;
+        let store = Store::with(Db::Pg(Box::new(conn)), anchor, None);
+        store.check_and_migrate(create)?;
+        store.fold_orphaned_log()?;
+        Ok(store)
+    }
+
+    fn with(db: Db, path: &Path, read_only: Option<String>) -> Store {
+        Store {
+            db,
+            path: path.to_path_buf(),
+            log: RefCell::new(None),
+            read_only,
+            unreachable: std::cell::Cell::new(false),
+        }
     }
 
     /// Make a new store at `path` whole or not at all: its schema is
@@ -81,12 +101,7 @@ impl Store {
                     | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
-            let store = Store {
-                conn,
-                path: tmp.clone(),
-                log: RefCell::new(None),
-                read_only: None,
-            };
+            let store = Store::with(Db::Sqlite(conn), &tmp, None);
             store.check_and_migrate(true)?;
             // Closing the only connection checkpoints the WAL into the file.
             drop(store);
@@ -146,35 +161,56 @@ impl Store {
     /// store of an SQLite database without tables; a read-only store is
     /// never changed: one that needs a migration is refused.
     pub(super) fn check_and_migrate(&self, create: bool) -> Result<()> {
-        let p = self.path.display();
-        self.conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let p = self.shown();
+        if let Db::Sqlite(conn) = &self.db {
+            conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        }
+        // Two hosts that open a new team store at once: one migrates, the
+        // other waits and finds it done (the lock ends with the transaction).
+        let locked = self.db.is_pg() && self.read_only.is_none();
+        if locked {
+            self.db.begin()?;
+            self.db.value::<Option<String>>("SELECT CAST(pg_advisory_xact_lock(7573) AS TEXT)", &[])?;
+        }
+        let checked = self.check_and_migrate_locked(create, &p);
+        if locked {
+            match &checked {
+                Ok(()) => self.db.commit()?,
+                Err(_) => self.db.rollback(),
+            }
+        }
+        checked
+    }
+
+    fn check_and_migrate_locked(&self, create: bool, p: &str) -> Result<()> {
+        let (kind, tables_sql) = match &self.db {
+            Db::Sqlite(_) => ("an SQLite database", "SELECT name FROM sqlite_master WHERE type = 'table'"),
+            Db::Pg(_) => (
+                "a PostgreSQL database",
+                "SELECT CAST(table_name AS TEXT) FROM information_schema.tables WHERE table_schema = current_schema()",
+            ),
+        };
         // Reading the schema is the first access: a file that is not SQLite fails here, untouched.
         let tables: Vec<String> = self
-            .conn
-            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-            .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+            .db
+            .query(tables_sql, &[], |r| r.get(0))
+            .map_err(|e| bad(format!("{p}: not a sysdelta store ({e:#})")))?;
         let version: i64 = if tables.iter().any(|t| t == "meta") {
             let app: Option<String> = self
-                .conn
-                .query_row("SELECT value FROM meta WHERE key = 'app'", [], |r| r.get(0))
-                .optional()
-                .map_err(|e| bad(format!("{p}: not a sysdelta store ({e})")))?;
+                .db
+                .query_opt("SELECT value FROM meta WHERE key = 'app'", &[], |r| r.get(0))
+                .map_err(|e| bad(format!("{p}: not a sysdelta store ({e:#})")))?;
             if app.as_deref() != Some(schema::APP_ID) {
                 return Err(bad(format!(
                     "{p}: not a sysdelta store (its meta table belongs to something else)"
                 )));
             }
             let v: String = self
-                .conn
-                .query_row(
-                    "SELECT value FROM meta WHERE key = 'schema_version'",
-                    [],
-                    |r| r.get(0),
-                )
+                .db
+                .value("SELECT value FROM meta WHERE key = 'schema_version'", &[])
                 .map_err(|e| {
                     bad(format!(
-                        "{p}: damaged sysdelta store, no schema version ({e})"
+                        "{p}: damaged sysdelta store, no schema version ({e:#})"
                     ))
                 })?;
             v.parse()
@@ -182,12 +218,10 @@ impl Store {
         } else if tables.is_empty() && create {
             0
         } else if tables.is_empty() {
-            return Err(bad(format!(
-                "{p}: not a sysdelta store (an SQLite database without tables)"
-            )));
+            return Err(bad(format!("{p}: not a sysdelta store ({kind} without tables)")));
         } else {
             return Err(bad(format!(
-                "{p}: not a sysdelta store (an SQLite database with other tables: {})",
+                "{p}: not a sysdelta store ({kind} with other tables: {})",
                 tables.join(", ")
             )));
         };
@@ -205,26 +239,55 @@ impl Store {
             }
             return Ok(());
         }
-        self.conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .context("setting WAL mode")?;
-        self.conn.pragma_update(None, "synchronous", "NORMAL")?;
-        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        if let Db::Sqlite(conn) = &self.db {
+            conn.pragma_update(None, "journal_mode", "WAL")
+                .context("setting WAL mode")?;
+            conn.pragma_update(None, "synchronous", "NORMAL")?;
+            conn.pragma_update(None, "foreign_keys", "ON")?;
+        }
         if version < known {
-            let tx = self.conn.unchecked_transaction()?;
-            for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
-                tx.execute_batch(m)
-                    .with_context(|| format!("migrating store to v{}", i + 1))?;
+            let migrate = || -> Result<()> {
+                for (i, m) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+                    let sql = match self.db.is_pg() {
+                        true => schema::for_postgresql(m),
+                        false => m.to_string(),
+                    };
+                    self.db
+                        .batch(&sql)
+                        .with_context(|| format!("migrating store to v{}", i + 1))?;
+                    if i + 1 == schema::UIDS_FROM {
+                        self.give_uids()?;
+                    }
+                }
+                for (key, value) in [("app", schema::APP_ID.to_string()), ("schema_version", known.to_string())] {
+                    self.db.execute(
+                        "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                         ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                        &vals![key, &value],
+                    )?;
+                }
+                Ok(())
+            };
+            // PostgreSQL migrates inside the locked transaction already open.
+            match self.db.is_pg() {
+                true => migrate()?,
+                false => self.in_transaction(migrate)?,
             }
-            tx.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('app', ?1)",
-                [schema::APP_ID],
+        }
+        Ok(())
+    }
+
+    /// Give each experiment stored before uids existed its own (see
+    /// [`write::new_uid`]), so it too can be pushed and pulled.
+    fn give_uids(&self) -> Result<()> {
+        let ids: Vec<i64> = self
+            .db
+            .query("SELECT id FROM experiments WHERE uid IS NULL", &[], |r| r.get(0))?;
+        for id in ids {
+            self.db.execute(
+                "UPDATE experiments SET uid = ?2 WHERE id = ?1",
+                &vals![id, &super::write::new_uid()],
             )?;
-            tx.execute(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
-                [known.to_string()],
-            )?;
-            tx.commit()?;
         }
         Ok(())
     }

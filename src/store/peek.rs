@@ -28,6 +28,9 @@ pub struct Entered {
 /// file cannot be read as a store: what cannot be read cannot be resumed
 /// either.
 pub fn entered_configs(path: &Path) -> Vec<Entered> {
+    if super::pg::pointer_url(path).is_some() {
+        return entered_on_server(path);
+    }
     let Ok(conn) = read_only_connection(path) else {
         return Vec::new();
     };
@@ -51,4 +54,36 @@ pub fn entered_configs(path: &Path) -> Vec<Entered> {
             .collect::<Result<Vec<_>, _>>()
         });
     rows.unwrap_or_default()
+}
+
+/// [`entered_configs`] of a PostgreSQL store (see [`super::pg`]): the
+/// experiments of this machine's host name that a run left inside a
+/// config (other hosts' are theirs to resume). Opening it folds what a
+/// dead run here left in the local run log, which is this machine's own.
+fn entered_on_server(anchor: &Path) -> Vec<Entered> {
+    let Ok(store) = super::Store::open(anchor, false) else {
+        return Vec::new();
+    };
+    let host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    store
+        .db
+        .query(
+            "SELECT id, name, entered_config, plan_source, plan_text, overrides \
+             FROM experiments WHERE entered_config IS NOT NULL AND host = ?1 ORDER BY id",
+            &super::db::vals![&host],
+            |r| {
+                let overrides: String = r.get(5)?;
+                Ok(Entered {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    config: r.get(2)?,
+                    plan_source: r.get(3)?,
+                    plan_text: r.get(4)?,
+                    overrides: serde_json::from_str(&overrides).unwrap_or_default(),
+                })
+            },
+        )
+        .unwrap_or_default()
 }

@@ -8,8 +8,8 @@
 //! inside this transaction.
 
 use anyhow::Result;
-use rusqlite::params;
 
+use super::db::vals;
 use super::runlog::RunRow;
 use super::write::insert_experiment;
 use super::{NewExperiment, RunRecord, Store};
@@ -35,12 +35,12 @@ impl Store {
     pub fn insert_whole(&self, w: &WholeExperiment) -> Result<i64> {
         let mut rows = w.runs.iter().map(RunRow::of).collect::<Result<Vec<_>>>()?;
         self.in_transaction(|| {
-            let id = insert_experiment(&self.conn, &w.experiment, Some(w.source))?;
+            let id = insert_experiment(&self.db, &w.experiment, Some(w.source))?;
             for (workload, specs) in w.metrics {
                 for (ord, m) in specs.iter().enumerate() {
-                    self.conn.execute(
+                    self.db.execute(
                         "INSERT INTO metrics VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![id, workload, m.name, m.unit, m.direction.as_str(), ord],
+                        &vals![id, workload, &m.name, &m.unit, m.direction.as_str(), ord],
                     )?;
                 }
             }

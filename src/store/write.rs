@@ -6,42 +6,33 @@ use super::*;
 
 impl Store {
     pub fn create_experiment(&self, e: &NewExperiment) -> Result<i64> {
-        let tx = self.conn.unchecked_transaction()?;
-        let id = insert_experiment(&tx, e, None)?;
-        tx.commit()?;
-        Ok(id)
+        self.in_transaction(|| insert_experiment(&self.db, e, None))
     }
 
     /// Declare metrics of a workload (idempotent; keeps the first order seen).
     pub fn declare_metrics(&self, exp: i64, workload: &str, specs: &[MetricSpec]) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
-        let base: i64 = tx.query_row(
-            "SELECT COALESCE(MAX(ord) + 1, 0) FROM metrics WHERE experiment_id = ?1 AND workload = ?2",
-            params![exp, workload],
-            |r| r.get(0),
-        )?;
-        for (i, m) in specs.iter().enumerate() {
-            tx.execute(
-                "INSERT OR IGNORE INTO metrics VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![
-                    exp,
-                    workload,
-                    m.name,
-                    m.unit,
-                    m.direction.as_str(),
-                    base + i as i64
-                ],
+        self.in_transaction(|| {
+            let base: i64 = self.db.value(
+                "SELECT COALESCE(MAX(ord) + 1, 0) FROM metrics WHERE experiment_id = ?1 AND workload = ?2",
+                &vals![exp, workload],
             )?;
-        }
-        tx.commit()?;
-        Ok(())
+            for (i, m) in specs.iter().enumerate() {
+                self.db.execute(
+                    "INSERT INTO metrics VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
+                    &vals![
+                        exp,
+                        workload,
+                        &m.name,
+                        &m.unit,
+                        m.direction.as_str(),
+                        base + i as i64
+                    ],
+                )?;
+            }
+            Ok(())
+        })
     }
 
-    /// Commit one run with all its samples, atomically.
-    ///
-    /// This is on the path between two runs, so every statement, BEGIN and
-    /// COMMIT included, comes from the prepared-statement cache: parsing
-    /// them afresh cost more than the commit's WAL writes.
     /// Record one run: appended to the run log while one is open (see
     /// [`Store::log_runs`]; folded when due), else committed at once.
     pub fn record_run(&self, r: &RunRecord) -> Result<()> {
@@ -59,63 +50,63 @@ impl Store {
             None => return self.in_transaction(|| self.insert_row(&row)),
         };
         if due {
-            self.flush_runs()?;
+            self.fold_when_reachable()?;
         }
         Ok(())
     }
 
     /// The inserts of one run, inside the caller's transaction; nothing
     /// when that (experiment, block, seq) is already stored.
+    ///
+    /// This is on the path between two runs, so every statement comes
+    /// from the prepared-statement cache: parsing them afresh cost more
+    /// than the commit's WAL writes.
     pub(super) fn insert_row(&self, r: &runlog::RunRow) -> Result<()> {
-        let inserted = self
-            .conn
-            .prepare_cached(
-                "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
-                 reason, stderr_tail, exit_code, started_at, boot_id)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-                 ON CONFLICT (experiment_id, block, seq) DO NOTHING",
-            )?
-            .execute(params![
+        let Some(run_id) = self.db.query_opt(
+            "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
+             reason, stderr_tail, exit_code, started_at, boot_id)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+             ON CONFLICT (experiment_id, block, seq) DO NOTHING RETURNING id",
+            &vals![
                 r.experiment_id,
                 r.block,
                 r.seq,
-                r.config,
-                r.workload,
+                &r.config,
+                &r.workload,
                 r.warmup,
-                r.status,
-                r.reason,
-                r.stderr_tail,
+                r.status.as_str(),
+                r.reason.as_deref(),
+                r.stderr_tail.as_deref(),
                 r.exit_code,
                 r.started_at,
                 r.boot
-            ])?;
-        if inserted == 0 {
+            ],
+            |row| row.get::<i64>(0),
+        )?
+        else {
             return Ok(());
-        }
-        let run_id = self.conn.last_insert_rowid();
-        let mut st = self
-            .conn
-            .prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
+        };
         for (metric, values) in &r.samples {
             for (i, v) in values.iter().enumerate() {
-                st.execute(params![run_id, metric, i, f64::from_bits(*v)])?;
+                self.db.execute(
+                    "INSERT INTO samples VALUES (?1, ?2, ?3, ?4)",
+                    &vals![run_id, metric, i, f64::from_bits(*v)],
+                )?;
             }
         }
-        if !r.series.is_empty() {
-            let mut st = self
-                .conn
-                .prepare_cached("INSERT OR REPLACE INTO series VALUES (?1, ?2, ?3, ?4, ?5)")?;
-            for (name, unit, t, v) in &r.series {
-                st.execute(params![run_id, name, unit, t, v])?;
-            }
+        for (name, unit, t, v) in &r.series {
+            self.db.execute(
+                "INSERT INTO series VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, name)
+                 DO UPDATE SET unit = excluded.unit, t_json = excluded.t_json, v_json = excluded.v_json",
+                &vals![run_id, name, unit, t, v],
+            )?;
         }
-        if !r.profile.is_empty() {
-            let mut st = self
-                .conn
-                .prepare_cached("INSERT OR REPLACE INTO profiles VALUES (?1, ?2, ?3, ?4)")?;
-            for (sym, kernel, n) in &r.profile {
-                st.execute(params![run_id, sym, kernel, *n as i64])?;
-            }
+        for (sym, kernel, n) in &r.profile {
+            self.db.execute(
+                "INSERT INTO profiles VALUES (?1, ?2, ?3, ?4) ON CONFLICT (run_id, symbol, kernel)
+                 DO UPDATE SET samples = excluded.samples",
+                &vals![run_id, sym, *kernel, *n as i64],
+            )?;
         }
         Ok(())
     }
@@ -123,9 +114,9 @@ impl Store {
     /// Record which config is entered (None: none). Its environment is
     /// cleared: [`Store::set_entered_env`] sets it once the enter succeeded.
     pub fn set_entered_config(&self, exp: i64, config: Option<&str>) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
-            params![exp, config],
+            &vals![exp, config],
         )?;
         Ok(())
     }
@@ -133,17 +124,17 @@ impl Store {
     /// The environment the entered config gives its processes (what its
     /// setup exported included), for a teardown after a crash.
     pub fn set_entered_env(&self, exp: i64, env: &[(String, String)]) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE experiments SET entered_env = ?2 WHERE id = ?1",
-            params![exp, serde_json::to_string(env)?],
+            &vals![exp, &serde_json::to_string(env)?],
         )?;
         Ok(())
     }
 
     pub fn add_event(&self, exp: i64, kind: &str, message: &str) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "INSERT INTO events (experiment_id, kind, message) VALUES (?1, ?2, ?3)",
-            params![exp, kind, message],
+            &vals![exp, kind, message],
         )?;
         Ok(())
     }
@@ -158,18 +149,19 @@ impl Store {
         // done; its status is recorded even when that fails (the log stays
         // for the next open, and the error is returned).
         let flushed = self.flush_runs();
-        self.conn.execute(
+        let usage = self_usage.map(|v| v.to_string());
+        self.db.execute(
             "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
-                 finished_at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?1",
-            params![exp, status, self_usage.map(|v| v.to_string())],
+                 finished_at = {now} WHERE id = ?1",
+            &vals![exp, status, usage.as_deref()],
         )?;
         flushed
     }
 
     pub fn set_status(&self, exp: i64, status: ExperimentStatus) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE experiments SET status = ?2 WHERE id = ?1",
-            params![exp, status],
+            &vals![exp, status],
         )?;
         Ok(())
     }
@@ -177,21 +169,32 @@ impl Store {
     /// Mark an experiment as imported: `source` says from what (shown by
     /// every report). NULL (the default) means sysdelta measured it.
     pub fn set_source(&self, exp: i64, source: &str) -> Result<()> {
-        self.conn.execute(
+        self.db.execute(
             "UPDATE experiments SET source = ?2 WHERE id = ?1",
-            params![exp, source],
+            &vals![exp, source],
+        )?;
+        Ok(())
+    }
+
+    /// Make this experiment one host's part of fleet run `fleet`, the
+    /// host being called `host` there.
+    pub fn set_fleet(&self, exp: i64, fleet: i64, host: &str) -> Result<()> {
+        self.db.execute(
+            "UPDATE experiments SET fleet_id = ?2, fleet_host = ?3 WHERE id = ?1",
+            &vals![exp, fleet, host],
         )?;
         Ok(())
     }
 }
 
-/// Insert `e`'s row, configs and workloads on `conn`, inside a transaction
-/// the caller opens and commits (an import stores its runs in the same one);
+/// Insert `e`'s row, configs and workloads, inside a transaction the
+/// caller opens and commits (an import stores its runs in the same one);
 /// returns the new id. Measured here (`imported_from` is `None`) it starts
 /// `running`; imported, it is stored `complete` and finished now, with where
-/// its samples came from (`experiments.source`).
+/// its samples came from (`experiments.source`). Each experiment gets a
+/// random `uid`, by which `push` and `pull` know it in any store.
 pub(super) fn insert_experiment(
-    conn: &Connection,
+    db: &Db,
     e: &NewExperiment,
     imported_from: Option<&str>,
 ) -> Result<i64> {
@@ -200,19 +203,22 @@ pub(super) fn insert_experiment(
     } else {
         ExperimentStatus::Running
     };
-    conn.execute(
+    let overrides = serde_json::to_string(e.overrides)?;
+    let fingerprint = serde_json::to_string(e.fingerprint)?;
+    let uid = new_uid();
+    let id: i64 = db.value(
         "INSERT INTO experiments (name, label, plan_source, plan_text, overrides, host, fingerprint, seed,
-             run_order, runs_per_cell, warmup, baseline, status, finished_at, source)
+             run_order, runs_per_cell, warmup, baseline, status, finished_at, source, uid, created_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13,
-             CASE WHEN ?13 = 'complete' THEN strftime('%Y-%m-%dT%H:%M:%SZ','now') END, ?14)",
-        params![
+             CASE WHEN ?13 = 'complete' THEN {now} END, ?14, ?15, {now}) RETURNING id",
+        &vals![
             e.name,
             e.label,
             e.plan_source,
             e.plan_text,
-            serde_json::to_string(e.overrides)?,
+            &overrides,
             e.host,
-            serde_json::to_string(e.fingerprint)?,
+            &fingerprint,
             e.seed as i64,
             e.order.as_str(),
             e.runs,
@@ -220,17 +226,22 @@ pub(super) fn insert_experiment(
             e.baseline,
             status,
             imported_from,
+            &uid,
         ],
     )?;
-    let id = conn.last_insert_rowid();
     for (i, c) in e.configs.iter().enumerate() {
-        conn.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", params![id, i, c])?;
+        db.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", &vals![id, i, c])?;
     }
     for (i, w) in e.workloads.iter().enumerate() {
-        conn.execute(
-            "INSERT INTO workloads VALUES (?1, ?2, ?3)",
-            params![id, i, w],
-        )?;
+        db.execute("INSERT INTO workloads VALUES (?1, ?2, ?3)", &vals![id, i, w])?;
     }
     Ok(id)
+}
+
+/// 128 random bits as 32 hex digits: an experiment's or fleet's name in
+/// every store it is copied to.
+pub(crate) fn new_uid() -> String {
+    use rand::Rng;
+    let bits: u128 = rand::rng().random();
+    format!("{bits:032x}")
 }

@@ -201,6 +201,8 @@ mod tests {
             status: crate::status::ExperimentStatus::Complete,
             entered_config: None,
             self_usage: None,
+            fleet_id: None,
+            fleet_host: None,
             configs,
             workloads: vec!["sweep".into()],
         };

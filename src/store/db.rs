@@ -1,0 +1,643 @@
+//! The two databases a store can live in, SQLite (a file, the default)
+//! and PostgreSQL (a team's server), behind the few calls the store makes:
+//! execute, query, a batch of statements, and a transaction's begin,
+//! commit and rollback.
+//!
+//! The store's SQL is written once, in the dialect both understand
+//! (`INSERT ... ON CONFLICT`, `RETURNING`, `CAST(... AS BIGINT)`), with
+//! SQLite's `?N` parameters, which become `$N` for PostgreSQL, and `{now}`
+//! for the current UTC time as RFC 3339 text, which each database writes
+//! its own way. Values go in as [`Value`] and come out through
+//! [`FromCol`], so no statement knows which database runs it.
+//!
+//! PostgreSQL is reached over a network that can fail and a server that
+//! can restart: a statement outside a transaction that fails because the
+//! connection is gone is tried again on a new connection until
+//! [`Db::set_patience`]'s time is up; inside a transaction the failure is
+//! returned (the caller's transaction is gone with the connection) as
+//! [`Unreachable`], which the run log's fold recognises (see
+//! `store::fold`: the runs stay in the local log until the server is back).
+
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Result};
+use bytes::BytesMut;
+use postgres::types::{FromSql, IsNull, ToSql, Type};
+
+use crate::status::{BootStatus, ExperimentStatus, RunStatus};
+
+/// A parameter of a statement.
+#[derive(Clone, Copy, Debug)]
+pub enum Value<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+/// `[Value; N]` of the arguments, each through `Value::from`.
+macro_rules! vals {
+    ($($v:expr),* $(,)?) => { [$($crate::store::db::Value::from($v)),*] };
+}
+pub(crate) use vals;
+
+macro_rules! value_from_int {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value<'_> {
+            fn from(v: $t) -> Self {
+                Value::Int(v as i64)
+            }
+        }
+    )*};
+}
+value_from_int!(i64, i32, u32, usize, u8);
+
+impl From<bool> for Value<'_> {
+    fn from(v: bool) -> Self {
+        Value::Int(v as i64)
+    }
+}
+impl From<f64> for Value<'_> {
+    fn from(v: f64) -> Self {
+        Value::Real(v)
+    }
+}
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(v: &'a str) -> Self {
+        Value::Text(v)
+    }
+}
+impl<'a> From<&'a String> for Value<'a> {
+    fn from(v: &'a String) -> Self {
+        Value::Text(v)
+    }
+}
+impl<'a, T: Copy + Into<Value<'a>>> From<&'a T> for Value<'a>
+where
+    T: NotText,
+{
+    fn from(v: &'a T) -> Self {
+        (*v).into()
+    }
+}
+impl<'a, T: Into<Value<'a>>> From<Option<T>> for Value<'a> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
+macro_rules! status_value {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Value<'_> {
+            fn from(v: $t) -> Self {
+                Value::Text(v.as_str())
+            }
+        }
+        impl NotText for $t {}
+        impl FromCol for $t {
+            fn from_cell(c: CellRef<'_>) -> Result<Self> {
+                let s = String::from_cell(c)?;
+                <$t>::parse(&s).ok_or_else(|| anyhow!("unknown status '{s}'"))
+            }
+        }
+    )*};
+}
+status_value!(RunStatus, ExperimentStatus, BootStatus);
+
+/// The plain copyable values a reference may be taken of (`&u32` as well
+/// as `u32`), which excludes `&str`/`&String` (handled on their own).
+pub trait NotText {}
+impl NotText for i64 {}
+impl NotText for i32 {}
+impl NotText for u32 {}
+impl NotText for usize {}
+impl NotText for bool {}
+impl NotText for f64 {}
+
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        use rusqlite::types::{ToSqlOutput, ValueRef};
+        Ok(ToSqlOutput::Borrowed(match *self {
+            Value::Null => ValueRef::Null,
+            Value::Int(i) => ValueRef::Integer(i),
+            Value::Real(f) => ValueRef::Real(f),
+            Value::Text(s) => ValueRef::Text(s.as_bytes()),
+        }))
+    }
+}
+
+/// Written as the type PostgreSQL asks for: the store's integer columns
+/// are BIGINT and its reals DOUBLE PRECISION, but a parameter compared
+/// with a literal may be inferred as another type.
+impl ToSql for Value<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> std::result::Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(i)?.to_sql(ty, out),
+                Type::FLOAT8 => (i as f64).to_sql(ty, out),
+                Type::BOOL => (i != 0).to_sql(ty, out),
+                _ => i.to_string().as_str().to_sql(ty, out),
+            },
+            Value::Real(f) => match *ty {
+                Type::FLOAT4 => (f as f32).to_sql(ty, out),
+                Type::FLOAT8 => f.to_sql(ty, out),
+                _ => f.to_string().as_str().to_sql(ty, out),
+            },
+            Value::Text(s) => s.to_sql(ty, out),
+        }
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+/// One cell of a result row, from either database.
+#[derive(Clone, Copy, Debug)]
+pub enum CellRef<'a> {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(&'a str),
+}
+
+impl<'a> FromSql<'a> for CellRef<'a> {
+    fn from_sql(
+        ty: &Type,
+        raw: &'a [u8],
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(match *ty {
+            Type::INT8 => CellRef::Int(i64::from_sql(ty, raw)?),
+            Type::INT4 => CellRef::Int(i32::from_sql(ty, raw)? as i64),
+            Type::INT2 => CellRef::Int(i16::from_sql(ty, raw)? as i64),
+            Type::BOOL => CellRef::Int(bool::from_sql(ty, raw)? as i64),
+            Type::FLOAT8 => CellRef::Real(f64::from_sql(ty, raw)?),
+            Type::FLOAT4 => CellRef::Real(f32::from_sql(ty, raw)? as f64),
+            _ => CellRef::Text(<&str>::from_sql(ty, raw)?),
+        })
+    }
+
+    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(CellRef::Null)
+    }
+
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+}
+
+/// What a column can be read as.
+pub trait FromCol: Sized {
+    fn from_cell(c: CellRef<'_>) -> Result<Self>;
+}
+
+impl FromCol for i64 {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        match c {
+            CellRef::Int(i) => Ok(i),
+            other => Err(anyhow!("expected an integer, found {other:?}")),
+        }
+    }
+}
+macro_rules! from_col_int {
+    ($($t:ty),*) => {$(
+        impl FromCol for $t {
+            fn from_cell(c: CellRef<'_>) -> Result<Self> {
+                let i = i64::from_cell(c)?;
+                <$t>::try_from(i).map_err(|_| anyhow!("{i} is out of range for {}", stringify!($t)))
+            }
+        }
+    )*};
+}
+from_col_int!(i32, u32, u64);
+impl FromCol for bool {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        Ok(i64::from_cell(c)? != 0)
+    }
+}
+impl FromCol for f64 {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        match c {
+            CellRef::Real(f) => Ok(f),
+            CellRef::Int(i) => Ok(i as f64),
+            other => Err(anyhow!("expected a number, found {other:?}")),
+        }
+    }
+}
+impl FromCol for String {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        match c {
+            CellRef::Text(s) => Ok(s.to_string()),
+            other => Err(anyhow!("expected text, found {other:?}")),
+        }
+    }
+}
+impl<T: FromCol> FromCol for Option<T> {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        match c {
+            CellRef::Null => Ok(None),
+            c => T::from_cell(c).map(Some),
+        }
+    }
+}
+
+/// A result row of either database.
+pub enum Row<'r> {
+    Sqlite(&'r rusqlite::Row<'r>),
+    Pg(&'r postgres::Row),
+}
+
+impl Row<'_> {
+    /// Column `i` as a `T`.
+    pub fn get<T: FromCol>(&self, i: usize) -> Result<T> {
+        self.with_cell(i, T::from_cell)
+    }
+
+    /// Column `i` handed to `f` without copying it (a metric's name is
+    /// borrowed, not allocated, for each of an experiment's samples).
+    pub fn with_cell<T>(&self, i: usize, f: impl FnOnce(CellRef<'_>) -> Result<T>) -> Result<T> {
+        use rusqlite::types::ValueRef;
+        let cell = match self {
+            Row::Sqlite(r) => match r.get_ref(i)? {
+                ValueRef::Null => CellRef::Null,
+                ValueRef::Integer(i) => CellRef::Int(i),
+                ValueRef::Real(f) => CellRef::Real(f),
+                ValueRef::Text(t) | ValueRef::Blob(t) => CellRef::Text(std::str::from_utf8(t)?),
+            },
+            Row::Pg(r) => r.try_get::<_, CellRef>(i)?,
+        };
+        f(cell)
+    }
+}
+
+/// A PostgreSQL server could not be reached (the connection is gone and
+/// did not come back in time): the error a run's fold waits out.
+#[derive(Debug, thiserror::Error)]
+#[error("{url}: the database cannot be reached ({why})")]
+pub struct Unreachable {
+    pub url: String,
+    pub why: String,
+}
+
+/// An open store database.
+pub enum Db {
+    Sqlite(rusqlite::Connection),
+    Pg(Box<Pg>),
+}
+
+/// A connection to a PostgreSQL server, made again when it is lost.
+pub struct Pg {
+    client: RefCell<postgres::Client>,
+    config: postgres::Config,
+    /// The URL without its password, for messages.
+    shown: String,
+    statements: RefCell<HashMap<String, postgres::Statement>>,
+    in_tx: Cell<bool>,
+    patience: Cell<Duration>,
+}
+
+/// How long a statement outside a transaction waits for a lost server by
+/// default: a restarting server is back within seconds.
+pub const PATIENCE: Duration = Duration::from_secs(60);
+
+impl Pg {
+    /// Connect; an error names the URL (without its password).
+    pub fn connect(config: postgres::Config, shown: String) -> Result<Pg> {
+        let client = config
+            .connect(postgres::NoTls)
+            .map_err(|e| crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e))))?;
+        Ok(Pg {
+            client: RefCell::new(client),
+            config,
+            shown,
+            statements: RefCell::new(HashMap::new()),
+            in_tx: Cell::new(false),
+            patience: Cell::new(PATIENCE),
+        })
+    }
+
+    /// The URL without its password.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// Run `f` on the connection; a lost connection outside a transaction
+    /// is made again and `f` tried again, until the patience is spent.
+    fn with_client<T>(
+        &self,
+        mut f: impl FnMut(&mut postgres::Client, &mut HashMap<String, postgres::Statement>) -> std::result::Result<T, postgres::Error>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + self.patience.get();
+        let mut wait = Duration::from_millis(50);
+        loop {
+            let err = {
+                let mut client = self.client.borrow_mut();
+                let mut statements = self.statements.borrow_mut();
+                match f(&mut client, &mut statements) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => {
+                        if !(lost(&e) || client.is_closed()) {
+                            return Err(anyhow!("{}: {}", self.shown, pg_reason(&e)));
+                        }
+                        e
+                    }
+                }
+            };
+            if self.in_tx.get() || Instant::now() >= deadline {
+                self.in_tx.set(false);
+                return Err(Unreachable {
+                    url: self.shown.clone(),
+                    why: pg_reason(&err),
+                }
+                .into());
+            }
+            std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+            wait = (wait * 2).min(Duration::from_secs(2));
+            if let Ok(c) = self.config.connect(postgres::NoTls) {
+                *self.client.borrow_mut() = c;
+                self.statements.borrow_mut().clear();
+            }
+        }
+    }
+}
+
+/// Whether a PostgreSQL error means the connection is gone (closed, a
+/// connection exception, the server shutting down), not the statement.
+fn lost(e: &postgres::Error) -> bool {
+    if e.is_closed() {
+        return true;
+    }
+    match e.code() {
+        Some(c) => {
+            let c = c.code();
+            c.starts_with("08") || c.starts_with("57P")
+        }
+        // No SQLSTATE: an I/O error on the socket.
+        None => e.as_db_error().is_none(),
+    }
+}
+
+/// The server's message when there is one (`password authentication
+/// failed for user ...`), else the client's.
+pub fn pg_reason(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_string(),
+        None => {
+            let mut s = e.to_string();
+            let mut src = std::error::Error::source(e);
+            while let Some(inner) = src {
+                s = format!("{s}: {inner}");
+                src = inner.source();
+            }
+            s
+        }
+    }
+}
+
+/// `?N` → `$N` for PostgreSQL (the store's SQL has no `?` elsewhere), and
+/// `{now}` → each database's current UTC time as RFC 3339 text.
+fn dialect<'s>(sql: &'s str, pg: bool) -> Cow<'s, str> {
+    let mut s = Cow::Borrowed(sql);
+    if s.contains("{now}") {
+        let now = if pg {
+            r#"to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')"#
+        } else {
+            "strftime('%Y-%m-%dT%H:%M:%SZ','now')"
+        };
+        s = Cow::Owned(s.replace("{now}", now));
+    }
+    if pg && s.contains('?') {
+        s = Cow::Owned(s.replace('?', "$"));
+    }
+    s
+}
+
+impl Db {
+    pub fn is_pg(&self) -> bool {
+        matches!(self, Db::Pg(_))
+    }
+
+    /// How long statements outside a transaction wait for a lost server
+    /// (PostgreSQL; nothing for SQLite); returns the old value.
+    pub fn set_patience(&self, d: Duration) -> Duration {
+        match self {
+            Db::Sqlite(_) => d,
+            Db::Pg(pg) => pg.patience.replace(d),
+        }
+    }
+
+    /// Run a statement; the number of rows it changed.
+    pub fn execute(&self, sql: &str, params: &[Value]) -> Result<usize> {
+        match self {
+            Db::Sqlite(c) => Ok(c
+                .prepare_cached(&dialect(sql, false))?
+                .execute(rusqlite::params_from_iter(params.iter()))?),
+            Db::Pg(pg) => pg.with_client(|client, statements| {
+                let st = statement(client, statements, sql)?;
+                Ok(client.execute(&st, &pg_params(params))? as usize)
+            }),
+        }
+    }
+
+    /// Every row `sql` returns, each through `f`.
+    pub fn query<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        mut f: impl FnMut(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut out = Vec::new();
+        self.for_each(sql, params, |r| {
+            out.push(f(r)?);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Hand each row `sql` returns to `f`, in order.
+    pub fn for_each(&self, sql: &str, params: &[Value], mut f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut st = c.prepare_cached(&dialect(sql, false))?;
+                let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
+                while let Some(r) = rows.next()? {
+                    f(&Row::Sqlite(r))?;
+                }
+                Ok(())
+            }
+            Db::Pg(pg) => {
+                let rows = pg.with_client(|client, statements| {
+                    let st = statement(client, statements, sql)?;
+                    client.query(&st, &pg_params(params))
+                })?;
+                for r in &rows {
+                    f(&Row::Pg(r))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The first row `sql` returns through `f`, if it returns one.
+    pub fn query_opt<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        f: impl FnOnce(&Row) -> Result<T>,
+    ) -> Result<Option<T>> {
+        let mut f = Some(f);
+        let mut out = None;
+        self.for_each(sql, params, |r| {
+            if let Some(f) = f.take() {
+                out = Some(f(r)?);
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The one row `sql` returns, through `f`; an error when there is none.
+    pub fn query_one<T>(&self, sql: &str, params: &[Value], f: impl FnOnce(&Row) -> Result<T>) -> Result<T> {
+        self.query_opt(sql, params, f)?
+            .ok_or_else(|| anyhow!("no row returned by: {sql}"))
+    }
+
+    /// The first column of the one row `sql` returns.
+    pub fn value<T: FromCol>(&self, sql: &str, params: &[Value]) -> Result<T> {
+        self.query_one(sql, params, |r| r.get(0))
+    }
+
+    /// Whether `sql` returns a row.
+    pub fn exists(&self, sql: &str, params: &[Value]) -> Result<bool> {
+        Ok(self.query_opt(sql, params, |_| Ok(()))?.is_some())
+    }
+
+    /// Statements without parameters, one after the other (schema
+    /// migrations, savepoints).
+    pub fn batch(&self, sql: &str) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => Ok(c.execute_batch(&dialect(sql, false))?),
+            Db::Pg(pg) => {
+                let sql = dialect(sql, true);
+                pg.with_client(|client, _| client.batch_execute(&sql))
+            }
+        }
+    }
+
+    pub fn begin(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => {
+                c.prepare_cached("BEGIN")?.execute([])?;
+                Ok(())
+            }
+            Db::Pg(pg) => {
+                pg.with_client(|client, _| client.batch_execute("BEGIN"))?;
+                pg.in_tx.set(true);
+                Ok(())
+            }
+        }
+    }
+
+    pub fn commit(&self) -> Result<()> {
+        match self {
+            Db::Sqlite(c) => {
+                c.prepare_cached("COMMIT")?.execute([])?;
+                Ok(())
+            }
+            Db::Pg(pg) => {
+                let done = pg.with_client(|client, _| client.batch_execute("COMMIT"));
+                pg.in_tx.set(false);
+                done
+            }
+        }
+    }
+
+    /// Roll back the open transaction, if there is one (never leave it
+    /// open: later writes would go into it and be lost).
+    pub fn rollback(&self) {
+        match self {
+            Db::Sqlite(c) => {
+                if !c.is_autocommit() {
+                    let _ = c.execute_batch("ROLLBACK");
+                }
+            }
+            Db::Pg(pg) => {
+                if pg.in_tx.get() {
+                    let _ = pg.with_client(|client, _| client.batch_execute("ROLLBACK"));
+                    pg.in_tx.set(false);
+                }
+            }
+        }
+    }
+}
+
+/// The prepared statement of `sql` on this connection, prepared once.
+fn statement(
+    client: &mut postgres::Client,
+    cache: &mut HashMap<String, postgres::Statement>,
+    sql: &str,
+) -> std::result::Result<postgres::Statement, postgres::Error> {
+    if let Some(st) = cache.get(sql) {
+        return Ok(st.clone());
+    }
+    let st = client.prepare(&dialect(sql, true))?;
+    cache.insert(sql.to_string(), st.clone());
+    Ok(st)
+}
+
+fn pg_params<'a>(params: &'a [Value]) -> Vec<&'a (dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// Whether `e` (from a store call) is a PostgreSQL server out of reach.
+pub fn is_unreachable(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<Unreachable>().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_and_now_per_dialect() {
+        let sql = "UPDATE t SET a = ?2, at = {now} WHERE id = ?1";
+        assert_eq!(
+            dialect(sql, true),
+            r#"UPDATE t SET a = $2, at = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') WHERE id = $1"#
+        );
+        assert_eq!(
+            dialect(sql, false),
+            "UPDATE t SET a = ?2, at = strftime('%Y-%m-%dT%H:%M:%SZ','now') WHERE id = ?1"
+        );
+        assert!(matches!(dialect("SELECT 1", true), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn sqlite_round_trip_of_every_value() {
+        let db = Db::Sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        db.batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, n TEXT)").unwrap();
+        db.execute(
+            "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
+            &vals![7u32, 1.5, "x", None::<&str>],
+        )
+        .unwrap();
+        let (i, r, s, n): (u32, f64, String, Option<String>) = db
+            .query_one("SELECT i, r, s, n FROM t", &[], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .unwrap();
+        assert_eq!((i, r, s.as_str(), n), (7, 1.5, "x", None));
+        assert!(db.value::<u32>("SELECT -1", &[]).is_err());
+    }
+}
