@@ -56,6 +56,10 @@ pub struct ExecArgs {
     /// Label the experiment (e.g. the kernel under test), for comparisons across reboots.
     #[arg(long)]
     pub label: Option<String>,
+    /// This run is one host's part of a fleet run, FLEET_ID:HOST (given by
+    /// `sysdelta fleet` to the sysdelta it starts on each host).
+    #[arg(long, hide = true, value_name = "FLEET_ID:HOST")]
+    pub fleet_member: Option<String>,
     /// Keep a command's non-zero exit status as a result (its times are
     /// stored) instead of failing the run, as hyperfine's -i.
     #[arg(long = "ignore-failure", short = 'i')]

@@ -204,6 +204,15 @@ fn execute(
         // Emptied once, as hyperfine does; each run (and a resume) appends.
         std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
     }
+    let fleet = match &e.fleet_member {
+        None => None,
+        Some(m) => {
+            let parsed = m
+                .split_once(':')
+                .and_then(|(id, host)| Some((id.parse::<i64>().ok()?, host)));
+            Some(parsed.ok_or_else(|| bad(format!("--fleet-member '{m}': expected FLEET_ID:HOST")))?)
+        }
+    };
     // From here on a signal asks for a clean stop (exit 130).
     let cancel = runner::signals::install()?;
     let request = experiment::Request {
@@ -212,6 +221,7 @@ fn execute(
         label: e.label.as_deref(),
         quiet: e.quiet,
         cancel: &cancel,
+        fleet,
     };
     let outcome = match experiment::run_plan(store_path, plan, &request)? {
         experiment::Finished::NotStarted => {
@@ -223,23 +233,23 @@ fn execute(
     let id = outcome.experiment_id;
     // Counted as the report and `list` count (from the store, measured
     // runs apart from warm-ups); the progress line counted every run.
-    let runs = Store::open(store_path, false)?.load(id)?.runs;
+    let store = Store::open(store_path, false)?;
+    let runs = store.load(id)?.runs;
     let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
     let warm = runs.iter().filter(|r| r.warmup).count();
     eprintln!(
         "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
         outcome.status,
         runs.len() - ok - warm,
-        store_path.display()
+        store.shown()
     );
     if outcome.status == ExperimentStatus::Interrupted {
         eprintln!(
             "sysdelta: resume with: sysdelta run --resume {id} --store {}",
-            store_path.display()
+            store.shown()
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    let store = Store::open(store_path, false)?;
     super::report::print_report(&store, id, &e.report, !e.no_report)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.

@@ -27,6 +27,9 @@ pub struct Request<'a> {
     pub quiet: bool,
     /// Set by a signal: stop cleanly.
     pub cancel: &'a AtomicBool,
+    /// A new experiment is this host's part of a fleet run: (fleet id,
+    /// the host's name in it). See `fleet`.
+    pub fleet: Option<(i64, &'a str)>,
 }
 
 /// How it went.
@@ -79,7 +82,13 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
             store.set_status(id, ExperimentStatus::Running)?;
             id
         }
-        None => super::create(&store, &prepared, req.label)?,
+        None => {
+            let id = super::create(&store, &prepared, req.label)?;
+            if let Some((fleet, host)) = req.fleet {
+                store.set_fleet(id, fleet, host)?;
+            }
+            id
+        }
     };
     if let Some(m) = &machine_lock {
         m.describe(&format!("experiment {id}"));

@@ -14,6 +14,7 @@
 //! it.
 
 pub mod boots;
+pub mod fleet;
 pub(crate) mod db;
 mod fold;
 pub mod lock;
