@@ -161,7 +161,7 @@ impl Store {
                 self.db.batch("SAVEPOINT fold_record")?;
                 let inserted = self
                     .check_fits(&record.row)
-                    .and_then(|()| self.insert_row(&record.row));
+                    .and_then(|()| self.insert_row(&record.row).map(drop));
                 if let Err(e) = inserted {
                     self.db
                         .batch("ROLLBACK TO fold_record; RELEASE fold_record")?;

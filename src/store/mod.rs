@@ -16,6 +16,8 @@
 pub mod boots;
 pub mod fleet;
 pub(crate) mod db;
+mod copy;
+pub use copy::Copied;
 mod fold;
 pub mod lock;
 mod open;

@@ -47,7 +47,7 @@ impl Store {
                 log.append(row)?;
                 log.fold_due()
             }
-            None => return self.in_transaction(|| self.insert_row(&row)),
+            None => return self.in_transaction(|| self.insert_row(&row).map(drop)),
         };
         if due {
             self.fold_when_reachable()?;
@@ -56,12 +56,13 @@ impl Store {
     }
 
     /// The inserts of one run, inside the caller's transaction; nothing
-    /// when that (experiment, block, seq) is already stored.
+    /// when that (experiment, block, seq) is already stored. Whether it
+    /// was stored now.
     ///
     /// This is on the path between two runs, so every statement comes
     /// from the prepared-statement cache: parsing them afresh cost more
     /// than the commit's WAL writes.
-    pub(super) fn insert_row(&self, r: &runlog::RunRow) -> Result<()> {
+    pub(super) fn insert_row(&self, r: &runlog::RunRow) -> Result<bool> {
         let Some(run_id) = self.db.query_opt(
             "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
              reason, stderr_tail, exit_code, started_at, boot_id)
@@ -84,7 +85,7 @@ impl Store {
             |row| row.get::<i64>(0),
         )?
         else {
-            return Ok(());
+            return Ok(false);
         };
         for (metric, values) in &r.samples {
             for (i, v) in values.iter().enumerate() {
@@ -108,7 +109,7 @@ impl Store {
                 &vals![run_id, sym, *kernel, *n as i64],
             )?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Record which config is entered (None: none). Its environment is
