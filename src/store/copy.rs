@@ -49,7 +49,11 @@ impl Store {
         let row: Vec<Owned> = self.db.query_one(
             &format!("SELECT {EXPERIMENT_COLUMNS} FROM experiments WHERE id = ?1"),
             &vals![id],
-            |r| (0..19).map(|i| r.with_cell(i, |c| Ok(Owned::of(c)))).collect(),
+            |r| {
+                (0..19)
+                    .map(|i| r.with_cell(i, |c| Ok(Owned::of(c))))
+                    .collect()
+            },
         )?;
         let fleet = match data.info.fleet_id {
             Some(f) => Some(self.fleet(&f.to_string())?),
@@ -188,7 +192,15 @@ impl Store {
         self.db.value(
             "INSERT INTO fleets (uid, name, plan_source, plan_text, overrides, hosts, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-            &vals![&f.uid, &f.name, &f.plan_source, &f.plan_text, &f.overrides, &f.hosts, &f.created_at],
+            &vals![
+                &f.uid,
+                &f.name,
+                &f.plan_source,
+                &f.plan_text,
+                &f.overrides,
+                &f.hosts,
+                &f.created_at
+            ],
         )
     }
 

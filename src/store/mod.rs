@@ -14,9 +14,9 @@
 //! it.
 
 pub mod boots;
-pub mod fleet;
-pub(crate) mod db;
 mod copy;
+pub(crate) mod db;
+pub mod fleet;
 pub use copy::Copied;
 mod fold;
 pub mod lock;
@@ -39,12 +39,12 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
 use crate::error::bad;
-use db::{vals, Db};
 use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
 use crate::overrides::{Order, Overrides};
 pub use crate::status::{BootStatus, ExperimentStatus, RunStatus};
 pub use boots::{BootEnd, StoredBoot};
+use db::{vals, Db};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";
 

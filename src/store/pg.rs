@@ -72,9 +72,9 @@ impl Url {
         })
     }
 
-    /// Where this store is anchored on this machine: one file per server,
-    /// port, database and user.
-    pub fn anchor(&self) -> PathBuf {
+    /// Where this store is anchored on this machine (in the state
+    /// directory `dir`): one file per server, port, database and user.
+    pub fn anchor_in(&self, dir: &Path) -> PathBuf {
         let host = match self.config.get_hosts().first() {
             Some(postgres::config::Host::Tcp(h)) => h.clone(),
             Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
@@ -93,7 +93,7 @@ impl Url {
                 }
             })
             .collect();
-        state_dir().join(format!("pg-{name}.store"))
+        dir.join(format!("pg-{name}.store"))
     }
 }
 
@@ -121,6 +121,11 @@ pub fn state_dir() -> PathBuf {
 /// URL parses and the server takes it (one line and exit 2 otherwise,
 /// and nothing written anywhere).
 pub fn anchor_for(url: &str) -> Result<PathBuf> {
+    anchor_in(url, &state_dir())
+}
+
+/// [`anchor_for`] with the state directory `dir`.
+pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;
     // Connect once, so a wrong password or a server that is not there is
     // said now, in one line, before anything is prepared or written.
@@ -128,7 +133,7 @@ pub fn anchor_for(url: &str) -> Result<PathBuf> {
         parsed.config.clone(),
         parsed.shown.clone(),
     )?);
-    let anchor = parsed.anchor();
+    let anchor = parsed.anchor_in(dir);
     if pointer_url(&anchor).as_deref() != Some(url) {
         write_anchor(&anchor, url)?;
     }
@@ -187,7 +192,9 @@ mod tests {
             "postgresql://alice@db.example/team"
         );
         assert_eq!(
-            without_password("postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"),
+            without_password(
+                "postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"
+            ),
             "postgresql://alice@/team?host=/tmp/x&password=xxx&sslmode=disable"
         );
         assert_eq!(
@@ -203,8 +210,14 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"), "{e}");
-        let e = Url::parse("postgresql://u@localhost").err().unwrap().to_string();
+        assert!(
+            e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"),
+            "{e}"
+        );
+        let e = Url::parse("postgresql://u@localhost")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("name the database"), "{e}");
     }
 
@@ -213,7 +226,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = Url::parse("postgresql://u:p@/team?host=/run/pg").unwrap();
         let b = Url::parse("postgresql://u:p@/other?host=/run/pg").unwrap();
-        assert_ne!(a.anchor(), b.anchor());
+        assert_ne!(a.anchor_in(dir.path()), b.anchor_in(dir.path()));
         let anchor = dir.path().join("x.store");
         write_anchor(&anchor, &a.full).unwrap();
         assert_eq!(pointer_url(&anchor).as_deref(), Some(a.full.as_str()));
