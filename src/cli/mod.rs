@@ -13,6 +13,7 @@ pub mod args;
 pub mod env;
 pub mod import;
 pub mod output;
+pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;
@@ -57,6 +58,10 @@ pub enum Cmd {
     Micro(crate::micro::cli::MicroArgs),
     /// Compare experiments run separately (e.g. kernel A vs B across a reboot).
     Compare(report::CompareArgs),
+    /// Copy experiments from this store to a team's (PostgreSQL), once.
+    Push(push::PushArgs),
+    /// Copy experiments from a team's store (PostgreSQL) into this one, once.
+    Pull(push::PullArgs),
     /// A metric across labelled experiments, with change points marked.
     History(report::HistoryArgs),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
@@ -109,6 +114,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
         Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),

@@ -345,6 +345,7 @@ impl Pg {
     ) -> Result<T> {
         let deadline = Instant::now() + self.patience.get();
         let mut wait = Duration::from_millis(50);
+        let mut tries = 0;
         loop {
             let err = {
                 let mut client = self.client.borrow_mut();
@@ -359,7 +360,10 @@ impl Pg {
                     }
                 }
             };
-            if self.in_tx.get() || Instant::now() >= deadline {
+            // Inside a transaction the caller's work went with the
+            // connection; outside, one new connection is always tried (a
+            // server may close an idle one), then more until the deadline.
+            if self.in_tx.get() || (tries > 0 && Instant::now() >= deadline) {
                 self.in_tx.set(false);
                 return Err(Unreachable {
                     url: self.shown.clone(),
@@ -367,8 +371,11 @@ impl Pg {
                 }
                 .into());
             }
-            std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
-            wait = (wait * 2).min(Duration::from_secs(2));
+            if tries > 0 {
+                std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+            tries += 1;
             if let Ok(c) = self.config.connect(postgres::NoTls) {
                 *self.client.borrow_mut() = c;
                 self.statements.borrow_mut().clear();

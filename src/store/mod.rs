@@ -16,6 +16,7 @@
 pub mod boots;
 mod copy;
 pub(crate) mod db;
+mod deferred;
 pub mod fleet;
 pub use copy::Copied;
 mod fold;
@@ -56,8 +57,10 @@ pub struct Store {
     /// Why this process cannot write the store, if it cannot: it is then
     /// open read-only (see [`Store::open`]).
     read_only: Option<String>,
-    /// A PostgreSQL server was out of reach at the last fold (said once).
+    /// A PostgreSQL server was out of reach at the last try (said once).
     unreachable: std::cell::Cell<bool>,
+    /// State writes waiting for a PostgreSQL server out of reach.
+    deferred: RefCell<Vec<deferred::Write>>,
 }
 
 pub struct NewExperiment<'a> {

@@ -65,6 +65,9 @@ impl Store {
         let store = Store::with(Db::Pg(Box::new(conn)), anchor, None);
         store.check_and_migrate(create)?;
         store.fold_orphaned_log()?;
+        if let Ok(Some(_lock)) = Store::try_lock(anchor) {
+            store.apply_deferred_file()?;
+        }
         Ok(store)
     }
 
@@ -75,6 +78,7 @@ impl Store {
             log: RefCell::new(None),
             read_only,
             unreachable: std::cell::Cell::new(false),
+            deferred: RefCell::new(Vec::new()),
         }
     }
 

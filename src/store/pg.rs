@@ -63,7 +63,9 @@ impl Url {
         }
         let mut config = config;
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
+            // Short: a run that finds the server gone tries again each
+            // second, and must not wait long on each try.
+            config.connect_timeout(std::time::Duration::from_secs(5));
         }
         Ok(Url {
             config,

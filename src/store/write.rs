@@ -115,29 +115,27 @@ impl Store {
     /// Record which config is entered (None: none). Its environment is
     /// cleared: [`Store::set_entered_env`] sets it once the enter succeeded.
     pub fn set_entered_config(&self, exp: i64, config: Option<&str>) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
-            &vals![exp, config],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Entered {
+            exp,
+            config: config.map(str::to_string),
+        })
     }
 
     /// The environment the entered config gives its processes (what its
     /// setup exported included), for a teardown after a crash.
     pub fn set_entered_env(&self, exp: i64, env: &[(String, String)]) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET entered_env = ?2 WHERE id = ?1",
-            &vals![exp, &serde_json::to_string(env)?],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::EnteredEnv {
+            exp,
+            env: serde_json::to_string(env)?,
+        })
     }
 
     pub fn add_event(&self, exp: i64, kind: &str, message: &str) -> Result<()> {
-        self.db.execute(
-            "INSERT INTO events (experiment_id, kind, message) VALUES (?1, ?2, ?3)",
-            &vals![exp, kind, message],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Event {
+            exp,
+            kind: kind.to_string(),
+            message: message.to_string(),
+        })
     }
 
     pub fn finish(
@@ -160,11 +158,10 @@ impl Store {
     }
 
     pub fn set_status(&self, exp: i64, status: ExperimentStatus) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET status = ?2 WHERE id = ?1",
-            &vals![exp, status],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Status {
+            exp,
+            status: status.as_str().to_string(),
+        })
     }
 
     /// Mark an experiment as imported: `source` says from what (shown by
