@@ -63,7 +63,10 @@ fn a_server_stopped_and_started_again_mid_experiment_loses_no_run() {
     let early = lines();
     std::thread::sleep(Duration::from_millis(1500));
     let late = lines();
-    assert!(late > early, "the run went on while the server was down: {early} then {late} runs kept");
+    assert!(
+        late > early,
+        "the run went on while the server was down: {early} then {late} runs kept"
+    );
     pg.start_again();
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);
@@ -278,4 +281,49 @@ fn bad_urls_are_one_line_exit_2_and_write_nothing() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(sb.path("local.db").exists());
     assert_eq!(sb.sql_number("SELECT COUNT(*) FROM runs"), 6);
+}
+
+#[test]
+fn writes_kept_while_the_server_was_away_reach_it_with_the_next_open_after_a_crash() {
+    use sysdelta::metric::{Direction, MetricSpec};
+    use sysdelta::store::{runlog, RunResult, Store};
+    use sysdelta::workload::MetricSamples;
+    let Some(sb) = Sandbox::postgresql() else {
+        return;
+    };
+    let pg = sb.pg.as_ref().unwrap();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let wall = MetricSpec::new("wall", "s", Direction::Lower);
+    let exp = create_experiment(&store, "t", &["a"], 3, &[wall]);
+    store.log_runs().unwrap();
+    let samples = [MetricSamples {
+        metric: "wall".into(),
+        values: vec![0.5],
+    }];
+    let run = |block| {
+        store
+            .record_run(&run_record(exp, block, 0, "a", RunResult::Ok(&samples)))
+            .unwrap()
+    };
+    run(0);
+    pg.stop();
+    let start = std::time::Instant::now();
+    store.set_entered_config(exp, Some("a")).unwrap();
+    store.add_event(exp, "note", "while away").unwrap();
+    run(1);
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "nothing waited for the server"
+    );
+    let deferred = Store::beside(&sb.store(), ".deferred");
+    assert!(deferred.exists());
+    // A SIGKILL now: nothing folded or applied on the way out.
+    std::mem::forget(store);
+    pg.start_again();
+    let store = Store::open(&sb.store(), false).unwrap();
+    assert_eq!(store.info(exp).unwrap().entered_config.as_deref(), Some("a"));
+    assert_eq!(store.event_messages(exp, "note").unwrap(), ["while away"]);
+    assert_eq!(store.load(exp).unwrap().runs.len(), 2);
+    assert!(!deferred.exists());
+    assert!(!runlog::path_for(&sb.store()).exists());
 }

@@ -22,10 +22,23 @@ use super::Store;
 /// One deferred write.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub(super) enum Write {
-    Entered { exp: i64, config: Option<String> },
-    EnteredEnv { exp: i64, env: String },
-    Event { exp: i64, kind: String, message: String },
-    Status { exp: i64, status: String },
+    Entered {
+        exp: i64,
+        config: Option<String>,
+    },
+    EnteredEnv {
+        exp: i64,
+        env: String,
+    },
+    Event {
+        exp: i64,
+        kind: String,
+        message: String,
+    },
+    Status {
+        exp: i64,
+        status: String,
+    },
 }
 
 /// `<anchor>.deferred`.
@@ -131,7 +144,12 @@ impl Store {
         let tmp = Store::beside(&self.path, ".deferred.tmp");
         std::fs::write(&tmp, text)
             .and_then(|()| std::fs::rename(&tmp, &path))
-            .with_context(|| format!("{}: cannot keep the writes waiting for the server", path.display()))
+            .with_context(|| {
+                format!(
+                    "{}: cannot keep the writes waiting for the server",
+                    path.display()
+                )
+            })
     }
 
     /// Say once that the server is out of reach and what waits for it.
