@@ -321,7 +321,10 @@ fn writes_kept_while_the_server_was_away_reach_it_with_the_next_open_after_a_cra
     std::mem::forget(store);
     pg.start_again();
     let store = Store::open(&sb.store(), false).unwrap();
-    assert_eq!(store.info(exp).unwrap().entered_config.as_deref(), Some("a"));
+    assert_eq!(
+        store.info(exp).unwrap().entered_config.as_deref(),
+        Some("a")
+    );
     assert_eq!(store.event_messages(exp, "note").unwrap(), ["while away"]);
     assert_eq!(store.load(exp).unwrap().runs.len(), 2);
     assert!(!deferred.exists());

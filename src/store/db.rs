@@ -506,6 +506,33 @@ impl Db {
         }
     }
 
+    /// [`Db::query`] of a statement made for one use (a multi-row insert
+    /// of as many rows as a fold holds), which is not kept prepared.
+    pub fn query_once<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        mut f: impl FnMut(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut st = c.prepare(&dialect(sql, false))?;
+                let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(f(&Row::Sqlite(r))?);
+                }
+                Ok(out)
+            }
+            Db::Pg(pg) => {
+                let sql = dialect(sql, true);
+                let rows =
+                    pg.with_client(|client, _| client.query(sql.as_ref(), &pg_params(params)))?;
+                rows.iter().map(|r| f(&Row::Pg(r))).collect()
+            }
+        }
+    }
+
     /// The first row `sql` returns through `f`, if it returns one.
     pub fn query_opt<T>(
         &self,

@@ -308,12 +308,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        self.in_transaction(|| {
-            for row in rows {
-                self.insert_row(row)?;
-            }
-            Ok(())
-        })
+        self.in_transaction(|| self.insert_rows(rows))
     }
 
     /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.
