@@ -52,7 +52,7 @@ fn steps(sb: &Sandbox) -> (usize, usize) {
 
 both_stores! {
 fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
-    let p = plan(&sb, 15);
+    let p = plan(sb, 15);
     // Kill after 10 runs started: before the first fold (a second in), so
     // most of them are in the run log only.
     let started = || {
@@ -61,7 +61,7 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
             .lines()
             .count() as i64
     };
-    sigkill_run_when(&sb, &p, "10 runs started", || started() >= 10);
+    sigkill_run_when(sb, &p, "10 runs started", || started() >= 10);
     // Any sysdelta that opens the store folds the runs the killed one had
     // only in its run log: every run that started is stored but the one in
     // flight.
@@ -76,7 +76,7 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
         (8..30).contains(&before),
         "killed mid-experiment: {before} runs"
     );
-    let (setups, teardowns) = steps(&sb);
+    let (setups, teardowns) = steps(sb);
 
     let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -106,9 +106,9 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
         let ev = sb.sql_number("SELECT COUNT(*) FROM events WHERE kind = 'teardown'");
         assert_eq!(ev, 1);
     }
-    let (s, t) = steps(&sb);
+    let (s, t) = steps(sb);
     assert_eq!(s, t, "every setup has its teardown");
-    teardowns_see_their_setups_exports(&sb);
+    teardowns_see_their_setups_exports(sb);
 }
 }
 
@@ -117,20 +117,20 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
 /// the teardown on `--resume` must still see it.
 both_stores! {
 fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports(sb) {
-    let p = b_plan(&sb, 2, false, "; sleep 1", "");
-    sigkill_run_when(&sb, &p, "b's setup", || steps(&sb).0 > 0);
+    let p = b_plan(sb, 2, false, "; sleep 1", "");
+    sigkill_run_when(sb, &p, "b's setup", || steps(sb).0 > 0);
     // The orphaned setup goes on (and dumps its environment) by itself;
     // resume waits for it.
-    resume_saying(&sb, "its teardown ran on resume");
-    teardowns_see_their_setups_exports(&sb);
-    let (s, t) = steps(&sb);
+    resume_saying(sb, "its teardown ran on resume");
+    teardowns_see_their_setups_exports(sb);
+    let (s, t) = steps(sb);
     assert_eq!(
         (s, t),
         (2, 2),
         "b entered twice (before the kill, on resume), left twice"
     );
     assert!(
-        !setup_env_left(&sb),
+        !setup_env_left(sb),
         "the setup's environment dump is removed once the config is left"
     );
 }
@@ -140,14 +140,14 @@ fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports(sb) {
 /// itself, so `--resume` must not run it a second time.
 both_stores! {
 fn sigkill_during_a_teardown_then_resume_does_not_repeat_it(sb) {
-    let p = b_plan(&sb, 2, true, "", "; sleep 1");
-    sigkill_run_when(&sb, &p, "b's teardown", || steps(&sb).1 > 0);
+    let p = b_plan(sb, 2, true, "", "; sleep 1");
+    sigkill_run_when(sb, &p, "b's teardown", || steps(sb).1 > 0);
     // Resume waits for the orphaned teardown, which ends by itself.
-    resume_saying(&sb, "ran to its end by itself");
-    assert_eq!(steps(&sb), (1, 1), "one setup, one teardown");
-    teardowns_see_their_setups_exports(&sb);
-    assert!(!crash_file(&sb, ".step").exists());
-    assert!(!setup_env_left(&sb));
+    resume_saying(sb, "ran to its end by itself");
+    assert_eq!(steps(sb), (1, 1), "one setup, one teardown");
+    teardowns_see_their_setups_exports(sb);
+    assert!(!crash_file(sb, ".step").exists());
+    assert!(!setup_env_left(sb));
 }
 }
 
@@ -157,7 +157,7 @@ both_stores! {
 fn a_teardown_killed_before_its_end_runs_again_on_resume(sb) {
     let slept = sb.path("slept");
     let p = b_plan(
-        &sb,
+        sb,
         1,
         true,
         "",
@@ -169,11 +169,11 @@ fn a_teardown_killed_before_its_end_runs_again_on_resume(sb) {
     let mut pid = 0;
     // Inside the teardown's sleep: its shell wrote its pid, and `slept`
     // exists, so the repeated teardown does not sleep.
-    sigkill_run_when(&sb, &p, "b's teardown shell asleep", || {
+    sigkill_run_when(sb, &p, "b's teardown shell asleep", || {
         if !slept.exists() {
             return false;
         }
-        let step = std::fs::read_to_string(crash_file(&sb, ".step")).unwrap_or_default();
+        let step = std::fs::read_to_string(crash_file(sb, ".step")).unwrap_or_default();
         pid = step
             .lines()
             .filter(|_| step.starts_with("teardown"))
@@ -187,10 +187,10 @@ fn a_teardown_killed_before_its_end_runs_again_on_resume(sb) {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    resume_saying(&sb, "its teardown ran on resume");
-    assert_eq!(steps(&sb), (1, 2), "the cut teardown ran again, to its end");
-    teardowns_see_their_setups_exports(&sb);
-    assert!(!crash_file(&sb, ".step").exists());
+    resume_saying(sb, "its teardown ran on resume");
+    assert_eq!(steps(sb), (1, 2), "the cut teardown ran again, to its end");
+    teardowns_see_their_setups_exports(sb);
+    assert!(!crash_file(sb, ".step").exists());
 }
 }
 
@@ -294,7 +294,7 @@ fn teardowns_see_their_setups_exports(sb: &Sandbox) {
 
 both_stores! {
 fn first_sigint_tears_down_and_stops_cleanly(sb) {
-    let p = plan(&sb, 200);
+    let p = plan(sb, 200);
     let child = sb
         .command()
         .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
@@ -315,7 +315,7 @@ fn first_sigint_tears_down_and_stops_cleanly(sb) {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("--resume 1"), "{}", stderr(&out));
-    let (s, t) = steps(&sb);
+    let (s, t) = steps(sb);
     assert_eq!(s, t, "teardown ran after the signal");
     let left = sb.sql_number(
         "SELECT COUNT(*) FROM experiments WHERE id = 1 AND status = 'interrupted' AND entered_config IS NULL",

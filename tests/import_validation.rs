@@ -47,26 +47,26 @@ fn import_ok(sb: &Sandbox, args: &[&str]) -> String {
 both_stores! {
 fn go_file_with_negative_then_nan_is_refused_and_changes_nothing(sb) {
     let good = sb.write("good.txt", GOOD_GO);
-    import_ok(&sb, &["gobench", good.to_str().unwrap()]);
-    let before = snapshot(&sb);
+    import_ok(sb, &["gobench", good.to_str().unwrap()]);
+    let before = snapshot(sb);
     // The file from the issue: -5 ns/op, then NaN ns/op.
     let bad = sb.write(
         "bad.txt",
         "goos: linux\nBenchmarkJoin-2  20000  -5 ns/op\nBenchmarkJoin-2  20000  NaN ns/op\n",
     );
     import_refused(
-        &sb,
+        sb,
         &["gobench", bad.to_str().unwrap()],
         "bad.txt:2: '-5 ns/op' is negative",
     );
     let nan_only = sb.write("nan.txt", "BenchmarkJoin-2  20000  NaN ns/op\n");
     import_refused(
-        &sb,
+        sb,
         &["gobench", nan_only.to_str().unwrap()],
         "nan.txt:1: 'NaN ns/op' is not a finite number",
     );
     assert_eq!(
-        snapshot(&sb),
+        snapshot(sb),
         before,
         "list and the stored experiment unchanged"
     );
@@ -150,7 +150,7 @@ fn infinities_and_impossible_values_are_refused_with_their_line(sb) {
     ];
     for (args, want) in cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        import_refused(&sb, &a, want);
+        import_refused(sb, &a, want);
     }
     assert!(!sb.store_exists(), "a refused import creates no store");
 }
@@ -162,7 +162,7 @@ fn hyperfine_exit_codes_make_failed_runs(sb) {
         "h.json",
         r#"{"results": [{"command": "a", "times": [0.1, 0.2, 0.3], "exit_codes": [0, 1, 0]}]}"#,
     );
-    let id = import_ok(&sb, &["hyperfine", f.to_str().unwrap()]);
+    let id = import_ok(sb, &["hyperfine", f.to_str().unwrap()]);
     let v = sb.json_report(&id);
     let runs = v["runs"].as_array().unwrap();
     let status: Vec<&str> = runs.iter().map(|r| r["status"].as_str().unwrap()).collect();
