@@ -112,10 +112,10 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
 }
 }
 
+both_stores! {
 /// A SIGKILL while a setup runs: the setup shell (in its own process group)
 /// finishes without sysdelta, so sysdelta never stored what it exported;
 /// the teardown on `--resume` must still see it.
-both_stores! {
 fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports(sb) {
     let p = b_plan(sb, 2, false, "; sleep 1", "");
     sigkill_run_when(sb, &p, "b's setup", || steps(sb).0 > 0);
@@ -136,9 +136,9 @@ fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports(sb) {
 }
 }
 
+both_stores! {
 /// A SIGKILL while a teardown runs: the teardown shell finishes by
 /// itself, so `--resume` must not run it a second time.
-both_stores! {
 fn sigkill_during_a_teardown_then_resume_does_not_repeat_it(sb) {
     let p = b_plan(sb, 2, true, "", "; sleep 1");
     sigkill_run_when(sb, &p, "b's teardown", || steps(sb).1 > 0);
@@ -151,9 +151,9 @@ fn sigkill_during_a_teardown_then_resume_does_not_repeat_it(sb) {
 }
 }
 
+both_stores! {
 /// A teardown killed before its end (the second Ctrl-C kills the shell in
 /// flight, as does a crash of the machine) runs again on resume.
-both_stores! {
 fn a_teardown_killed_before_its_end_runs_again_on_resume(sb) {
     let slept = sb.path("slept");
     let p = b_plan(
