@@ -119,6 +119,8 @@ fn host_data() -> ExperimentData {
         self_usage: None,
         configs,
         workloads: vec!["w".into(), "v".into()],
+        fleet_host: None,
+        fleet_id: None,
     };
     ExperimentData {
         info,

@@ -92,6 +92,8 @@ fn data(
             self_usage: None,
             configs: configs.iter().map(|c| c.to_string()).collect(),
             workloads,
+            fleet_host: None,
+            fleet_id: None,
         },
         metrics: metrics
             .iter()

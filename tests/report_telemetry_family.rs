@@ -106,6 +106,8 @@ fn data(monitor: bool) -> ExperimentData {
             self_usage: None,
             configs,
             workloads: vec!["a".into(), "b".into()],
+            fleet_host: None,
+            fleet_id: None,
         },
         metrics,
         runs,

@@ -316,6 +316,8 @@ pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
         self_usage: None,
         configs: names,
         workloads,
+        fleet_host: None,
+        fleet_id: None,
     };
     Ok(Compared {
         data: ExperimentData {

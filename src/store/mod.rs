@@ -123,6 +123,13 @@ pub struct ExperimentInfo {
     pub self_usage: Option<serde_json::Value>,
     pub configs: Vec<String>,
     pub workloads: Vec<String>,
+    /// The host's name in its fleet (`sysdelta fleet`); None outside fleets.
+    /// Absent from JSON then, so a report outside fleets is as it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_host: Option<String>,
+    /// The fleet run this experiment is one host's part of; None outside fleets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet_id: Option<i64>,
 }
 
 #[derive(Clone, Debug, Serialize)]

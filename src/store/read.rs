@@ -128,6 +128,8 @@ impl Store {
                     self_usage: su.and_then(|s| serde_json::from_str(&s).ok()),
                     configs: Vec::new(),
                     workloads: Vec::new(),
+                    fleet_host: None,
+                    fleet_id: None,
                 })
             },
         )?;

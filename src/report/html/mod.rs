@@ -203,6 +203,8 @@ mod tests {
             self_usage: None,
             configs,
             workloads: vec!["sweep".into()],
+            fleet_host: None,
+            fleet_id: None,
         };
         let extras = Extras {
             sources: vec![SourceExperiment {
