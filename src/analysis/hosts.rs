@@ -497,6 +497,37 @@ mod tests {
     }
 
     #[test]
+    fn the_fleet_name_is_the_host_when_there_is_one() {
+        let mut info = ExperimentInfo {
+            id: 1,
+            name: "n".into(),
+            label: None,
+            plan_source: String::new(),
+            plan_text: String::new(),
+            overrides: Default::default(),
+            host: "node-7.example".into(),
+            fingerprint: Default::default(),
+            seed: 1,
+            order: String::new(),
+            runs_per_cell: 1,
+            warmup: 0,
+            baseline: "b".into(),
+            created_at: String::new(),
+            finished_at: None,
+            status: crate::status::ExperimentStatus::Complete,
+            entered_config: None,
+            self_usage: None,
+            configs: vec!["b".into()],
+            workloads: vec![],
+            fleet_host: None,
+            fleet_id: None,
+        };
+        assert_eq!(host_of(&info), "node-7.example");
+        info.fleet_host = Some("c".into());
+        assert_eq!(host_of(&info), "c");
+    }
+
+    #[test]
     fn two_hosts_pool_with_t_on_one_df() {
         // statsmodels, as above: tau2 0.00032284935004711976.
         let p = pool(&[est(1.02, 1.00, 1.04), est(1.05, 1.03, 1.07)], 0.95);
