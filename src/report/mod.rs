@@ -17,6 +17,7 @@ pub mod html;
 pub mod json;
 pub mod list;
 pub mod markdown;
+mod on_host;
 pub mod overhead;
 pub mod sections;
 pub mod shell_cost;
