@@ -22,6 +22,7 @@
 //! store_backends`.
 
 #[path = "../tests/common/pg.rs"]
+#[allow(dead_code)]
 mod pg;
 #[path = "../tests/common/procs.rs"]
 #[allow(dead_code)]

@@ -257,15 +257,39 @@ pub fn create_experiment(
     runs: u32,
     metrics: &[MetricSpec],
 ) -> i64 {
+    let on = On {
+        label: None,
+        host: "test",
+        fingerprint: &BTreeMap::new(),
+    };
+    create_experiment_on(store, name, &on, configs, runs, metrics)
+}
+
+/// Where and under which label a test experiment ran.
+pub struct On<'a> {
+    pub label: Option<&'a str>,
+    pub host: &'a str,
+    pub fingerprint: &'a BTreeMap<String, String>,
+}
+
+/// [`create_experiment`] with a label, a host and a fingerprint.
+pub fn create_experiment_on(
+    store: &Store,
+    name: &str,
+    on: &On,
+    configs: &[&str],
+    runs: u32,
+    metrics: &[MetricSpec],
+) -> i64 {
     let id = store
         .create_experiment(&NewExperiment {
             name,
-            label: None,
+            label: on.label,
             plan_source: "test",
             plan_text: "",
             overrides: &Overrides::default(),
-            host: "test",
-            fingerprint: &BTreeMap::new(),
+            host: on.host,
+            fingerprint: on.fingerprint,
             seed: 1,
             order: Order::RandomBlocks,
             runs,
