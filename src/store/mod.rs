@@ -1,4 +1,7 @@
-//! The SQLite store: experiments, runs and every raw sample.
+//! The store: experiments, runs and every raw sample, in an SQLite file or
+//! a team's PostgreSQL database (`db` holds the two; `pg` how a database
+//! is named and anchored on each machine; everything below holds for both,
+//! the file's WAL and read-only modes aside).
 //!
 //! While an experiment runs, each run is appended to the store's run log
 //! (`runlog`) before the next run starts, so a SIGKILL loses at most the run
