@@ -36,7 +36,19 @@ pub struct Sandbox {
 }
 
 impl Sandbox {
+    /// A sandbox with an SQLite store; with `SYSDELTA_TEST_STORE=postgresql`
+    /// in the environment, one with a PostgreSQL store instead, so the
+    /// whole suite can be run against PostgreSQL (tests that are about the
+    /// SQLite file itself then fail: see docs/team.md for which and why).
     pub fn new() -> Sandbox {
+        if std::env::var("SYSDELTA_TEST_STORE").as_deref() == Ok("postgresql") {
+            return Sandbox::postgresql().expect("SYSDELTA_TEST_STORE=postgresql: no server");
+        }
+        Sandbox::sqlite()
+    }
+
+    /// A sandbox whose store is the SQLite file `sysdelta.db` in it.
+    pub fn sqlite() -> Sandbox {
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
             pg: None,
@@ -229,7 +241,7 @@ macro_rules! both_stores {
             fn body($sb: &common::Sandbox) $body
             #[test]
             fn sqlite() {
-                body(&common::Sandbox::new())
+                body(&common::Sandbox::sqlite())
             }
             #[test]
             fn postgresql() {
