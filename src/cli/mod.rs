@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 pub mod args;
 pub mod env;
+pub mod fleet;
 pub mod import;
 pub mod output;
 pub mod report;
@@ -59,6 +60,9 @@ pub enum Cmd {
     Compare(report::CompareArgs),
     /// A metric across labelled experiments, with change points marked.
     History(report::HistoryArgs),
+    /// One plan on several hosts at once over ssh, into one team store:
+    /// run, resume, status, report.
+    Fleet(fleet::FleetArgs),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
     Import(import::ImportArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
@@ -109,6 +113,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Fleet(a) => fleet::run(&a, store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
         Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),
@@ -136,7 +141,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
 /// (see `store::pg`), after the server has taken the URL.
 fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
     let named = given
-        .or_else(|| std::env::var_os("SYSDELTA_STORE").filter(|s| !s.is_empty()).map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("SYSDELTA_STORE")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
     match named.to_str() {
         Some(url) if crate::store::pg::is_url(url) => crate::store::pg::anchor_for(url),

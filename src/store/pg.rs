@@ -135,6 +135,13 @@ pub fn anchor_for(url: &str) -> Result<PathBuf> {
     Ok(anchor)
 }
 
+/// What an anchor file of `url` holds: two lines, the magic and the URL
+/// (`fleet` writes one on each host, from stdin, so that the password is
+/// on no command line there).
+pub fn anchor_text(url: &str) -> String {
+    format!("{ANCHOR_MAGIC}\n{url}\n")
+}
+
 /// Write the anchor file whole (a temporary file renamed into place),
 /// readable by its owner only: the URL may carry a password.
 fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
@@ -150,7 +157,7 @@ fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
             .truncate(true)
             .mode(0o600)
             .open(&tmp)?;
-        writeln!(f, "{ANCHOR_MAGIC}\n{url}")?;
+        f.write_all(anchor_text(url).as_bytes())?;
         std::fs::rename(&tmp, anchor)
     })();
     if written.is_err() {
@@ -187,7 +194,9 @@ mod tests {
             "postgresql://alice@db.example/team"
         );
         assert_eq!(
-            without_password("postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"),
+            without_password(
+                "postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"
+            ),
             "postgresql://alice@/team?host=/tmp/x&password=xxx&sslmode=disable"
         );
         assert_eq!(
@@ -203,8 +212,14 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"), "{e}");
-        let e = Url::parse("postgresql://u@localhost").err().unwrap().to_string();
+        assert!(
+            e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"),
+            "{e}"
+        );
+        let e = Url::parse("postgresql://u@localhost")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("name the database"), "{e}");
     }
 
