@@ -11,6 +11,13 @@ use sysdelta::metric::MetricSpec;
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
+/// A throwaway PostgreSQL cluster (Unix socket, password auth).
+pub mod pg;
+/// Processes in /proc: what a fixture's server spawned, and killing it.
+pub mod procs;
+/// Throwaway sshd "hosts" on 127.0.0.x.
+pub mod sshd;
+
 /// Root runs the tests that change the system (CI is root).
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
