@@ -171,13 +171,14 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
     })
 }
 
+/// A remote command run on the host being checked: its output, or the
+/// host's line saying why ssh could not run.
+type RunThere<'a> = dyn Fn(&[&str], Input) -> std::result::Result<Output, String> + 'a;
+
 /// Copy our own binary to `workdir/sysdelta` through ssh's stdin (to a
 /// temporary name, made executable, tried, then renamed); its path there,
 /// or why it cannot be (the remote's last line of stderr).
-fn copy_ourselves(
-    host: &Host,
-    run: &dyn Fn(&[&str], Input) -> std::result::Result<Output, String>,
-) -> std::result::Result<String, String> {
+fn copy_ourselves(host: &Host, run: &RunThere) -> std::result::Result<String, String> {
     let exe = std::path::Path::new("/proc/self/exe");
     let out = run(
         &["sh", "-c", COPY, "sysdelta-fleet", &host.workdir],

@@ -291,6 +291,24 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_hosts_file_reads() {
+        let doc = include_str!("../../docs/fleet.md");
+        let block = doc
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|b| b.split("```").next())
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("hosts.toml");
+        std::fs::write(&p, block).unwrap();
+        let h = from_file(&p).unwrap();
+        assert_eq!(h.len(), 2);
+        assert_eq!((h[0].name.as_str(), h[1].name.as_str()), ("a", "node2"));
+        assert_eq!(h[0].env["TMPDIR"], "/scratch");
+        assert_eq!(h[1].workdir, DEFAULT_WORKDIR);
+    }
+
+    #[test]
     fn files_say_where() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("hosts.toml");

@@ -152,7 +152,9 @@ pub fn spawn(ready: &Ready, team: &Team, paths: &HostPaths, what: &What) -> Resu
 fn follow(r: impl Read, name: &str, tail: &Mutex<Vec<String>>, show: bool) {
     for line in BufReader::new(r).lines() {
         let Ok(line) = line else { break };
-        if line.trim().is_empty() {
+        // A host's own resume line names its experiment and URL there:
+        // the fleet says how to resume the fleet instead.
+        if line.trim().is_empty() || line.contains("resume with: sysdelta run --resume") {
             continue;
         }
         if show {

@@ -85,6 +85,7 @@ pub fn run(store_path: &Path, r: NewRun) -> Result<Outcome> {
         hosts: &hosts::to_json(&kept),
     })?;
     let info = store.fleet(&id.to_string())?;
+    let _lock = FleetLock::take(&team, &info)?;
     eprintln!(
         "sysdelta: fleet {id}: plan {} on {} hosts ({}), store {}",
         info.plan_source,
@@ -125,6 +126,7 @@ pub fn resume(
 ) -> Result<Outcome> {
     let team = Team::of(store_path)?;
     let store = Store::open(&team.anchor, false)?;
+    let _lock = FleetLock::take(&team, info)?;
     let asked = Asked::of(info)?;
     let mut hosts = hosts::from_json(&info.hosts)?;
     if let Some(given) = file_hosts {
@@ -281,12 +283,49 @@ fn start<'f>(
             match started {
                 Ok(conn) => Part::running(r, conn),
                 Err(why) => {
-                    eprintln!("sysdelta: {}: lost: {why}", r.host.shown());
+                    let why = format!("lost: {why}");
+                    eprintln!("sysdelta: {}: {why}", r.host.shown());
                     Part::ended(&r.host, End::Lost(why))
                 }
             }
         })
         .collect()
+}
+
+/// One `fleet run` or `fleet resume` of a fleet at a time on this
+/// machine: a second would take the first's hosts from under it (their
+/// forwarded sockets are replaced when a host starts). A lock file beside
+/// the store's anchor, removed when done.
+struct FleetLock {
+    path: std::path::PathBuf,
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+impl FleetLock {
+    fn take(team: &Team, info: &FleetInfo) -> Result<FleetLock> {
+        let path = Store::beside(&team.anchor, &format!(".fleet-{}.lock", info.uid));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| {
+                anyhow::anyhow!("{}: cannot open the fleet's lock: {e}", path.display())
+            })?;
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(l) => Ok(FleetLock { path, _lock: l }),
+            Err(_) => Err(bad(format!(
+                "fleet {}: another sysdelta here is running or resuming it; wait for it to end, or stop it first",
+                info.id
+            ))),
+        }
+    }
+}
+
+impl Drop for FleetLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn say_resume(outcome: Outcome, id: i64, team: &Team) {

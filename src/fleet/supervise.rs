@@ -26,7 +26,8 @@ use crate::store::Store;
 pub enum End {
     /// Its sysdelta ran to its end (exit 0), or it was complete already.
     Ok,
-    /// It did not start, or its connection ended badly: why.
+    /// It did not start, or its connection ended badly: why, after
+    /// `lost:` or `stopped:` (by a signal to this sysdelta).
     Lost(String),
 }
 
@@ -127,8 +128,15 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
                 p.end = Some(End::Ok);
                 continue;
             }
-            let why = why_lost(st, &tail);
-            eprintln!("sysdelta: {}: lost: {why}", p.host.shown());
+            // Stopped by the signal, as asked, or lost.
+            let word = if seen_signals > 0 && st.code() == Some(crate::runner::signals::INTERRUPTED)
+            {
+                "stopped"
+            } else {
+                "lost"
+            };
+            let why = format!("{word}: {}", why_lost(st, &tail));
+            eprintln!("sysdelta: {}: {why}", p.host.shown());
             if let Err(e) = record_loss(store, fleet, &p.host, &why) {
                 eprintln!(
                     "sysdelta: {}: could not record it in the store: {e:#}",
@@ -161,7 +169,7 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
             host: &p.host,
             member: members.iter().find(|m| m.host == p.host.name),
             note: match &p.end {
-                Some(End::Lost(why)) => Some(format!("lost: {why}")),
+                Some(End::Lost(why)) => Some(why.clone()),
                 _ => None,
             },
         })
@@ -196,8 +204,8 @@ fn progress(parts: &[Part], members: &[Member]) -> String {
             None => "no experiment yet".into(),
         };
         let lost = match &p.end {
-            Some(End::Lost(_)) => ", lost",
-            _ => "",
+            Some(End::Lost(why)) => format!(", {}", why.split(':').next().unwrap_or("lost")),
+            _ => String::new(),
         };
         s.push_str(&format!("sysdelta: [{}] {what}{lost}\n", p.host.name));
     }
@@ -221,17 +229,14 @@ fn why_lost(st: ExitStatus, tail: &[String]) -> String {
 }
 
 /// The host's experiment (if it has one) gets an event saying why, and
-/// `interrupted` if it is still `running`.
+/// `interrupted` if it is still `running`. `why` begins with `lost:` or
+/// `stopped:`.
 fn record_loss(store: &Store, fleet: i64, host: &Host, why: &str) -> Result<()> {
     let members = store.fleet_members(fleet)?;
     let Some(m) = members.iter().find(|m| m.host == host.name) else {
         return Ok(());
     };
-    store.add_event(
-        m.experiment,
-        "fleet",
-        &format!("{}: the fleet run lost it: {why}", host.shown()),
-    )?;
+    store.add_event(m.experiment, "fleet", &format!("{}: {why}", host.shown()))?;
     if store.info(m.experiment)?.status == ExperimentStatus::Running {
         store.set_status(m.experiment, ExperimentStatus::Interrupted)?;
     }
