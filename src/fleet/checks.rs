@@ -149,6 +149,11 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
             ssh::last_line(&out)
         ));
     }
+    if workdir.contains(':') {
+        return Err(format!(
+            "{shown}: workdir {workdir} holds a ':', which ssh -R cannot forward a socket into: give another workdir"
+        ));
+    }
     let len = socket_path_len(&workdir, needs.port);
     if len > SOCKET_PATH_MAX {
         return Err(format!(

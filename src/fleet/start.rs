@@ -128,36 +128,12 @@ pub fn resume(
     let store = Store::open(&team.anchor, false)?;
     let _lock = FleetLock::take(&team, info)?;
     let asked = Asked::of(info)?;
-    let mut hosts = hosts::from_json(&info.hosts)?;
-    if let Some(given) = file_hosts {
-        for g in given {
-            let Some(h) = hosts.iter_mut().find(|h| h.name == g.name) else {
-                return Err(bad(format!(
-                    "host '{}' of the hosts file is not one of fleet {}'s ({})",
-                    g.name,
-                    info.id,
-                    hosts
-                        .iter()
-                        .map(|h| h.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            };
-            let (workdir, seed) = (h.workdir.clone(), h.seed);
-            *h = Host { seed, ..g };
-            // Where it works is checked against the stored one below.
-            h.workdir = if h.workdir == hosts::DEFAULT_WORKDIR {
-                workdir
-            } else {
-                h.workdir.clone()
-            };
-        }
-    }
+    let stored = hosts::from_json(&info.hosts)?;
+    let hosts = match file_hosts {
+        Some(given) => with_file_hosts(&stored, given, info.id)?,
+        None => stored.clone(),
+    };
     let members = store.fleet_members(info.id)?;
-    let stored_workdirs: Vec<(String, String)> = hosts::from_json(&info.hosts)?
-        .into_iter()
-        .map(|h| (h.name, h.workdir))
-        .collect();
     let todo: Vec<Host> = hosts
         .iter()
         .filter(|h| {
@@ -183,7 +159,7 @@ pub fn resume(
     let moved: Vec<String> = ready
         .iter()
         .filter_map(|r| {
-            let (_, was) = stored_workdirs.iter().find(|(n, _)| *n == r.host.name)?;
+            let was = &stored.iter().find(|h| h.name == r.host.name)?.workdir;
             (*was != r.host.workdir).then(|| {
                 format!(
                     "{}: workdir {} is not the fleet's {was} (its state and run log are there)",
@@ -226,24 +202,49 @@ pub fn resume(
             flags: &asked.run_flags,
         },
     };
-    let started = start(&team, info, &ready, &what);
-    // Every host in the summary, those left alone too, in the fleet's order.
-    let mut started = started.into_iter().map(Some).collect::<Vec<_>>();
+    // Every host in the summary, those left alone too, in the fleet's
+    // order (which `ready` keeps).
+    let mut started = start(&team, info, &ready, &what).into_iter().peekable();
     let mut parts: Vec<Part> = hosts
         .iter()
         .map(|h| {
-            match started
-                .iter_mut()
-                .find(|p| p.as_ref().is_some_and(|p| p.host.name == h.name))
-            {
-                Some(p) => p.take().expect("found above"),
-                None => Part::ended(h, End::Ok),
-            }
+            started
+                .next_if(|p| p.host.name == h.name)
+                .unwrap_or_else(|| Part::ended(h, End::Ok))
         })
         .collect();
     let outcome = supervise::watch(&store, info.id, &mut parts)?;
     say_resume(outcome, info.id, &team);
     Ok(outcome)
+}
+
+/// The fleet's hosts with the entries of a hosts file in place of the
+/// stored ones they name. A host keeps its seed, and its stored workdir
+/// when the file gives none (a workdir it does give must resolve to the
+/// stored one: the checks resolve it, `resume` compares).
+fn with_file_hosts(stored: &[Host], given: Vec<Host>, fleet: i64) -> Result<Vec<Host>> {
+    let mut hosts = stored.to_vec();
+    for g in given {
+        let Some(h) = hosts.iter_mut().find(|h| h.name == g.name) else {
+            let names: Vec<&str> = stored.iter().map(|h| h.name.as_str()).collect();
+            return Err(bad(format!(
+                "host '{}' of the hosts file is not one of fleet {fleet}'s ({})",
+                g.name,
+                names.join(", ")
+            )));
+        };
+        let workdir = if g.workdir == hosts::DEFAULT_WORKDIR {
+            h.workdir.clone()
+        } else {
+            g.workdir.clone()
+        };
+        *h = Host {
+            seed: h.seed,
+            workdir,
+            ..g
+        };
+    }
+    Ok(hosts)
 }
 
 /// Put what each ready host needs there and start its connection, all
