@@ -141,11 +141,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
 /// (see `store::pg`), after the server has taken the URL.
 fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
     let named = given
-        .or_else(|| {
-            std::env::var_os("SYSDELTA_STORE")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        })
+        .or_else(|| std::env::var_os("SYSDELTA_STORE").filter(|s| !s.is_empty()).map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
     match named.to_str() {
         Some(url) if crate::store::pg::is_url(url) => crate::store::pg::anchor_for(url),

@@ -188,9 +188,7 @@ impl<'a> FromSql<'a> for CellRef<'a> {
         })
     }
 
-    fn from_sql_null(
-        _: &Type,
-    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(CellRef::Null)
     }
 
@@ -316,9 +314,9 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 impl Pg {
     /// Connect; an error names the URL (without its password).
     pub fn connect(config: postgres::Config, shown: String) -> Result<Pg> {
-        let client = config.connect(postgres::NoTls).map_err(|e| {
-            crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e)))
-        })?;
+        let client = config
+            .connect(postgres::NoTls)
+            .map_err(|e| crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e))))?;
         Ok(Pg {
             client: RefCell::new(client),
             config,
@@ -338,10 +336,7 @@ impl Pg {
     /// is made again and `f` tried again, until the patience is spent.
     fn with_client<T>(
         &self,
-        mut f: impl FnMut(
-            &mut postgres::Client,
-            &mut HashMap<String, postgres::Statement>,
-        ) -> std::result::Result<T, postgres::Error>,
+        mut f: impl FnMut(&mut postgres::Client, &mut HashMap<String, postgres::Statement>) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         let deadline = Instant::now() + self.patience.get();
         let mut wait = Duration::from_millis(50);
@@ -471,12 +466,7 @@ impl Db {
     }
 
     /// Hand each row `sql` returns to `f`, in order.
-    pub fn for_each(
-        &self,
-        sql: &str,
-        params: &[Value],
-        mut f: impl FnMut(&Row) -> Result<()>,
-    ) -> Result<()> {
+    pub fn for_each(&self, sql: &str, params: &[Value], mut f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
         match self {
             Db::Sqlite(c) => {
                 let mut st = c.prepare_cached(&dialect(sql, false))?;
@@ -518,12 +508,7 @@ impl Db {
     }
 
     /// The one row `sql` returns, through `f`; an error when there is none.
-    pub fn query_one<T>(
-        &self,
-        sql: &str,
-        params: &[Value],
-        f: impl FnOnce(&Row) -> Result<T>,
-    ) -> Result<T> {
+    pub fn query_one<T>(&self, sql: &str, params: &[Value], f: impl FnOnce(&Row) -> Result<T>) -> Result<T> {
         self.query_opt(sql, params, f)?
             .ok_or_else(|| anyhow!("no row returned by: {sql}"))
     }
@@ -641,8 +626,7 @@ mod tests {
     #[test]
     fn sqlite_round_trip_of_every_value() {
         let db = Db::Sqlite(rusqlite::Connection::open_in_memory().unwrap());
-        db.batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, n TEXT)")
-            .unwrap();
+        db.batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, n TEXT)").unwrap();
         db.execute(
             "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
             &vals![7u32, 1.5, "x", None::<&str>],

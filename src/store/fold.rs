@@ -180,8 +180,7 @@ impl Store {
     /// such check.
     pub(super) fn check_fits(&self, r: &runlog::RunRow) -> Result<()> {
         let exp = r.experiment_id;
-        let has =
-            |sql: &str, name: &str| -> Result<bool> { self.db.exists(sql, &vals![exp, name]) };
+        let has = |sql: &str, name: &str| -> Result<bool> { self.db.exists(sql, &vals![exp, name]) };
         if !self
             .db
             .exists("SELECT 1 FROM experiments WHERE id = ?1", &vals![exp])?
@@ -272,10 +271,7 @@ impl Store {
             Err(e) => Err(e),
             Ok(()) => {
                 if self.unreachable.replace(false) {
-                    eprintln!(
-                        "sysdelta: {}: reachable again; the runs kept meanwhile are stored",
-                        self.shown()
-                    );
+                    eprintln!("sysdelta: {}: reachable again; the runs kept meanwhile are stored", self.shown());
                 }
                 Ok(())
             }

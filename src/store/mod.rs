@@ -14,8 +14,8 @@
 //! it.
 
 pub mod boots;
-pub(crate) mod db;
 pub mod fleet;
+pub(crate) mod db;
 mod fold;
 pub mod lock;
 mod open;
@@ -37,12 +37,12 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
 use crate::error::bad;
+use db::{vals, Db};
 use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
 use crate::overrides::{Order, Overrides};
 pub use crate::status::{BootStatus, ExperimentStatus, RunStatus};
 pub use boots::{BootEnd, StoredBoot};
-use db::{vals, Db};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";
 

@@ -194,9 +194,7 @@ mod tests {
             "postgresql://alice@db.example/team"
         );
         assert_eq!(
-            without_password(
-                "postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"
-            ),
+            without_password("postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"),
             "postgresql://alice@/team?host=/tmp/x&password=xxx&sslmode=disable"
         );
         assert_eq!(
@@ -212,14 +210,8 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(
-            e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"),
-            "{e}"
-        );
-        let e = Url::parse("postgresql://u@localhost")
-            .err()
-            .unwrap()
-            .to_string();
+        assert!(e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"), "{e}");
+        let e = Url::parse("postgresql://u@localhost").err().unwrap().to_string();
         assert!(e.contains("name the database"), "{e}");
     }
 

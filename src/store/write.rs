@@ -233,10 +233,7 @@ pub(super) fn insert_experiment(
         db.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", &vals![id, i, c])?;
     }
     for (i, w) in e.workloads.iter().enumerate() {
-        db.execute(
-            "INSERT INTO workloads VALUES (?1, ?2, ?3)",
-            &vals![id, i, w],
-        )?;
+        db.execute("INSERT INTO workloads VALUES (?1, ?2, ?3)", &vals![id, i, w])?;
     }
     Ok(id)
 }
