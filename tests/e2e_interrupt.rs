@@ -1,10 +1,12 @@
 //! SIGKILL mid-experiment, then --resume: planned counts, no duplicates,
-//! and the interrupted config's teardown ran. SIGINT: clean stop.
+//! and the interrupted config's teardown ran. SIGINT: clean stop. Each
+//! test runs twice: on an SQLite store, and on a PostgreSQL one (where the
+//! run log a SIGKILL leaves is folded into the server).
 
 mod common;
 use common::*;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn plan(sb: &Sandbox, runs: u32) -> std::path::PathBuf {
@@ -33,14 +35,11 @@ command = "echo started >> {started}; sleep 0.05"
     )
 }
 
-fn ok_runs(store: &std::path::Path) -> i64 {
-    let Ok(c) =
-        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-    else {
+fn ok_runs(sb: &Sandbox) -> i64 {
+    if !sb.store_exists() {
         return 0;
-    };
-    c.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
-        .unwrap_or(0)
+    }
+    sb.sql_number("SELECT COUNT(*) FROM runs")
 }
 
 fn steps(sb: &Sandbox) -> (usize, usize) {
@@ -51,10 +50,9 @@ fn steps(sb: &Sandbox) -> (usize, usize) {
     )
 }
 
-#[test]
-fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
-    let sb = Sandbox::new();
-    let p = plan(&sb, 15);
+both_stores! {
+fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
+    let p = plan(sb, 15);
     // Kill after 10 runs started: before the first fold (a second in), so
     // most of them are in the run log only.
     let started = || {
@@ -63,13 +61,13 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
             .lines()
             .count() as i64
     };
-    sigkill_run_when(&sb, &p, "10 runs started", || started() >= 10);
+    sigkill_run_when(sb, &p, "10 runs started", || started() >= 10);
     // Any sysdelta that opens the store folds the runs the killed one had
     // only in its run log: every run that started is stored but the one in
     // flight.
     assert!(sb.run(&["list"]).status.success());
     let started = started();
-    let before = ok_runs(&sb.store());
+    let before = ok_runs(sb);
     assert!(
         before >= started - 1,
         "{started} runs started, {before} stored: more than the run in flight was lost"
@@ -78,41 +76,24 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
         (8..30).contains(&before),
         "killed mid-experiment: {before} runs"
     );
-    let (setups, teardowns) = steps(&sb);
+    let (setups, teardowns) = steps(sb);
 
     let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
 
-    let c = rusqlite::Connection::open(sb.store()).unwrap();
-    let total: i64 = c
-        .query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0))
-        .unwrap();
-    let distinct: i64 = c
-        .query_row(
-            "SELECT COUNT(*) FROM (SELECT DISTINCT block, seq FROM runs)",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
+    let total = sb.sql_number("SELECT COUNT(*) FROM runs");
+    let distinct = sb.sql_number("SELECT COUNT(*) FROM (SELECT DISTINCT block, seq FROM runs) AS d");
     assert_eq!(total, 30, "2 configs x 15 runs");
     assert_eq!(distinct, 30, "no slot ran twice");
     for cfg in ["a", "b"] {
-        let n: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM runs WHERE config = ?1 AND status = 'ok'",
-                [cfg],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let n = sb.sql_number(&format!(
+            "SELECT COUNT(*) FROM runs WHERE config = '{cfg}' AND status = 'ok'"
+        ));
         assert_eq!(n, 15, "config {cfg}");
     }
-    let status: String = c
-        .query_row("SELECT status FROM experiments WHERE id = 1", [], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    assert_eq!(status, "complete");
+    let complete = sb.sql_number("SELECT COUNT(*) FROM experiments WHERE id = 1 AND status = 'complete'");
+    assert_eq!(complete, 1, "the experiment is complete");
 
     // The config entered at the kill was torn down on resume, or its
     // teardown had started before the kill and finished by itself; either
@@ -122,67 +103,61 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates() {
             err.contains("its teardown ran on resume") || err.contains("its teardown had started"),
             "{err}"
         );
-        let ev: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM events WHERE kind = 'teardown'",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let ev = sb.sql_number("SELECT COUNT(*) FROM events WHERE kind = 'teardown'");
         assert_eq!(ev, 1);
     }
-    let (s, t) = steps(&sb);
+    let (s, t) = steps(sb);
     assert_eq!(s, t, "every setup has its teardown");
-    teardowns_see_their_setups_exports(&sb);
+    teardowns_see_their_setups_exports(sb);
+}
 }
 
+both_stores! {
 /// A SIGKILL while a setup runs: the setup shell (in its own process group)
 /// finishes without sysdelta, so sysdelta never stored what it exported;
 /// the teardown on `--resume` must still see it.
-#[test]
-fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports() {
-    let sb = Sandbox::new();
-    let p = b_plan(&sb, 2, false, "; sleep 1", "");
-    sigkill_run_when(&sb, &p, "b's setup", || steps(&sb).0 > 0);
+fn sigkill_during_a_setup_then_resume_gives_the_teardown_its_exports(sb) {
+    let p = b_plan(sb, 2, false, "; sleep 1", "");
+    sigkill_run_when(sb, &p, "b's setup", || steps(sb).0 > 0);
     // The orphaned setup goes on (and dumps its environment) by itself;
     // resume waits for it.
-    resume_saying(&sb, "its teardown ran on resume");
-    teardowns_see_their_setups_exports(&sb);
-    let (s, t) = steps(&sb);
+    resume_saying(sb, "its teardown ran on resume");
+    teardowns_see_their_setups_exports(sb);
+    let (s, t) = steps(sb);
     assert_eq!(
         (s, t),
         (2, 2),
         "b entered twice (before the kill, on resume), left twice"
     );
     assert!(
-        !setup_env_left(&sb),
+        !setup_env_left(sb),
         "the setup's environment dump is removed once the config is left"
     );
 }
-
-/// A SIGKILL while a teardown runs: the teardown shell finishes by
-/// itself, so `--resume` must not run it a second time.
-#[test]
-fn sigkill_during_a_teardown_then_resume_does_not_repeat_it() {
-    let sb = Sandbox::new();
-    let p = b_plan(&sb, 2, true, "", "; sleep 1");
-    sigkill_run_when(&sb, &p, "b's teardown", || steps(&sb).1 > 0);
-    // Resume waits for the orphaned teardown, which ends by itself.
-    resume_saying(&sb, "ran to its end by itself");
-    assert_eq!(steps(&sb), (1, 1), "one setup, one teardown");
-    teardowns_see_their_setups_exports(&sb);
-    assert!(!crash_file(&sb, ".step").exists());
-    assert!(!setup_env_left(&sb));
 }
 
+both_stores! {
+/// A SIGKILL while a teardown runs: the teardown shell finishes by
+/// itself, so `--resume` must not run it a second time.
+fn sigkill_during_a_teardown_then_resume_does_not_repeat_it(sb) {
+    let p = b_plan(sb, 2, true, "", "; sleep 1");
+    sigkill_run_when(sb, &p, "b's teardown", || steps(sb).1 > 0);
+    // Resume waits for the orphaned teardown, which ends by itself.
+    resume_saying(sb, "ran to its end by itself");
+    assert_eq!(steps(sb), (1, 1), "one setup, one teardown");
+    teardowns_see_their_setups_exports(sb);
+    assert!(!crash_file(sb, ".step").exists());
+    assert!(!setup_env_left(sb));
+}
+}
+
+both_stores! {
 /// A teardown killed before its end (the second Ctrl-C kills the shell in
 /// flight, as does a crash of the machine) runs again on resume.
-#[test]
-fn a_teardown_killed_before_its_end_runs_again_on_resume() {
-    let sb = Sandbox::new();
+fn a_teardown_killed_before_its_end_runs_again_on_resume(sb) {
     let slept = sb.path("slept");
     let p = b_plan(
-        &sb,
+        sb,
         1,
         true,
         "",
@@ -194,11 +169,11 @@ fn a_teardown_killed_before_its_end_runs_again_on_resume() {
     let mut pid = 0;
     // Inside the teardown's sleep: its shell wrote its pid, and `slept`
     // exists, so the repeated teardown does not sleep.
-    sigkill_run_when(&sb, &p, "b's teardown shell asleep", || {
+    sigkill_run_when(sb, &p, "b's teardown shell asleep", || {
         if !slept.exists() {
             return false;
         }
-        let step = std::fs::read_to_string(crash_file(&sb, ".step")).unwrap_or_default();
+        let step = std::fs::read_to_string(crash_file(sb, ".step")).unwrap_or_default();
         pid = step
             .lines()
             .filter(|_| step.starts_with("teardown"))
@@ -212,10 +187,11 @@ fn a_teardown_killed_before_its_end_runs_again_on_resume() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    resume_saying(&sb, "its teardown ran on resume");
-    assert_eq!(steps(&sb), (1, 2), "the cut teardown ran again, to its end");
-    teardowns_see_their_setups_exports(&sb);
-    assert!(!crash_file(&sb, ".step").exists());
+    resume_saying(sb, "its teardown ran on resume");
+    assert_eq!(steps(sb), (1, 2), "the cut teardown ran again, to its end");
+    teardowns_see_their_setups_exports(sb);
+    assert!(!crash_file(sb, ".step").exists());
+}
 }
 
 /// A sequential plan running `true` under a bare config `a` and a config
@@ -263,10 +239,8 @@ fn sigkill_run_when(
     what: &str,
     mut ready: impl FnMut() -> bool,
 ) {
-    let mut child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .env("SYSDELTA_RUN_DIR", sb.run_dir())
+    let mut child = sb
+        .command()
         .args(["run", plan.to_str().unwrap(), "--quiet", "--no-report"])
         .env("TMPDIR", sb.dir.path())
         .stdout(Stdio::null())
@@ -318,21 +292,18 @@ fn teardowns_see_their_setups_exports(sb: &Sandbox) {
     }
 }
 
-#[test]
-fn first_sigint_tears_down_and_stops_cleanly() {
-    let sb = Sandbox::new();
-    let p = plan(&sb, 200);
-    let child = Command::new(bin())
-        .arg("--store")
-        .arg(sb.store())
-        .env("SYSDELTA_RUN_DIR", sb.run_dir())
+both_stores! {
+fn first_sigint_tears_down_and_stops_cleanly(sb) {
+    let p = plan(sb, 200);
+    let child = sb
+        .command()
         .args(["run", p.to_str().unwrap(), "--quiet", "--no-report"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let start = Instant::now();
-    while ok_runs(&sb.store()) < 4 {
+    while ok_runs(sb) < 4 {
         assert!(start.elapsed() < Duration::from_secs(60), "no progress");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -344,16 +315,11 @@ fn first_sigint_tears_down_and_stops_cleanly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(stderr(&out).contains("--resume 1"), "{}", stderr(&out));
-    let (s, t) = steps(&sb);
+    let (s, t) = steps(sb);
     assert_eq!(s, t, "teardown ran after the signal");
-    let c = rusqlite::Connection::open(sb.store()).unwrap();
-    let (status, entered): (String, Option<String>) = c
-        .query_row(
-            "SELECT status, entered_config FROM experiments WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(status, "interrupted");
-    assert_eq!(entered, None);
+    let left = sb.sql_number(
+        "SELECT COUNT(*) FROM experiments WHERE id = 1 AND status = 'interrupted' AND entered_config IS NULL",
+    );
+    assert_eq!(left, 1, "interrupted, and no config left entered");
+}
 }

@@ -1,7 +1,8 @@
 //! Imports check every value before anything is written (a value no
 //! measurement can have is bad input: exit 2, one line naming file:line)
 //! and then store the experiment in one transaction: a refused or failed
-//! import leaves the store as it was, never a `running` experiment.
+//! import leaves the store as it was, never a `running` experiment. Each
+//! test runs on an SQLite store and on a PostgreSQL one.
 
 mod common;
 
@@ -43,39 +44,38 @@ fn import_ok(sb: &Sandbox, args: &[&str]) -> String {
     stdout(&out).trim().to_string()
 }
 
-#[test]
-fn go_file_with_negative_then_nan_is_refused_and_changes_nothing() {
-    let sb = Sandbox::new();
+both_stores! {
+fn go_file_with_negative_then_nan_is_refused_and_changes_nothing(sb) {
     let good = sb.write("good.txt", GOOD_GO);
-    import_ok(&sb, &["gobench", good.to_str().unwrap()]);
-    let before = snapshot(&sb);
+    import_ok(sb, &["gobench", good.to_str().unwrap()]);
+    let before = snapshot(sb);
     // The file from the issue: -5 ns/op, then NaN ns/op.
     let bad = sb.write(
         "bad.txt",
         "goos: linux\nBenchmarkJoin-2  20000  -5 ns/op\nBenchmarkJoin-2  20000  NaN ns/op\n",
     );
     import_refused(
-        &sb,
+        sb,
         &["gobench", bad.to_str().unwrap()],
         "bad.txt:2: '-5 ns/op' is negative",
     );
     let nan_only = sb.write("nan.txt", "BenchmarkJoin-2  20000  NaN ns/op\n");
     import_refused(
-        &sb,
+        sb,
         &["gobench", nan_only.to_str().unwrap()],
         "nan.txt:1: 'NaN ns/op' is not a finite number",
     );
     assert_eq!(
-        snapshot(&sb),
+        snapshot(sb),
         before,
         "list and the stored experiment unchanged"
     );
     assert!(!before.0.contains("running"), "{}", before.0);
 }
+}
 
-#[test]
-fn infinities_and_impossible_values_are_refused_with_their_line() {
-    let sb = Sandbox::new();
+both_stores! {
+fn infinities_and_impossible_values_are_refused_with_their_line(sb) {
     let w = |name: &str, text: &str| sb.write(name, text).display().to_string();
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
@@ -150,19 +150,19 @@ fn infinities_and_impossible_values_are_refused_with_their_line() {
     ];
     for (args, want) in cases {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        import_refused(&sb, &a, want);
+        import_refused(sb, &a, want);
     }
-    assert!(!sb.store().exists(), "a refused import creates no store");
+    assert!(!sb.store_exists(), "a refused import creates no store");
+}
 }
 
-#[test]
-fn hyperfine_exit_codes_make_failed_runs() {
-    let sb = Sandbox::new();
+both_stores! {
+fn hyperfine_exit_codes_make_failed_runs(sb) {
     let f = sb.write(
         "h.json",
         r#"{"results": [{"command": "a", "times": [0.1, 0.2, 0.3], "exit_codes": [0, 1, 0]}]}"#,
     );
-    let id = import_ok(&sb, &["hyperfine", f.to_str().unwrap()]);
+    let id = import_ok(sb, &["hyperfine", f.to_str().unwrap()]);
     let v = sb.json_report(&id);
     let runs = v["runs"].as_array().unwrap();
     let status: Vec<&str> = runs.iter().map(|r| r["status"].as_str().unwrap()).collect();
@@ -172,6 +172,7 @@ fn hyperfine_exit_codes_make_failed_runs() {
     let m = &v["analysis"]["metrics"][0];
     assert_eq!(m["cells"][0]["values"], serde_json::json!([0.1, 0.3]));
     assert_eq!(v["experiment"]["status"], "complete");
+}
 }
 
 fn one_run(config: &str, value: f64) -> ImportedRun {
@@ -197,10 +198,9 @@ fn imported(runs: Vec<ImportedRun>, specs: Vec<MetricSpec>) -> Imported {
     }
 }
 
-#[test]
-fn a_write_that_fails_stores_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
+both_stores! {
+fn a_write_that_fails_stores_nothing(sb) {
+    let path = sb.store();
     let store = Store::open(&path, true).unwrap();
     let spec = MetricSpec::new("m", "s", Direction::Lower);
     // A value the store refuses, after a good run: before the fix the
@@ -216,4 +216,5 @@ fn a_write_that_fails_stores_nothing() {
     let twice = imported(vec![one_run("a", 1.0)], vec![spec.clone(), spec]);
     assert!(import::store(&store, &twice, None, "x").is_err());
     assert_eq!(store.experiment_ids().unwrap(), Vec::<i64>::new());
+}
 }

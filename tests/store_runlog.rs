@@ -1,9 +1,12 @@
 //! The run log through the store: runs recorded while an experiment runs
 //! reach the tables, a report-side read sees them, and the log a crash left
-//! is folded by the next open without duplicating a run.
+//! is folded by the next open without duplicating a run. The tests of
+//! `both_stores!` run on an SQLite store and on a PostgreSQL one.
 
 mod common;
 
+#[allow(unused_imports)]
+use common::Sandbox;
 use common::{create_experiment, run_record};
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::store::{runlog, RunResult, Store};
@@ -43,10 +46,10 @@ fn walls(store: &Store, exp: i64) -> Vec<f64> {
         .collect()
 }
 
-#[test]
-fn logged_runs_are_read_back_and_a_repeated_fold_adds_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
+both_stores! {
+fn logged_runs_are_read_back_and_a_repeated_fold_adds_nothing(sb) {
+    let dir = &sb.dir;
+    let path = sb.store();
     let log = runlog::path_for(&path);
     {
         let (store, exp) = logging_store(&path);
@@ -74,6 +77,7 @@ fn logged_runs_are_read_back_and_a_repeated_fold_adds_nothing() {
         "the next open folds and removes a dead run's log"
     );
 }
+}
 
 #[test]
 fn a_dead_runs_log_is_folded_by_the_next_open() {
@@ -100,10 +104,9 @@ fn a_dead_runs_log_is_folded_by_the_next_open() {
     assert!(!log.exists());
 }
 
-#[test]
-fn a_reader_leaves_a_live_runs_log_to_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
+both_stores! {
+fn a_reader_leaves_a_live_runs_log_to_it(sb) {
+    let path = sb.store();
     let (store, exp) = logging_store(&path);
     record(&store, exp, 0);
     // The running sysdelta holds the store's flock (main.rs lock_store).
@@ -121,6 +124,7 @@ fn a_reader_leaves_a_live_runs_log_to_it() {
     drop(lock);
     store.flush_runs().unwrap();
     assert_eq!(reader.load(exp).unwrap().runs.len(), 1);
+}
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod boots;
 mod cis;
 pub mod families;
 pub mod geomean;
+pub mod hosts;
 mod model;
 pub mod overhead;
 pub mod shell_cost;

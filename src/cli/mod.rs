@@ -14,6 +14,7 @@ pub mod env;
 pub mod fleet;
 pub mod import;
 pub mod output;
+pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;
@@ -58,6 +59,10 @@ pub enum Cmd {
     Micro(crate::micro::cli::MicroArgs),
     /// Compare experiments run separately (e.g. kernel A vs B across a reboot).
     Compare(report::CompareArgs),
+    /// Copy experiments from this store to a team's (PostgreSQL), once.
+    Push(push::PushArgs),
+    /// Copy experiments from a team's store (PostgreSQL) into this one, once.
+    Pull(push::PullArgs),
     /// A metric across labelled experiments, with change points marked.
     History(report::HistoryArgs),
     /// One plan on several hosts at once over ssh, into one team store:
@@ -113,6 +118,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Fleet(a) => fleet::run(&a, store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
@@ -141,7 +148,11 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
 /// (see `store::pg`), after the server has taken the URL.
 fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
     let named = given
-        .or_else(|| std::env::var_os("SYSDELTA_STORE").filter(|s| !s.is_empty()).map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("SYSDELTA_STORE")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        })
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
     match named.to_str() {
         Some(url) if crate::store::pg::is_url(url) => crate::store::pg::anchor_for(url),

@@ -17,6 +17,10 @@ pub struct CompareArgs {
     /// Experiments as LABEL, ID, or LABEL:CONFIG; the first is the baseline.
     #[arg(required = true, num_args = 2..)]
     pub experiments: Vec<String>,
+    /// Only experiments that ran on host NAME (its name in a fleet, else
+    /// the machine's): a label every host of a fleet has names this one's.
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     #[command(flatten)]
     pub flags: ReportFlags,
 }
@@ -43,6 +47,10 @@ pub struct HistoryArgs {
     /// baseline); experiments without it are skipped.
     #[arg(long, value_name = "NAME")]
     pub config: Option<String>,
+    /// Only experiments that ran on host NAME (its name in a fleet, else
+    /// the machine's).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
     /// Significance level of a change point.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
@@ -120,7 +128,7 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
-    let c = report::compare::build(&store, &a.experiments)?;
+    let c = report::compare::build_on(&store, &a.experiments, a.host.as_deref())?;
     // Text on a terminal already leads with the warnings: stderr repeats
     // them only where stdout is not what the user is reading.
     use std::io::IsTerminal as _;
@@ -149,12 +157,13 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
         )));
     }
     let store = Store::open(store_path, false)?;
-    let h = report::compare::history(
+    let h = report::compare::history_on(
         &store,
         &a.metric,
         &a.label_prefix,
         a.config.as_deref(),
         a.alpha,
+        a.host.as_deref(),
     )?;
     let render = |f: HistoryFormat| match f {
         HistoryFormat::Text => Ok(report::compare::history_text(&h)),

@@ -210,7 +210,10 @@ fn execute(
             let parsed = m
                 .split_once(':')
                 .and_then(|(id, host)| Some((id.parse::<i64>().ok()?, host)));
-            Some(parsed.ok_or_else(|| bad(format!("--fleet-member '{m}': expected FLEET_ID:HOST")))?)
+            Some(
+                parsed
+                    .ok_or_else(|| bad(format!("--fleet-member '{m}': expected FLEET_ID:HOST")))?,
+            )
         }
     };
     // From here on a signal asks for a clean stop (exit 130).

@@ -121,15 +121,12 @@ impl HostPaths {
         let socket = format!("{socket_dir}/.s.PGSQL.{}", team.port);
         let state_dir = format!("{w}/state");
         let url = team.host_url(&socket_dir);
-        let parsed = pg::Url::parse(&url)?;
-        let name = parsed
-            .anchor()
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "pg.store".into());
+        // Where the host's sysdelta would anchor this URL itself, in the
+        // state dir it is given.
+        let anchor = pg::Url::parse(&url)?.anchor_in(Path::new(&state_dir));
         Ok(HostPaths {
             workdir: w.to_string(),
-            anchor: format!("{state_dir}/{name}"),
+            anchor: anchor.display().to_string(),
             plan: format!("{w}/plan-{fleet_uid}.toml"),
             socket_dir,
             socket,

@@ -92,6 +92,13 @@ pub fn collect() -> BTreeMap<String, String> {
         s(read_trim("/sys/kernel/mm/transparent_hugepage/enabled")),
     );
     f.insert("mitigations".into(), s(mitigations()));
+    // Simultaneous multithreading: the kernel's control word (on, off,
+    // forceoff, notsupported, notimplemented). Sibling threads share a
+    // core's caches and ports, so it changes what a run measures.
+    f.insert(
+        "smt".into(),
+        s(read_trim("/sys/devices/system/cpu/smt/control")),
+    );
     f.insert(
         "loadavg_at_start".into(),
         s(read_trim("/proc/loadavg")
@@ -189,6 +196,7 @@ mod tests {
             "cpufreq_governor",
             "thp",
             "mitigations",
+            "smt",
             "loadavg_at_start",
         ] {
             assert!(f.contains_key(k), "missing {k}");

@@ -22,7 +22,8 @@ use crate::store::{ExperimentData, ExperimentInfo, Store, StoredMetric, StoredRu
 
 // The history lives in its own file; its paths stay those it always had.
 pub use super::history::{
-    change_points, history, history_json, history_text, ChangePoint, History, HistoryPoint,
+    change_points, history, history_json, history_on, history_text, ChangePoint, History,
+    HistoryPoint,
 };
 
 /// Fingerprint keys that are expected to differ across a kernel comparison.
@@ -37,14 +38,23 @@ pub struct Compared {
     pub warnings: Vec<String>,
 }
 
-/// Resolve `LABEL_OR_ID` or `LABEL_OR_ID:CONFIG`. The whole string is tried
-/// first, so labels containing ':' still work.
-fn resolve_pick(store: &Store, spec: &str) -> Result<(i64, Option<String>)> {
-    match store.resolve(spec) {
+/// Resolve `LABEL_OR_ID` or `LABEL_OR_ID:CONFIG`, among the experiments of
+/// one host (`host`: its name and its experiments' ids) when one is given.
+/// The whole string is tried first, so labels containing ':' still work.
+fn resolve_pick(
+    store: &Store,
+    spec: &str,
+    host: Option<(&str, &[i64])>,
+) -> Result<(i64, Option<String>)> {
+    let resolve = |what: &str| match host {
+        Some((name, ids)) => super::on_host::resolve_on(store, what, name, ids),
+        None => store.resolve(what),
+    };
+    match resolve(spec) {
         Ok(id) => Ok((id, None)),
         Err(e) => match spec.rsplit_once(':') {
             Some((what, config)) if !what.is_empty() => {
-                Ok((store.resolve(what)?, Some(config.to_string())))
+                Ok((resolve(what)?, Some(config.to_string())))
             }
             _ => Err(e),
         },
@@ -75,14 +85,27 @@ fn config_list(configs: &[String]) -> String {
 
 /// Build the virtual experiment of `specs` (at least two).
 pub fn build(store: &Store, specs: &[String]) -> Result<Compared> {
+    build_on(store, specs, None)
+}
+
+/// [`build`] with each of `specs` resolved among the experiments that ran
+/// on host `host` (`compare --host`: a label a fleet gave every host's
+/// experiment names this host's), when one is given. A host no experiment
+/// ran on is bad input.
+pub fn build_on(store: &Store, specs: &[String], host: Option<&str>) -> Result<Compared> {
     if specs.len() < 2 {
         return Err(bad(
             "compare needs at least two experiments (LABEL, ID, or LABEL:CONFIG)",
         ));
     }
+    let on_host = match host {
+        Some(h) => Some((h, super::on_host::experiments_on(store, h)?)),
+        None => None,
+    };
+    let on_host = on_host.as_ref().map(|(h, ids)| (*h, ids.as_slice()));
     let mut picked: Vec<(ExperimentData, String, String, Option<String>)> = Vec::new();
     for spec in specs {
-        let (id, config) = resolve_pick(store, spec)?;
+        let (id, config) = resolve_pick(store, spec, on_host)?;
         // The monitor probe and its control are no part of a comparison.
         let data = crate::analysis::overhead::reportable(&store.load(id)?);
         let t = title(&data.info);

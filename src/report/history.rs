@@ -119,7 +119,34 @@ pub fn history(
     config: Option<&str>,
     alpha: f64,
 ) -> Result<History> {
-    let exps = store.labelled(prefix)?;
+    history_on(store, metric, prefix, config, alpha, None)
+}
+
+/// [`history`] over the experiments that ran on host `host` only
+/// (`history --host`), when one is given: a fleet's hosts each have an
+/// experiment of every label, and one host's history is one machine's. A
+/// host no experiment ran on is bad input.
+pub fn history_on(
+    store: &Store,
+    metric: &str,
+    prefix: &str,
+    config: Option<&str>,
+    alpha: f64,
+    host: Option<&str>,
+) -> Result<History> {
+    let mut exps = store.labelled(prefix)?;
+    if let Some(h) = host {
+        let ids = super::on_host::experiments_on(store, h)?;
+        exps.retain(|(id, _)| ids.contains(id));
+        if exps.is_empty() {
+            return Err(bad(format!(
+                "no experiment on host {} has a label starting with '{}' in {}",
+                safe(h),
+                safe(prefix),
+                safe(&store.path().display().to_string())
+            )));
+        }
+    }
     if exps.is_empty() {
         return Err(bad(format!(
             "no experiment has a label starting with '{}' in {}",

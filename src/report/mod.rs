@@ -10,12 +10,14 @@ pub mod compare;
 pub mod csv;
 pub mod detail;
 pub mod escape;
+pub mod fleet;
 mod geomean;
 mod history;
 pub mod html;
 pub mod json;
 pub mod list;
 pub mod markdown;
+mod on_host;
 pub mod overhead;
 pub mod sections;
 pub mod shell_cost;
@@ -53,6 +55,7 @@ pub struct ReportOptions {
 /// An experiment's reportable data and its analysis: computed once (the
 /// bootstraps are most of a report's time), rendered in as many formats
 /// as are asked for.
+#[derive(Clone, Debug)]
 pub struct Analyzed {
     /// The data the reports show (monitor probe and control left out).
     pub data: ExperimentData,

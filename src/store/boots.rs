@@ -139,24 +139,24 @@ impl Store {
              FROM boots WHERE experiment_id = ?1 ORDER BY id",
             &vals![exp],
             |r| {
-            Ok(StoredBoot {
-                id: r.get(0)?,
-                config: r.get(1)?,
-                block: r.get(2)?,
-                position: r.get(3)?,
-                accel: r.get(4)?,
-                started_at: r.get(5)?,
-                launch_to_hello_s: r.get(6)?,
-                status: r.get(7)?,
-                reason: r.get(8)?,
-                console_tail: r.get(9)?,
-                uname: r.get(10)?,
-                proc_version: r.get(11)?,
-                cmdline: r.get(12)?,
-                cpus: r.get(13)?,
-                mem_total_kib: r.get::<Option<i64>>(14)?.map(|v| v as u64),
-                runs: r.get(15)?,
-            })
+                Ok(StoredBoot {
+                    id: r.get(0)?,
+                    config: r.get(1)?,
+                    block: r.get(2)?,
+                    position: r.get(3)?,
+                    accel: r.get(4)?,
+                    started_at: r.get(5)?,
+                    launch_to_hello_s: r.get(6)?,
+                    status: r.get(7)?,
+                    reason: r.get(8)?,
+                    console_tail: r.get(9)?,
+                    uname: r.get(10)?,
+                    proc_version: r.get(11)?,
+                    cmdline: r.get(12)?,
+                    cpus: r.get(13)?,
+                    mem_total_kib: r.get::<Option<i64>>(14)?.map(|v| v as u64),
+                    runs: r.get(15)?,
+                })
             },
         )
     }

@@ -188,7 +188,9 @@ impl<'a> FromSql<'a> for CellRef<'a> {
         })
     }
 
-    fn from_sql_null(_: &Type) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+    fn from_sql_null(
+        _: &Type,
+    ) -> std::result::Result<Self, Box<dyn std::error::Error + Sync + Send>> {
         Ok(CellRef::Null)
     }
 
@@ -314,9 +316,9 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 impl Pg {
     /// Connect; an error names the URL (without its password).
     pub fn connect(config: postgres::Config, shown: String) -> Result<Pg> {
-        let client = config
-            .connect(postgres::NoTls)
-            .map_err(|e| crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e))))?;
+        let client = config.connect(postgres::NoTls).map_err(|e| {
+            crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e)))
+        })?;
         Ok(Pg {
             client: RefCell::new(client),
             config,
@@ -336,10 +338,14 @@ impl Pg {
     /// is made again and `f` tried again, until the patience is spent.
     fn with_client<T>(
         &self,
-        mut f: impl FnMut(&mut postgres::Client, &mut HashMap<String, postgres::Statement>) -> std::result::Result<T, postgres::Error>,
+        mut f: impl FnMut(
+            &mut postgres::Client,
+            &mut HashMap<String, postgres::Statement>,
+        ) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         let deadline = Instant::now() + self.patience.get();
         let mut wait = Duration::from_millis(50);
+        let mut tries = 0;
         loop {
             let err = {
                 let mut client = self.client.borrow_mut();
@@ -354,7 +360,10 @@ impl Pg {
                     }
                 }
             };
-            if self.in_tx.get() || Instant::now() >= deadline {
+            // Inside a transaction the caller's work went with the
+            // connection; outside, one new connection is always tried (a
+            // server may close an idle one), then more until the deadline.
+            if self.in_tx.get() || (tries > 0 && Instant::now() >= deadline) {
                 self.in_tx.set(false);
                 return Err(Unreachable {
                     url: self.shown.clone(),
@@ -362,8 +371,11 @@ impl Pg {
                 }
                 .into());
             }
-            std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
-            wait = (wait * 2).min(Duration::from_secs(2));
+            if tries > 0 {
+                std::thread::sleep(wait.min(deadline.saturating_duration_since(Instant::now())));
+                wait = (wait * 2).min(Duration::from_secs(2));
+            }
+            tries += 1;
             if let Ok(c) = self.config.connect(postgres::NoTls) {
                 *self.client.borrow_mut() = c;
                 self.statements.borrow_mut().clear();
@@ -466,7 +478,12 @@ impl Db {
     }
 
     /// Hand each row `sql` returns to `f`, in order.
-    pub fn for_each(&self, sql: &str, params: &[Value], mut f: impl FnMut(&Row) -> Result<()>) -> Result<()> {
+    pub fn for_each(
+        &self,
+        sql: &str,
+        params: &[Value],
+        mut f: impl FnMut(&Row) -> Result<()>,
+    ) -> Result<()> {
         match self {
             Db::Sqlite(c) => {
                 let mut st = c.prepare_cached(&dialect(sql, false))?;
@@ -485,6 +502,33 @@ impl Db {
                     f(&Row::Pg(r))?;
                 }
                 Ok(())
+            }
+        }
+    }
+
+    /// [`Db::query`] of a statement made for one use (a multi-row insert
+    /// of as many rows as a fold holds), which is not kept prepared.
+    pub fn query_once<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        mut f: impl FnMut(&Row) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        match self {
+            Db::Sqlite(c) => {
+                let mut st = c.prepare(&dialect(sql, false))?;
+                let mut rows = st.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next()? {
+                    out.push(f(&Row::Sqlite(r))?);
+                }
+                Ok(out)
+            }
+            Db::Pg(pg) => {
+                let sql = dialect(sql, true);
+                let rows =
+                    pg.with_client(|client, _| client.query(sql.as_ref(), &pg_params(params)))?;
+                rows.iter().map(|r| f(&Row::Pg(r))).collect()
             }
         }
     }
@@ -508,7 +552,12 @@ impl Db {
     }
 
     /// The one row `sql` returns, through `f`; an error when there is none.
-    pub fn query_one<T>(&self, sql: &str, params: &[Value], f: impl FnOnce(&Row) -> Result<T>) -> Result<T> {
+    pub fn query_one<T>(
+        &self,
+        sql: &str,
+        params: &[Value],
+        f: impl FnOnce(&Row) -> Result<T>,
+    ) -> Result<T> {
         self.query_opt(sql, params, f)?
             .ok_or_else(|| anyhow!("no row returned by: {sql}"))
     }
@@ -626,7 +675,8 @@ mod tests {
     #[test]
     fn sqlite_round_trip_of_every_value() {
         let db = Db::Sqlite(rusqlite::Connection::open_in_memory().unwrap());
-        db.batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, n TEXT)").unwrap();
+        db.batch("CREATE TABLE t (i INTEGER, r REAL, s TEXT, n TEXT)")
+            .unwrap();
         db.execute(
             "INSERT INTO t VALUES (?1, ?2, ?3, ?4)",
             &vals![7u32, 1.5, "x", None::<&str>],

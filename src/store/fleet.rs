@@ -66,9 +66,10 @@ impl Store {
     pub fn fleet(&self, what: &str) -> Result<FleetInfo> {
         let id: Option<i64> = match what {
             "last" | "--last" => self.db.value("SELECT MAX(id) FROM fleets", &[])?,
-            _ => Some(what.parse().map_err(|_| {
-                bad(format!("fleet '{what}': expected a fleet id or 'last'"))
-            })?),
+            _ => Some(
+                what.parse()
+                    .map_err(|_| bad(format!("fleet '{what}': expected a fleet id or 'last'")))?,
+            ),
         };
         let shown = self.shown();
         let Some(id) = id else {

@@ -161,7 +161,7 @@ impl Store {
                 self.db.batch("SAVEPOINT fold_record")?;
                 let inserted = self
                     .check_fits(&record.row)
-                    .and_then(|()| self.insert_row(&record.row));
+                    .and_then(|()| self.insert_row(&record.row).map(drop));
                 if let Err(e) = inserted {
                     self.db
                         .batch("ROLLBACK TO fold_record; RELEASE fold_record")?;
@@ -180,7 +180,8 @@ impl Store {
     /// such check.
     pub(super) fn check_fits(&self, r: &runlog::RunRow) -> Result<()> {
         let exp = r.experiment_id;
-        let has = |sql: &str, name: &str| -> Result<bool> { self.db.exists(sql, &vals![exp, name]) };
+        let has =
+            |sql: &str, name: &str| -> Result<bool> { self.db.exists(sql, &vals![exp, name]) };
         if !self
             .db
             .exists("SELECT 1 FROM experiments WHERE id = ?1", &vals![exp])?
@@ -232,8 +233,10 @@ impl Store {
 
     /// Fold the run log into the tables now, if it holds anything
     /// (before a read of runs, and at the end: a PostgreSQL server out of
-    /// reach is waited for, up to the database's patience).
+    /// reach is waited for, up to the database's patience), after the
+    /// state writes that waited for it.
     pub fn flush_runs(&self) -> Result<()> {
+        self.apply_deferred(true)?;
         let mut guard = self.log.borrow_mut();
         let Some(log) = guard.as_mut() else {
             return Ok(());
@@ -247,32 +250,36 @@ impl Store {
 
     /// The fold that falls due while runs go on: with a PostgreSQL server
     /// out of reach (a network blip, a restart), the runs stay in the
-    /// local log, the experiment goes on, and a later fold adds them. One
-    /// warning when that starts and one when the server is back.
+    /// local log, the experiment goes on, and a later fold (tried again a
+    /// second later) adds them.
     pub(super) fn fold_when_reachable(&self) -> Result<()> {
         if !self.db.is_pg() {
             return self.flush_runs();
         }
         // One quick try to reconnect: the next fold tries again.
         let patience = self.db.set_patience(std::time::Duration::ZERO);
-        let folded = self.flush_runs();
+        let folded = self
+            .apply_deferred(false)
+            .and_then(|caught_up| match caught_up {
+                true => self.flush_runs(),
+                false => Err(db::Unreachable {
+                    url: self.shown(),
+                    why: "writes still wait for it".into(),
+                }
+                .into()),
+            });
         self.db.set_patience(patience);
         match folded {
             Err(e) if db::is_unreachable(&e) => {
-                if !self.unreachable.replace(true) {
-                    let log = runlog::path_for(&self.path);
-                    eprintln!(
-                        "sysdelta: warning: {e:#}; runs are kept in {} until it is back, and the experiment goes on",
-                        log.display()
-                    );
+                self.note_unreachable(&e);
+                if let Some(log) = self.log.borrow_mut().as_mut() {
+                    log.retry_later();
                 }
                 Ok(())
             }
             Err(e) => Err(e),
             Ok(()) => {
-                if self.unreachable.replace(false) {
-                    eprintln!("sysdelta: {}: reachable again; the runs kept meanwhile are stored", self.shown());
-                }
+                self.note_reachable();
                 Ok(())
             }
         }
@@ -301,12 +308,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        self.in_transaction(|| {
-            for row in rows {
-                self.insert_row(row)?;
-            }
-            Ok(())
-        })
+        self.in_transaction(|| self.insert_rows(rows))
     }
 
     /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.

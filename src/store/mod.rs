@@ -1,4 +1,7 @@
-//! The SQLite store: experiments, runs and every raw sample.
+//! The store: experiments, runs and every raw sample, in an SQLite file or
+//! a team's PostgreSQL database (`db` holds the two; `pg` how a database
+//! is named and anchored on each machine; everything below holds for both,
+//! the file's WAL and read-only modes aside).
 //!
 //! While an experiment runs, each run is appended to the store's run log
 //! (`runlog`) before the next run starts, so a SIGKILL loses at most the run
@@ -14,8 +17,11 @@
 //! it.
 
 pub mod boots;
-pub mod fleet;
+mod copy;
 pub(crate) mod db;
+mod deferred;
+pub mod fleet;
+pub use copy::Copied;
 mod fold;
 pub mod lock;
 mod open;
@@ -37,12 +43,12 @@ use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
 
 use crate::error::bad;
-use db::{vals, Db};
 use crate::metric::MetricSamples;
 use crate::metric::{Direction, MetricSpec};
 use crate::overrides::{Order, Overrides};
 pub use crate::status::{BootStatus, ExperimentStatus, RunStatus};
 pub use boots::{BootEnd, StoredBoot};
+use db::{vals, Db};
 
 pub const DEFAULT_PATH: &str = "sysdelta.db";
 
@@ -54,8 +60,10 @@ pub struct Store {
     /// Why this process cannot write the store, if it cannot: it is then
     /// open read-only (see [`Store::open`]).
     read_only: Option<String>,
-    /// A PostgreSQL server was out of reach at the last fold (said once).
+    /// A PostgreSQL server was out of reach at the last try (said once).
     unreachable: std::cell::Cell<bool>,
+    /// State writes waiting for a PostgreSQL server out of reach.
+    deferred: RefCell<Vec<deferred::Write>>,
 }
 
 pub struct NewExperiment<'a> {

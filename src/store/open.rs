@@ -65,6 +65,9 @@ impl Store {
         let store = Store::with(Db::Pg(Box::new(conn)), anchor, None);
         store.check_and_migrate(create)?;
         store.fold_orphaned_log()?;
+        if let Ok(Some(_lock)) = Store::try_lock(anchor) {
+            store.apply_deferred_file()?;
+        }
         Ok(store)
     }
 
@@ -75,6 +78,7 @@ impl Store {
             log: RefCell::new(None),
             read_only,
             unreachable: std::cell::Cell::new(false),
+            deferred: RefCell::new(Vec::new()),
         }
     }
 
@@ -170,7 +174,8 @@ impl Store {
         let locked = self.db.is_pg() && self.read_only.is_none();
         if locked {
             self.db.begin()?;
-            self.db.value::<Option<String>>("SELECT CAST(pg_advisory_xact_lock(7573) AS TEXT)", &[])?;
+            self.db
+                .value::<Option<String>>("SELECT CAST(pg_advisory_xact_lock(7573) AS TEXT)", &[])?;
         }
         let checked = self.check_and_migrate_locked(create, &p);
         if locked {
@@ -198,7 +203,9 @@ impl Store {
         let version: i64 = if tables.iter().any(|t| t == "meta") {
             let app: Option<String> = self
                 .db
-                .query_opt("SELECT value FROM meta WHERE key = 'app'", &[], |r| r.get(0))
+                .query_opt("SELECT value FROM meta WHERE key = 'app'", &[], |r| {
+                    r.get(0)
+                })
                 .map_err(|e| bad(format!("{p}: not a sysdelta store ({e:#})")))?;
             if app.as_deref() != Some(schema::APP_ID) {
                 return Err(bad(format!(
@@ -218,7 +225,9 @@ impl Store {
         } else if tables.is_empty() && create {
             0
         } else if tables.is_empty() {
-            return Err(bad(format!("{p}: not a sysdelta store ({kind} without tables)")));
+            return Err(bad(format!(
+                "{p}: not a sysdelta store ({kind} without tables)"
+            )));
         } else {
             return Err(bad(format!(
                 "{p}: not a sysdelta store ({kind} with other tables: {})",
@@ -259,7 +268,10 @@ impl Store {
                         self.give_uids()?;
                     }
                 }
-                for (key, value) in [("app", schema::APP_ID.to_string()), ("schema_version", known.to_string())] {
+                for (key, value) in [
+                    ("app", schema::APP_ID.to_string()),
+                    ("schema_version", known.to_string()),
+                ] {
                     self.db.execute(
                         "INSERT INTO meta (key, value) VALUES (?1, ?2)
                          ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -280,9 +292,11 @@ impl Store {
     /// Give each experiment stored before uids existed its own (see
     /// [`write::new_uid`]), so it too can be pushed and pulled.
     fn give_uids(&self) -> Result<()> {
-        let ids: Vec<i64> = self
-            .db
-            .query("SELECT id FROM experiments WHERE uid IS NULL", &[], |r| r.get(0))?;
+        let ids: Vec<i64> =
+            self.db
+                .query("SELECT id FROM experiments WHERE uid IS NULL", &[], |r| {
+                    r.get(0)
+                })?;
         for id in ids {
             self.db.execute(
                 "UPDATE experiments SET uid = ?2 WHERE id = ?1",

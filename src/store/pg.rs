@@ -63,7 +63,9 @@ impl Url {
         }
         let mut config = config;
         if config.get_connect_timeout().is_none() {
-            config.connect_timeout(std::time::Duration::from_secs(10));
+            // Short: a run that finds the server gone tries again each
+            // second, and must not wait long on each try.
+            config.connect_timeout(std::time::Duration::from_secs(5));
         }
         Ok(Url {
             config,
@@ -72,9 +74,9 @@ impl Url {
         })
     }
 
-    /// Where this store is anchored on this machine: one file per server,
-    /// port, database and user.
-    pub fn anchor(&self) -> PathBuf {
+    /// Where this store is anchored on this machine (in the state
+    /// directory `dir`): one file per server, port, database and user.
+    pub fn anchor_in(&self, dir: &Path) -> PathBuf {
         let host = match self.config.get_hosts().first() {
             Some(postgres::config::Host::Tcp(h)) => h.clone(),
             Some(postgres::config::Host::Unix(p)) => p.display().to_string(),
@@ -93,7 +95,7 @@ impl Url {
                 }
             })
             .collect();
-        state_dir().join(format!("pg-{name}.store"))
+        dir.join(format!("pg-{name}.store"))
     }
 }
 
@@ -121,6 +123,11 @@ pub fn state_dir() -> PathBuf {
 /// URL parses and the server takes it (one line and exit 2 otherwise,
 /// and nothing written anywhere).
 pub fn anchor_for(url: &str) -> Result<PathBuf> {
+    anchor_in(url, &state_dir())
+}
+
+/// [`anchor_for`] with the state directory `dir`.
+pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;
     // Connect once, so a wrong password or a server that is not there is
     // said now, in one line, before anything is prepared or written.
@@ -128,7 +135,7 @@ pub fn anchor_for(url: &str) -> Result<PathBuf> {
         parsed.config.clone(),
         parsed.shown.clone(),
     )?);
-    let anchor = parsed.anchor();
+    let anchor = parsed.anchor_in(dir);
     if pointer_url(&anchor).as_deref() != Some(url) {
         write_anchor(&anchor, url)?;
     }
@@ -194,7 +201,9 @@ mod tests {
             "postgresql://alice@db.example/team"
         );
         assert_eq!(
-            without_password("postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"),
+            without_password(
+                "postgresql://alice@/team?host=/tmp/x&password=s3cret&sslmode=disable"
+            ),
             "postgresql://alice@/team?host=/tmp/x&password=xxx&sslmode=disable"
         );
         assert_eq!(
@@ -210,8 +219,14 @@ mod tests {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"), "{e}");
-        let e = Url::parse("postgresql://u@localhost").err().unwrap().to_string();
+        assert!(
+            e.starts_with("postgresql://u@localhost:notaport/team: not a PostgreSQL URL"),
+            "{e}"
+        );
+        let e = Url::parse("postgresql://u@localhost")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("name the database"), "{e}");
     }
 
@@ -220,7 +235,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let a = Url::parse("postgresql://u:p@/team?host=/run/pg").unwrap();
         let b = Url::parse("postgresql://u:p@/other?host=/run/pg").unwrap();
-        assert_ne!(a.anchor(), b.anchor());
+        assert_ne!(a.anchor_in(dir.path()), b.anchor_in(dir.path()));
         let anchor = dir.path().join("x.store");
         write_anchor(&anchor, &a.full).unwrap();
         assert_eq!(pointer_url(&anchor).as_deref(), Some(a.full.as_str()));

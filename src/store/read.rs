@@ -54,10 +54,9 @@ impl Store {
                 .ok_or_else(|| bad(format!("{shown}: the store has no experiments")));
         }
         if let Ok(id) = what.parse::<i64>() {
-            let found = self.db.exists(
-                "SELECT id FROM experiments WHERE id = ?1",
-                &vals![id],
-            )?;
+            let found = self
+                .db
+                .exists("SELECT id FROM experiments WHERE id = ?1", &vals![id])?;
             return match found {
                 true => Ok(id),
                 false => Err(bad(format!("no experiment with id {id} in {shown}"))),
@@ -273,10 +272,8 @@ impl Store {
 
     /// Where an experiment's samples came from: None when sysdelta ran it.
     pub fn source(&self, exp: i64) -> Result<Option<String>> {
-        self.db.value(
-            "SELECT source FROM experiments WHERE id = ?1",
-            &vals![exp],
-        )
+        self.db
+            .value("SELECT source FROM experiments WHERE id = ?1", &vals![exp])
     }
 
     /// Ids and labels of experiments whose label starts with `prefix`, oldest first.

@@ -347,6 +347,13 @@ impl RunLog {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// A fold failed (a server out of reach): the rows stay, and the next
+    /// fold is due a full [`FOLD_EVERY`] from now, not at the next run.
+    pub fn retry_later(&mut self) {
+        self.last_fold = Instant::now();
+        self.slow = false;
+    }
 }
 
 /// One run record of a log file and where its line is.

@@ -47,7 +47,7 @@ impl Store {
                 log.append(row)?;
                 log.fold_due()
             }
-            None => return self.in_transaction(|| self.insert_row(&row)),
+            None => return self.in_transaction(|| self.insert_row(&row).map(drop)),
         };
         if due {
             self.fold_when_reachable()?;
@@ -56,12 +56,13 @@ impl Store {
     }
 
     /// The inserts of one run, inside the caller's transaction; nothing
-    /// when that (experiment, block, seq) is already stored.
+    /// when that (experiment, block, seq) is already stored. Whether it
+    /// was stored now.
     ///
     /// This is on the path between two runs, so every statement comes
     /// from the prepared-statement cache: parsing them afresh cost more
     /// than the commit's WAL writes.
-    pub(super) fn insert_row(&self, r: &runlog::RunRow) -> Result<()> {
+    pub(super) fn insert_row(&self, r: &runlog::RunRow) -> Result<bool> {
         let Some(run_id) = self.db.query_opt(
             "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
              reason, stderr_tail, exit_code, started_at, boot_id)
@@ -84,7 +85,7 @@ impl Store {
             |row| row.get::<i64>(0),
         )?
         else {
-            return Ok(());
+            return Ok(false);
         };
         for (metric, values) in &r.samples {
             for (i, v) in values.iter().enumerate() {
@@ -94,6 +95,12 @@ impl Store {
                 )?;
             }
         }
+        self.insert_extras(run_id, r)?;
+        Ok(true)
+    }
+
+    /// A run's series and profile, once its row is stored as `run_id`.
+    fn insert_extras(&self, run_id: i64, r: &runlog::RunRow) -> Result<()> {
         for (name, unit, t, v) in &r.series {
             self.db.execute(
                 "INSERT INTO series VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (run_id, name)
@@ -111,32 +118,112 @@ impl Store {
         Ok(())
     }
 
+    /// [`Store::insert_row`] of many rows, inside the caller's
+    /// transaction. On PostgreSQL, where each statement is a round trip to
+    /// the server, a few hundred runs go in one multi-row insert and their
+    /// samples in a few more: a fold then costs a few round trips, not
+    /// several per run. SQLite, in this process, takes them one by one.
+    pub(super) fn insert_rows(&self, rows: &[runlog::RunRow]) -> Result<()> {
+        if !self.db.is_pg() {
+            for r in rows {
+                self.insert_row(r)?;
+            }
+            return Ok(());
+        }
+        // 12 parameters a run, 4 a sample: far below PostgreSQL's 65535.
+        for chunk in rows.chunks(500) {
+            let mut sql = String::from(
+                "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
+                 reason, stderr_tail, exit_code, started_at, boot_id) VALUES ",
+            );
+            let mut params = Vec::with_capacity(chunk.len() * 12);
+            for (i, r) in chunk.iter().enumerate() {
+                sql.push_str(if i == 0 { "(" } else { ", (" });
+                let p: Vec<String> = (1..=12).map(|k| format!("?{}", i * 12 + k)).collect();
+                sql.push_str(&p.join(", "));
+                sql.push(')');
+                params.extend(vals![
+                    r.experiment_id,
+                    r.block,
+                    r.seq,
+                    &r.config,
+                    &r.workload,
+                    r.warmup,
+                    r.status.as_str(),
+                    r.reason.as_deref(),
+                    r.stderr_tail.as_deref(),
+                    r.exit_code,
+                    r.started_at,
+                    r.boot
+                ]);
+            }
+            sql.push_str(
+                " ON CONFLICT (experiment_id, block, seq) DO NOTHING RETURNING id, experiment_id, block, seq",
+            );
+            let stored: std::collections::HashMap<(i64, u32, u32), i64> = self
+                .db
+                .query_once(&sql, &params, |row| {
+                    Ok(((row.get(1)?, row.get(2)?, row.get(3)?), row.get(0)?))
+                })?
+                .into_iter()
+                .collect();
+            let mut samples = Vec::new();
+            for r in chunk {
+                let Some(&id) = stored.get(&(r.experiment_id, r.block, r.seq)) else {
+                    continue;
+                };
+                for (metric, values) in &r.samples {
+                    for (i, v) in values.iter().enumerate() {
+                        samples.push((id, metric.as_str(), i, f64::from_bits(*v)));
+                    }
+                }
+                self.insert_extras(id, r)?;
+            }
+            for part in samples.chunks(2000) {
+                let mut sql = String::from("INSERT INTO samples VALUES ");
+                let mut params = Vec::with_capacity(part.len() * 4);
+                for (i, (id, metric, idx, v)) in part.iter().enumerate() {
+                    let k = i * 4;
+                    sql.push_str(&format!(
+                        "{}(?{}, ?{}, ?{}, ?{})",
+                        if i == 0 { "" } else { ", " },
+                        k + 1,
+                        k + 2,
+                        k + 3,
+                        k + 4
+                    ));
+                    params.extend(vals![*id, *metric, *idx, *v]);
+                }
+                self.db.query_once(&sql, &params, |_| Ok(()))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Record which config is entered (None: none). Its environment is
     /// cleared: [`Store::set_entered_env`] sets it once the enter succeeded.
     pub fn set_entered_config(&self, exp: i64, config: Option<&str>) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
-            &vals![exp, config],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Entered {
+            exp,
+            config: config.map(str::to_string),
+        })
     }
 
     /// The environment the entered config gives its processes (what its
     /// setup exported included), for a teardown after a crash.
     pub fn set_entered_env(&self, exp: i64, env: &[(String, String)]) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET entered_env = ?2 WHERE id = ?1",
-            &vals![exp, &serde_json::to_string(env)?],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::EnteredEnv {
+            exp,
+            env: serde_json::to_string(env)?,
+        })
     }
 
     pub fn add_event(&self, exp: i64, kind: &str, message: &str) -> Result<()> {
-        self.db.execute(
-            "INSERT INTO events (experiment_id, kind, message) VALUES (?1, ?2, ?3)",
-            &vals![exp, kind, message],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Event {
+            exp,
+            kind: kind.to_string(),
+            message: message.to_string(),
+        })
     }
 
     pub fn finish(
@@ -159,11 +246,10 @@ impl Store {
     }
 
     pub fn set_status(&self, exp: i64, status: ExperimentStatus) -> Result<()> {
-        self.db.execute(
-            "UPDATE experiments SET status = ?2 WHERE id = ?1",
-            &vals![exp, status],
-        )?;
-        Ok(())
+        self.state_write(deferred::Write::Status {
+            exp,
+            status: status.as_str().to_string(),
+        })
     }
 
     /// Mark an experiment as imported: `source` says from what (shown by
@@ -233,7 +319,10 @@ pub(super) fn insert_experiment(
         db.execute("INSERT INTO configs VALUES (?1, ?2, ?3)", &vals![id, i, c])?;
     }
     for (i, w) in e.workloads.iter().enumerate() {
-        db.execute("INSERT INTO workloads VALUES (?1, ?2, ?3)", &vals![id, i, w])?;
+        db.execute(
+            "INSERT INTO workloads VALUES (?1, ?2, ?3)",
+            &vals![id, i, w],
+        )?;
     }
     Ok(id)
 }

@@ -29,21 +29,111 @@ pub fn bin() -> &'static str {
 
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    /// The throwaway PostgreSQL server the store is on, if it is not the
+    /// SQLite file `sysdelta.db` (see [`Sandbox::postgresql`]); it has a
+    /// temp dir of its own, and stops when the sandbox is dropped.
+    pub pg: Option<pg::PgCluster>,
 }
 
 impl Sandbox {
+    /// A sandbox with an SQLite store; with `SYSDELTA_TEST_STORE=postgresql`
+    /// in the environment, one with a PostgreSQL store instead, so the
+    /// whole suite can be run against PostgreSQL (tests that are about the
+    /// SQLite file itself then fail: see docs/team.md for which and why).
     pub fn new() -> Sandbox {
+        if std::env::var("SYSDELTA_TEST_STORE").as_deref() == Ok("postgresql") {
+            return Sandbox::postgresql().expect("SYSDELTA_TEST_STORE=postgresql: no server");
+        }
+        Sandbox::sqlite()
+    }
+
+    /// A sandbox whose store is the SQLite file `sysdelta.db` in it.
+    pub fn sqlite() -> Sandbox {
         Sandbox {
             dir: tempfile::tempdir().unwrap(),
+            pg: None,
         }
+    }
+
+    /// A sandbox whose store is a database on a throwaway PostgreSQL
+    /// server of its own; None (after a SKIP line) where there is none.
+    pub fn postgresql() -> Option<Sandbox> {
+        let cluster = pg::PgCluster::start()?;
+        let sb = Sandbox {
+            dir: tempfile::tempdir().unwrap(),
+            pg: Some(cluster),
+        };
+        std::fs::create_dir_all(sb.state_dir()).unwrap();
+        sysdelta::store::pg::anchor_in(&sb.store_arg(), &sb.state_dir()).unwrap();
+        Some(sb)
     }
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
+    /// The store as the library opens it: the SQLite file, or the
+    /// PostgreSQL store's local anchor (what its run log sits beside).
     pub fn store(&self) -> PathBuf {
-        self.path("sysdelta.db")
+        match &self.pg {
+            None => self.path("sysdelta.db"),
+            Some(c) => sysdelta::store::pg::Url::parse(&c.url())
+                .unwrap()
+                .anchor_in(&self.state_dir()),
+        }
+    }
+
+    /// The store as `--store` names it: the file, or the URL.
+    pub fn store_arg(&self) -> String {
+        match &self.pg {
+            None => self.path("sysdelta.db").display().to_string(),
+            Some(c) => c.url(),
+        }
+    }
+
+    /// Which store this is, for messages: "sqlite" or "postgresql".
+    pub fn backend(&self) -> &'static str {
+        match self.pg {
+            None => "sqlite",
+            Some(_) => "postgresql",
+        }
+    }
+
+    /// `SYSDELTA_STATE_DIR` of the sandbox's commands (anchors of
+    /// PostgreSQL stores).
+    pub fn state_dir(&self) -> PathBuf {
+        self.path("state")
+    }
+
+    /// Whether the store holds anything yet (the file exists; the
+    /// server's database has tables).
+    pub fn store_exists(&self) -> bool {
+        match &self.pg {
+            None => self.store().exists(),
+            Some(c) => !c
+                .psql("SELECT 1 FROM information_schema.tables WHERE table_name = 'experiments'")
+                .is_empty(),
+        }
+    }
+
+    /// The one number `sql` gives, asked of the store directly (SQLite
+    /// read-only, or psql), not through sysdelta.
+    pub fn sql_number(&self, sql: &str) -> i64 {
+        match &self.pg {
+            None => {
+                let c = rusqlite::Connection::open_with_flags(
+                    self.store(),
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )
+                .unwrap();
+                c.query_row(sql, [], |r| r.get(0)).unwrap()
+            }
+            Some(c) => c
+                .psql(sql)
+                .trim()
+                .parse()
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        }
     }
 
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
@@ -65,8 +155,9 @@ impl Sandbox {
     pub fn command(&self) -> Command {
         let mut c = Command::new(bin());
         c.arg("--store")
-            .arg(self.store())
+            .arg(self.store_arg())
             .env("SYSDELTA_RUN_DIR", self.run_dir())
+            .env("SYSDELTA_STATE_DIR", self.state_dir())
             .current_dir(self.dir.path());
         c
     }
@@ -137,6 +228,31 @@ pub fn file_bytes(p: &Path) -> Vec<u8> {
     std::fs::read(p).unwrap()
 }
 
+/// Tests that run twice, once on each store: `both_stores! { fn name(sb)
+/// { ... } }` gives `name::sqlite` and `name::postgresql` (which skips,
+/// saying why, where no PostgreSQL server can be started).
+#[macro_export]
+macro_rules! both_stores {
+    ($($(#[$m:meta])* fn $name:ident($sb:ident) $body:block)*) => {$(
+        $(#[$m])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body($sb: &common::Sandbox) $body
+            #[test]
+            fn sqlite() {
+                body(&common::Sandbox::sqlite())
+            }
+            #[test]
+            fn postgresql() {
+                if let Some(sb) = common::Sandbox::postgresql() {
+                    body(&sb)
+                }
+            }
+        }
+    )*};
+}
+
 /// Send `sig` to `child` (an error when it is already gone and reaped).
 pub fn signal(child: &Child, sig: Signal) -> nix::Result<()> {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig)
@@ -153,15 +269,39 @@ pub fn create_experiment(
     runs: u32,
     metrics: &[MetricSpec],
 ) -> i64 {
+    let on = On {
+        label: None,
+        host: "test",
+        fingerprint: &BTreeMap::new(),
+    };
+    create_experiment_on(store, name, &on, configs, runs, metrics)
+}
+
+/// Where and under which label a test experiment ran.
+pub struct On<'a> {
+    pub label: Option<&'a str>,
+    pub host: &'a str,
+    pub fingerprint: &'a BTreeMap<String, String>,
+}
+
+/// [`create_experiment`] with a label, a host and a fingerprint.
+pub fn create_experiment_on(
+    store: &Store,
+    name: &str,
+    on: &On,
+    configs: &[&str],
+    runs: u32,
+    metrics: &[MetricSpec],
+) -> i64 {
     let id = store
         .create_experiment(&NewExperiment {
             name,
-            label: None,
+            label: on.label,
             plan_source: "test",
             plan_text: "",
             overrides: &Overrides::default(),
-            host: "test",
-            fingerprint: &BTreeMap::new(),
+            host: on.host,
+            fingerprint: on.fingerprint,
             seed: 1,
             order: Order::RandomBlocks,
             runs,

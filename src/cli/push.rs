@@ -1,0 +1,102 @@
+//! `sysdelta push` and `pull`: copy experiments between a machine's store
+//! and a team's (or any two stores), by their uids, so a box that had no
+//! network while it ran still ends up in the shared history. Pushing twice
+//! stores once (see `store::copy`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::error::bad;
+use crate::store::Store;
+
+#[derive(Args)]
+pub struct PushArgs {
+    /// The store to copy into: postgresql://USER:PASSWORD@HOST/DB or an
+    /// SQLite file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub to: String,
+    /// Only this experiment (id, label or last); repeat for several.
+    /// Default: every experiment.
+    #[arg(long, short = 'e', value_name = "EXPERIMENT")]
+    pub experiment: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct PullArgs {
+    /// The store to copy from: postgresql://USER:PASSWORD@HOST/DB or an
+    /// SQLite file.
+    #[arg(long, value_name = "URL|FILE")]
+    pub from: String,
+    /// Only this experiment of that store (id, label or last); repeat for
+    /// several. Default: every experiment.
+    #[arg(long, short = 'e', value_name = "EXPERIMENT")]
+    pub experiment: Vec<String>,
+}
+
+/// `push`: from the store at `store` to `--to`.
+pub fn push(a: &PushArgs, store: &Path) -> Result<()> {
+    let from = Store::open(store, false)?;
+    let to = Store::open(&location(&a.to)?, true)?;
+    copy(&from, &to, &a.experiment)
+}
+
+/// `pull`: from `--from` into the store at `store`.
+pub fn pull(a: &PullArgs, store: &Path) -> Result<()> {
+    let from = Store::open(&location(&a.from)?, false)?;
+    let to = Store::open(store, true)?;
+    copy(&from, &to, &a.experiment)
+}
+
+/// A store named on the command line, as [`Store::open`] takes it.
+fn location(named: &str) -> Result<PathBuf> {
+    if crate::store::pg::is_url(named) {
+        return crate::store::pg::anchor_for(named);
+    }
+    if named.contains("://") {
+        return Err(bad(format!(
+            "{}: not a store (an SQLite file, or postgresql://...)",
+            crate::store::pg::without_password(named)
+        )));
+    }
+    Ok(PathBuf::from(named))
+}
+
+/// Copy the experiments `selected` (all when empty) of `from` into `to`,
+/// one line each. Every selector is resolved before anything is copied.
+fn copy(from: &Store, to: &Store, selected: &[String]) -> Result<()> {
+    let ids = if selected.is_empty() {
+        from.experiment_ids()?
+    } else {
+        selected
+            .iter()
+            .map(|s| from.resolve(s))
+            .collect::<Result<Vec<_>>>()?
+    };
+    let (mut new, mut grown, mut same) = (0, 0, 0);
+    for id in ids {
+        let c = from.copy_experiment(id, to)?;
+        let what = match (c.new, c.runs_added) {
+            (true, n) => {
+                new += 1;
+                format!("stored as {}, {n} runs", c.id)
+            }
+            (false, 0) => {
+                same += 1;
+                format!("already there as {}", c.id)
+            }
+            (false, n) => {
+                grown += 1;
+                format!("{n} new runs added to {}", c.id)
+            }
+        };
+        println!("experiment {id}: {what}");
+    }
+    eprintln!(
+        "sysdelta: {} -> {}: {new} new, {grown} grown, {same} already there",
+        from.shown(),
+        to.shown()
+    );
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! State writes that wait for a PostgreSQL server out of reach, so that a
+//! network blip or a restarted server pauses nothing: the config entered
+//! (and its environment), events and status changes of a running
+//! experiment are kept, in order, in memory and in `<anchor>.deferred`
+//! beside the store's anchor, and written when the server answers again:
+//! before the next write or fold, and, if this sysdelta dies first, by the
+//! next one that opens the store on this machine (as a dead run's log is
+//! folded). Runs wait in the run log the same way (see `fold`).
+//!
+//! An event kept here is stamped with the time it reached the server.
+//! Writes whose answer the runner needs (a new experiment's id, a boot's)
+//! are not deferred: they wait for the server (see `db::PATIENCE`).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::db::{self, vals};
+use super::Store;
+
+/// One deferred write.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub(super) enum Write {
+    Entered {
+        exp: i64,
+        config: Option<String>,
+    },
+    EnteredEnv {
+        exp: i64,
+        env: String,
+    },
+    Event {
+        exp: i64,
+        kind: String,
+        message: String,
+    },
+    Status {
+        exp: i64,
+        status: String,
+    },
+}
+
+/// `<anchor>.deferred`.
+pub(super) fn path_for(store: &Path) -> PathBuf {
+    Store::beside(store, ".deferred")
+}
+
+impl Store {
+    /// Make `w` now, or, on a PostgreSQL store out of reach, keep it for
+    /// when the server is back (see the module docs).
+    pub(super) fn state_write(&self, w: Write) -> Result<()> {
+        if !self.db.is_pg() {
+            return self.apply(&w);
+        }
+        if self.apply_deferred(false)? {
+            let patience = self.db.set_patience(std::time::Duration::ZERO);
+            let done = self.apply(&w);
+            self.db.set_patience(patience);
+            match done {
+                Err(e) if db::is_unreachable(&e) => self.note_unreachable(&e),
+                other => return other,
+            }
+        }
+        self.deferred.borrow_mut().push(w);
+        self.keep_deferred()
+    }
+
+    /// Write what was deferred, in order, in one transaction; whether
+    /// nothing is left waiting. `patient`: wait for the server up to the
+    /// database's patience (before a read, at the end); else one quick
+    /// try. Errors other than the server's absence are returned.
+    pub(super) fn apply_deferred(&self, patient: bool) -> Result<bool> {
+        if self.deferred.borrow().is_empty() {
+            return Ok(true);
+        }
+        let pending = self.deferred.borrow().clone();
+        let patience = match patient {
+            true => None,
+            false => Some(self.db.set_patience(std::time::Duration::ZERO)),
+        };
+        let done = self.in_transaction(|| pending.iter().try_for_each(|w| self.apply(w)));
+        if let Some(p) = patience {
+            self.db.set_patience(p);
+        }
+        match done {
+            Ok(()) => {
+                self.deferred.borrow_mut().clear();
+                let _ = std::fs::remove_file(path_for(&self.path));
+                self.note_reachable();
+                Ok(true)
+            }
+            Err(e) if db::is_unreachable(&e) && !patient => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Apply what a dead sysdelta on this machine left deferred (called
+    /// on open, holding the store's lock).
+    pub(super) fn apply_deferred_file(&self) -> Result<()> {
+        let path = path_for(&self.path);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return Ok(());
+        };
+        let writes: Vec<Write> = text
+            .lines()
+            .map_while(|l| serde_json::from_str(l).ok())
+            .collect();
+        *self.deferred.borrow_mut() = writes;
+        self.apply_deferred(true).map(drop)
+    }
+
+    fn apply(&self, w: &Write) -> Result<()> {
+        match w {
+            Write::Entered { exp, config } => self.db.execute(
+                "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
+                &vals![*exp, config.as_deref()],
+            ),
+            Write::EnteredEnv { exp, env } => self.db.execute(
+                "UPDATE experiments SET entered_env = ?2 WHERE id = ?1",
+                &vals![*exp, env],
+            ),
+            Write::Event { exp, kind, message } => self.db.execute(
+                "INSERT INTO events (experiment_id, kind, message, at) VALUES (?1, ?2, ?3, {now})",
+                &vals![*exp, kind, message],
+            ),
+            Write::Status { exp, status } => self.db.execute(
+                "UPDATE experiments SET status = ?2 WHERE id = ?1",
+                &vals![*exp, status],
+            ),
+        }
+        .map(drop)
+    }
+
+    /// Write the deferred writes whole to `<anchor>.deferred` (a
+    /// temporary file renamed into place).
+    fn keep_deferred(&self) -> Result<()> {
+        let path = path_for(&self.path);
+        let mut text = String::new();
+        for w in self.deferred.borrow().iter() {
+            text.push_str(&serde_json::to_string(w)?);
+            text.push('\n');
+        }
+        let tmp = Store::beside(&self.path, ".deferred.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .with_context(|| {
+                format!(
+                    "{}: cannot keep the writes waiting for the server",
+                    path.display()
+                )
+            })
+    }
+
+    /// Say once that the server is out of reach and what waits for it.
+    pub(super) fn note_unreachable(&self, e: &anyhow::Error) {
+        if !self.unreachable.replace(true) {
+            eprintln!(
+                "sysdelta: warning: {e:#}; runs wait in {} and other writes in {} until it is back, and the experiment goes on",
+                super::runlog::path_for(&self.path).display(),
+                path_for(&self.path).display()
+            );
+        }
+    }
+
+    /// Say once that the server answers again.
+    pub(super) fn note_reachable(&self) {
+        if self.unreachable.replace(false) {
+            eprintln!(
+                "sysdelta: {}: reachable again; what waited for it is stored",
+                self.shown()
+            );
+        }
+    }
+}
