@@ -362,6 +362,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn root_is_needed_where_run_takes_the_machine_lock() {
+        let ov = crate::overrides::Overrides::default();
+        let shell = "[[config]]\nname = \"a\"\nsetup = \"export X=1\"\n\
+                     [[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+        let plan = crate::plan::parse("p.toml", shell, &ov).unwrap();
+        assert_eq!(root_need(&plan), None);
+        let sysctl = "[[config]]\nname = \"a\"\n[config.sysctl]\n\
+                      \"kernel.sched_autogroup_enabled\" = 0\n\
+                      [[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+        let plan = crate::plan::parse("p.toml", sysctl, &ov).unwrap();
+        assert!(root_need(&plan).is_some());
+        let cpus = "[[config]]\nname = \"a\"\ncpus = \"0\"\n\
+                    [[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+        let plan = crate::plan::parse("p.toml", cpus, &ov).unwrap();
+        assert_eq!(root_need(&plan), None, "cpus is the run's own affinity");
+    }
+
+    #[test]
     fn seeds_differ_per_host_and_repeat() {
         assert_ne!(host_seed(Some(1), "a"), host_seed(Some(1), "b"));
         assert_eq!(host_seed(Some(1), "a"), host_seed(Some(1), "a"));

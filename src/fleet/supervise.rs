@@ -86,13 +86,13 @@ pub enum Outcome {
     Interrupted,
 }
 
-/// Watch `parts` until every connection has ended; print the summary
-/// (stdout) and say how to resume when not every host completed.
+/// Watch `parts` until every connection has ended, then print the
+/// summary table (stdout).
 pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
     let signals = Arc::new(AtomicUsize::new(0));
     let _handler = catch_signals(&signals)?;
     let mut seen_signals = 0;
-    let mut last_tick = Instant::now() - Duration::from_secs(1);
+    let mut last_tick: Option<Instant> = None;
     let mut last_block = String::new();
     let mut members: Vec<Member> = Vec::new();
     loop {
@@ -146,8 +146,8 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
             p.end = Some(End::Lost(why));
         }
         let done = parts.iter().all(|p| p.conn.is_none());
-        if done || last_tick.elapsed() >= Duration::from_secs(1) {
-            last_tick = Instant::now();
+        if done || last_tick.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            last_tick = Some(Instant::now());
             match store.fleet_members(fleet) {
                 Ok(m) => members = m,
                 Err(e) => eprintln!("sysdelta: the store cannot say how the hosts stand: {e:#}"),
