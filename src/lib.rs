@@ -6,6 +6,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod fleet;
 pub mod import;
 pub mod metric;
 pub mod micro;

@@ -86,7 +86,7 @@ const LAYERS: &[&[&str]] = &[
     &["builtins"],
     &["plan", "analysis", "import"],
     &["report", "runner"],
-    &["commands"],
+    &["commands", "fleet"],
     &["cli"],
 ];
 

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 pub mod args;
 pub mod env;
+pub mod fleet;
 pub mod import;
 pub mod output;
 pub mod push;
@@ -64,6 +65,9 @@ pub enum Cmd {
     Pull(push::PullArgs),
     /// A metric across labelled experiments, with change points marked.
     History(report::HistoryArgs),
+    /// One plan on several hosts at once over ssh, into one team store:
+    /// run, resume, status, report.
+    Fleet(fleet::FleetArgs),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
     Import(import::ImportArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
@@ -116,6 +120,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Fleet(a) => fleet::run(&a, store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
         Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),

@@ -165,6 +165,31 @@ impl Prepared {
     }
 }
 
+/// [`Prepared::changes_system`] of `plan` without preparing it here: its
+/// config kinds and workloads built but neither preflighted nor entered,
+/// nothing on this machine read (the journal they are built with is
+/// empty and never written). For a plan that runs elsewhere: `fleet`
+/// needs root on each host for one that changes the system.
+pub fn plan_changes_system(plan: &Plan) -> bool {
+    if plan.has_kernels() {
+        return true;
+    }
+    let journal = match Journal::open_shared(Path::new("/dev/null")) {
+        Ok(j) => j,
+        // Cannot be: /dev/null reads empty. Assume the worst.
+        Err(_) => return true,
+    };
+    let kinds = plan.configs.iter().flat_map(|c| &c.kinds).any(|d| {
+        crate::config::kinds::build(&d.kind, &d.value, journal.clone())
+            .map_or(true, |k| k.changes_system())
+    });
+    let ctx = builtins::BuildContext::default();
+    kinds
+        || plan.workloads.iter().any(|w| {
+            prepare::build_workload(w, &ctx, &plan.overrides).map_or(true, |w| w.changes_system())
+        })
+}
+
 /// The state journal of a store: `<store>.journal`, next to it.
 pub fn journal_path(store: &Path) -> PathBuf {
     Store::beside(store, ".journal")

@@ -142,6 +142,13 @@ pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     Ok(anchor)
 }
 
+/// What an anchor file of `url` holds: two lines, the magic and the URL
+/// (`fleet` writes one on each host, from stdin, so that the password is
+/// on no command line there).
+pub fn anchor_text(url: &str) -> String {
+    format!("{ANCHOR_MAGIC}\n{url}\n")
+}
+
 /// Write the anchor file whole (a temporary file renamed into place),
 /// readable by its owner only: the URL may carry a password.
 fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
@@ -157,7 +164,7 @@ fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
             .truncate(true)
             .mode(0o600)
             .open(&tmp)?;
-        writeln!(f, "{ANCHOR_MAGIC}\n{url}")?;
+        f.write_all(anchor_text(url).as_bytes())?;
         std::fs::rename(&tmp, anchor)
     })();
     if written.is_err() {

@@ -1,0 +1,212 @@
+//! `sysdelta fleet`: one plan on several hosts over ssh, into one team
+//! store (`run`, `resume`, `status`, `report`). The flags are parsed and
+//! checked here (the hosts, the run flags each host gets, the plan); the
+//! work is the library's `fleet` module.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use super::args::{overrides, ExecArgs, ReportFlags};
+use crate::error::{bad, Error};
+use crate::fleet::{self, Host, Outcome};
+use crate::plan;
+use crate::store::Store;
+
+#[derive(Args)]
+pub struct FleetArgs {
+    #[command(subcommand)]
+    pub cmd: FleetCmd,
+}
+
+#[derive(Subcommand)]
+pub enum FleetCmd {
+    /// Run a plan on every host at once, each host's part an experiment
+    /// in the team store (--store postgresql://...).
+    Run(FleetRunArgs),
+    /// Finish a fleet run: every host whose experiment is not complete.
+    Resume(FleetResumeArgs),
+    /// Each host of a fleet run: its experiment, status and runs.
+    Status(FleetIdArgs),
+    /// Each host's report, one after the other.
+    Report(FleetReportArgs),
+}
+
+/// Where the hosts come from: one of the two.
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct HostsArgs {
+    /// The hosts: ssh destinations, or NAME=DEST, separated by commas (a
+    /// host's name defaults to the destination's host part).
+    #[arg(long, value_name = "HOSTS")]
+    pub hosts: Vec<String>,
+    /// A TOML file of [[host]] tables: name, destination, ssh_options,
+    /// workdir, env, sysdelta (docs/fleet.md).
+    #[arg(long, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct FleetRunArgs {
+    /// The plan file.
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub hosts: HostsArgs,
+    /// The fleet's seed: each host's run order is seeded from it and the
+    /// host's name (default: a random seed per host).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Flags for each host's `sysdelta run`, after --: e.g. -- --runs 20 --quick.
+    #[arg(last = true, value_name = "RUN FLAGS")]
+    pub run_flags: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct FleetResumeArgs {
+    /// The fleet run's id, or `last`.
+    pub fleet: String,
+    /// New ways to reach some of the hosts ([[host]] tables by name; a
+    /// host's workdir cannot change).
+    #[arg(long, value_name = "FILE")]
+    pub hosts_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct FleetIdArgs {
+    /// The fleet run's id, or `last`.
+    pub fleet: String,
+}
+
+#[derive(Args)]
+pub struct FleetReportArgs {
+    /// The fleet run's id, or `last`.
+    pub fleet: String,
+    #[command(flatten)]
+    pub flags: ReportFlags,
+}
+
+/// The run flags after `--`, parsed as `sysdelta run` parses them.
+#[derive(Parser)]
+#[command(name = "run flags", no_binary_name = true)]
+struct RunFlags {
+    #[command(flatten)]
+    exec: ExecArgs,
+}
+
+/// Flags the fleet gives each host itself.
+const FLEET_OWN: &[&str] = &["--seed", "--quiet", "-q", "--no-report", "--fleet-member"];
+
+/// Check the run flags (each host's `sysdelta run` would refuse them
+/// only once the fleet is stored) and give the plan's overrides.
+fn run_flags(flags: &[String]) -> Result<crate::overrides::Overrides> {
+    for f in flags {
+        let name = f.split('=').next().unwrap_or(f);
+        if FLEET_OWN.contains(&name) {
+            return Err(bad(format!(
+                "fleet run: {name} after --: the fleet gives each host its own{}",
+                if name == "--seed" {
+                    " (give the fleet's --seed before --)"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
+    let parsed = RunFlags::try_parse_from(flags).map_err(|e| {
+        let text = e.to_string();
+        let first = text
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim_start_matches("error: ");
+        bad(format!("fleet run: the run flags after --: {first}"))
+    })?;
+    Ok(overrides(&parsed.exec))
+}
+
+pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
+    match &a.cmd {
+        FleetCmd::Run(r) => {
+            let hosts = hosts_of(&r.hosts)?;
+            let ov = run_flags(&r.run_flags)?;
+            let plan = plan::load_file(&r.plan, &ov).map_err(Error::into_bad_input)?;
+            let outcome = fleet::run(
+                store_path,
+                fleet::NewRun {
+                    plan: &plan,
+                    plan_path: &r.plan,
+                    run_flags: &r.run_flags,
+                    seed: r.seed,
+                    hosts,
+                },
+            )?;
+            Ok(exit(outcome))
+        }
+        FleetCmd::Resume(r) => {
+            let file_hosts = r
+                .hosts_file
+                .as_deref()
+                .map(fleet::hosts::from_file)
+                .transpose()?;
+            // The team store is checked first: an SQLite file has no fleets.
+            fleet::team::Team::of(store_path)?;
+            let info = Store::open(store_path, false)?.fleet(&r.fleet)?;
+            let asked = fleet::Asked::of(&info)?;
+            let ov = run_flags(&asked.run_flags)?;
+            let plan = plan::parse(&info.plan_source, &info.plan_text, &ov)
+                .map_err(Error::into_bad_input)?;
+            Ok(exit(fleet::resume(store_path, &info, &plan, file_hosts)?))
+        }
+        FleetCmd::Status(s) => {
+            fleet::team::Team::of(store_path)?;
+            let store = Store::open(store_path, false)?;
+            print!("{}", fleet::status(&store, &s.fleet)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        FleetCmd::Report(r) => report(r, store_path),
+    }
+}
+
+/// PLACEHOLDER for the fleet report (`report::fleet::render`, pooled
+/// estimates across hosts, written elsewhere): until it is merged, each
+/// host's own report, one after the other.
+fn report(r: &FleetReportArgs, store_path: &Path) -> Result<ExitCode> {
+    fleet::team::Team::of(store_path)?;
+    let store = Store::open(store_path, false)?;
+    let info = store.fleet(&r.fleet)?;
+    let members = store.fleet_members(info.id)?;
+    if members.is_empty() {
+        return Err(bad(format!(
+            "fleet {}: no host has an experiment yet",
+            info.id
+        )));
+    }
+    for (i, m) in members.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        println!(
+            "== fleet {}, host {}: experiment {} ({}) ==",
+            info.id, m.host, m.experiment, m.status
+        );
+        super::report::print_report(&store, m.experiment, &r.flags, true)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn hosts_of(a: &HostsArgs) -> Result<Vec<Host>> {
+    match &a.hosts_file {
+        Some(f) => fleet::hosts::from_file(f),
+        None => fleet::hosts::from_list(&a.hosts),
+    }
+}
+
+fn exit(o: Outcome) -> ExitCode {
+    match o {
+        Outcome::Complete => ExitCode::SUCCESS,
+        Outcome::Incomplete => ExitCode::FAILURE,
+        Outcome::Interrupted => ExitCode::from(crate::runner::signals::INTERRUPTED as u8),
+    }
+}
