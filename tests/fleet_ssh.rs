@@ -281,16 +281,42 @@ fn a_fleet_run_completes_on_three_hosts_with_every_run_once() {
             "{line}"
         );
     }
-    // The report (for now each host's own, one after the other).
+    // The report pools the three hosts: a row per host, and the pooled
+    // estimate of every comparison across all three.
     let rep = f.run(&f.pg.url(), &["fleet", "report", &fleet.to_string()]);
     let rep_out = text(&rep.stdout);
     assert!(rep.status.success(), "{}", text(&rep.stderr));
-    for (name, _) in &f.hosts {
-        assert!(
-            rep_out.contains(&format!("host {name}: experiment")),
-            "{rep_out}"
-        );
+    assert!(rep_out.contains("across 3 hosts"), "{rep_out}");
+    assert!(
+        rep_out.lines().all(|l| l.chars().count() <= 80),
+        "{rep_out}"
+    );
+    let rep = f.run(
+        &f.pg.url(),
+        &["fleet", "report", &fleet.to_string(), "--format", "json"],
+    );
+    assert!(rep.status.success(), "{}", text(&rep.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&rep.stdout).unwrap();
+    assert_eq!(v["hosts"].as_array().unwrap().len(), 3, "{v}");
+    let comparisons = v["comparisons"].as_array().unwrap();
+    for c in comparisons {
+        assert_eq!(c["rows"].as_array().unwrap().len(), 3, "{c}");
     }
+    // Wall time has a CI on every host (sys, mostly 0 s here, may not).
+    let wall = comparisons
+        .iter()
+        .find(|c| c["metric"] == "wall")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(wall["pooled"]["hosts"], 3, "{wall}");
+    assert!(
+        wall["pooled"]["delta_ci_pct"].is_array(),
+        "pooled CI: {wall}"
+    );
+    let rep = f.run(
+        &f.pg.url(),
+        &["fleet", "report", &fleet.to_string(), "--format", "csv"],
+    );
+    assert_eq!(rep.status.code(), Some(2), "{}", text(&rep.stderr));
     finish(f);
 }
 

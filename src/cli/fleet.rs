@@ -169,9 +169,9 @@ pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
     }
 }
 
-/// PLACEHOLDER for the fleet report (`report::fleet::render`, pooled
-/// estimates across hosts, written elsewhere): until it is merged, each
-/// host's own report, one after the other.
+/// `fleet report`: each host's delta and CI and the hosts pooled (see
+/// `report::fleet`), in `--format` and each `--export-*` file that format
+/// has (text, markdown, JSON).
 fn report(r: &FleetReportArgs, store_path: &Path) -> Result<ExitCode> {
     fleet::team::Team::of(store_path)?;
     let store = Store::open(store_path, false)?;
@@ -183,15 +183,38 @@ fn report(r: &FleetReportArgs, store_path: &Path) -> Result<ExitCode> {
             info.id
         )));
     }
-    for (i, m) in members.iter().enumerate() {
-        if i > 0 {
-            println!();
-        }
-        println!(
-            "== fleet {}, host {}: experiment {} ({}) ==",
-            info.id, m.host, m.experiment, m.status
-        );
-        super::report::print_report(&store, m.experiment, &r.flags, true)?;
+    super::report::check_exports(&r.flags)?;
+    let mut opts = super::args::report_options(&r.flags)?;
+    let formats: Vec<(crate::report::Format, Option<&Path>)> =
+        std::iter::once((r.flags.format, None))
+            .chain(
+                r.flags
+                    .export
+                    .files()
+                    .into_iter()
+                    .map(|(g, p)| (g, Some(p))),
+            )
+            .collect();
+    for (format, _) in &formats {
+        crate::report::fleet::check_format(*format)?;
+    }
+    let hosts = members
+        .iter()
+        .map(|m| {
+            Ok(crate::report::fleet::HostExperiment {
+                host: m.host.clone(),
+                data: store.load(m.experiment)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Analysed once, however many formats are written.
+    let analysed = crate::report::fleet::analyze(&hosts, &opts.analysis)?;
+    for (format, path) in formats {
+        opts.format = format;
+        super::output::emit(
+            &crate::report::fleet::render_analyzed(&analysed, &opts)?,
+            path,
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -393,7 +393,9 @@ pub fn render(hosts: &[HostExperiment], opts: &ReportOptions) -> Result<String> 
     render_analyzed(&analyze(hosts, &opts.analysis)?, opts)
 }
 
-fn check_format(f: Format) -> Result<()> {
+/// A fleet report has no CSV or HTML form: bad input, said before
+/// anything is written.
+pub fn check_format(f: Format) -> Result<()> {
     match f {
         Format::Text | Format::Markdown | Format::Json => Ok(()),
         Format::Csv | Format::Html => Err(bad(
