@@ -83,6 +83,11 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
             id
         }
         None => {
+            if let Some((fleet, _)) = req.fleet {
+                // Before the experiment exists: a fleet that is not there
+                // leaves nothing behind.
+                store.fleet(&fleet.to_string())?;
+            }
             let id = super::create(&store, &prepared, req.label)?;
             if let Some((fleet, host)) = req.fleet {
                 store.set_fleet(id, fleet, host)?;

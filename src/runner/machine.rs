@@ -99,7 +99,7 @@ impl MachineLock {
             Some(s) => format!(
                 "pid {}, store {}, {what}\n",
                 std::process::id(),
-                s.display()
+                crate::store::pg::named(s)
             ),
             None => format!("pid {}, {what}\n", std::process::id()),
         };
@@ -166,7 +166,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
             return Err(bad(format!(
                 "{} holds system changes left by an interrupted run on store {}; run `sysdelta restore --store {}` first",
                 super::journal_path(s).display(),
-                s.display(),
+                crate::store::pg::named(s),
                 s.display()
             )));
         }
@@ -180,7 +180,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
         {
             let msg = format!(
                 "experiment {id} ('{name}') in store {} was stopped inside config '{config}' and its teardown has not run; finish it with `sysdelta run --resume {id} --store {}`",
-                s.display(),
+                crate::store::pg::named(s),
                 s.display()
             );
             if !force {

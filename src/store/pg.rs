@@ -173,6 +173,15 @@ fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
     written.with_context(|| format!("{}: cannot write the store's anchor", anchor.display()))
 }
 
+/// How the store at `path` is named in messages: its URL without the
+/// password when `path` is a PostgreSQL store's anchor, else the path.
+pub fn named(path: &Path) -> String {
+    match pointer_url(path) {
+        Some(url) => without_password(&url),
+        None => path.display().to_string(),
+    }
+}
+
 /// The URL an anchor file holds; None when `path` is no anchor (a store
 /// file, or nothing).
 pub fn pointer_url(path: &Path) -> Option<String> {
