@@ -606,6 +606,27 @@ fn c_bad_hosts_and_urls_are_one_line_exit_2_and_nothing_stored() {
         ],
     );
 
+    // A workdir others can write: they could swap what runs there.
+    let open_dir = f.path("open-workdir");
+    std::fs::create_dir(&open_dir).unwrap();
+    std::fs::set_permissions(
+        &open_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let open = f.entry("b", &b.destination(), &b.ssh_options(), &open_dir);
+    let file = f.write("open.toml", &format!("{good}{open}"));
+    refused(
+        &f,
+        &url,
+        &file,
+        &[
+            &format!("host b ({}): workdir ", b.destination()),
+            "is not safe to run from",
+            "can be written by others (mode 777)",
+        ],
+    );
+
     let file = f.write("good.toml", &good);
     let bad_url = format!(
         "postgresql://postgres:s3cret@/sysdelta?host={}&port=notaport",

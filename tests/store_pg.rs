@@ -330,3 +330,63 @@ fn writes_kept_while_the_server_was_away_reach_it_with_the_next_open_after_a_cra
     assert!(!deferred.exists());
     assert!(!runlog::path_for(&sb.store()).exists());
 }
+
+#[test]
+fn an_experiment_of_another_host_is_resumed_only_with_force() {
+    let Some(sb) = Sandbox::postgresql() else {
+        return;
+    };
+    let p = plan(&sb, 3);
+    let out = sb.run(&["run", p.to_str().unwrap(), "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let pg = sb.pg.as_ref().unwrap();
+    // Ran elsewhere and stopped there.
+    pg.psql("UPDATE experiments SET host = 'lab-7', status = 'interrupted'");
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("experiment 1 ran on host lab-7, not on this one"),
+        "{err}"
+    );
+    assert_eq!(
+        sb.sql_number("SELECT COUNT(*) FROM experiments WHERE status = 'interrupted'"),
+        1
+    );
+    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report", "--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_copy_never_sets_a_complete_experiment_back() {
+    use sysdelta::store::{ExperimentStatus, RunResult, Store};
+    use sysdelta::workload::MetricSamples;
+    let dir = tempfile::tempdir().unwrap();
+    let (laptop, team) = (dir.path().join("laptop.db"), dir.path().join("team.db"));
+    let wall = sysdelta::metric::MetricSpec::new("wall", "s", sysdelta::metric::Direction::Lower);
+    let team_store = Store::open(&team, true).unwrap();
+    let exp = create_experiment(&team_store, "t", &["a"], 2, &[wall]);
+    let samples = [MetricSamples {
+        metric: "wall".into(),
+        values: vec![0.5],
+    }];
+    let run = |s: &Store, block| {
+        s.record_run(&run_record(exp, block, 0, "a", RunResult::Ok(&samples)))
+            .unwrap()
+    };
+    run(&team_store, 0);
+    // Pulled while it ran: the laptop's copy says running, one run.
+    let laptop_store = Store::open(&laptop, true).unwrap();
+    team_store.copy_experiment(exp, &laptop_store).unwrap();
+    run(&team_store, 1);
+    team_store
+        .finish(exp, ExperimentStatus::Complete, None)
+        .unwrap();
+    // Pushing the older copy back adds nothing and undoes nothing.
+    let c = laptop_store.copy_experiment(1, &team_store).unwrap();
+    assert_eq!((c.new, c.runs_added), (false, 0));
+    let info = team_store.info(exp).unwrap();
+    assert_eq!(info.status, ExperimentStatus::Complete);
+    assert!(info.finished_at.is_some());
+    assert_eq!(team_store.load(exp).unwrap().runs.len(), 2);
+}

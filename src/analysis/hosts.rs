@@ -190,7 +190,12 @@ fn pct(ratio: f64, base_sign: f64) -> f64 {
 /// bootstrap CI is of the ratio itself and need not be; a skewed one is
 /// averaged into one half-width. The hosts' CIs are the small-sample
 /// widened ones (`stats::bootstrap::expanded_confidence`), so se_i is
-/// overstated at few runs, which makes the pooled CI conservative. The
+/// overstated at few runs. That does not make the pooled CI
+/// conservative: HKSJ's variance is scale-free in the se_i when tau^2 is
+/// 0 (widening all alike changes nothing), and uneven widening (hosts
+/// with fewer runs widened more) only shifts the weights toward hosts with
+/// more runs. The pooled CI's width comes from how the hosts' estimates
+/// scatter, on k - 1 degrees of freedom. The
 /// log ratios are pooled by [`random_effects`] (DerSimonian-Laird tau^2,
 /// HKSJ CI on k - 1 degrees of freedom).
 ///

@@ -30,7 +30,7 @@ pub enum FleetCmd {
     Resume(FleetResumeArgs),
     /// Each host of a fleet run: its experiment, status and runs.
     Status(FleetIdArgs),
-    /// Each host's report, one after the other.
+    /// Each host's delta and CI and the hosts pooled (text, markdown, json).
     Report(FleetReportArgs),
 }
 

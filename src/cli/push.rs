@@ -38,15 +38,17 @@ pub struct PullArgs {
 /// `push`: from the store at `store` to `--to`.
 pub fn push(a: &PushArgs, store: &Path) -> Result<()> {
     let from = Store::open(store, false)?;
+    let ids = selected(&from, &a.experiment)?;
     let to = Store::open(&location(&a.to)?, true)?;
-    copy(&from, &to, &a.experiment)
+    copy(&from, &to, &ids)
 }
 
 /// `pull`: from `--from` into the store at `store`.
 pub fn pull(a: &PullArgs, store: &Path) -> Result<()> {
     let from = Store::open(&location(&a.from)?, false)?;
+    let ids = selected(&from, &a.experiment)?;
     let to = Store::open(store, true)?;
-    copy(&from, &to, &a.experiment)
+    copy(&from, &to, &ids)
 }
 
 /// A store named on the command line, as [`Store::open`] takes it.
@@ -63,17 +65,18 @@ fn location(named: &str) -> Result<PathBuf> {
     Ok(PathBuf::from(named))
 }
 
-/// Copy the experiments `selected` (all when empty) of `from` into `to`,
-/// one line each. Every selector is resolved before anything is copied.
-fn copy(from: &Store, to: &Store, selected: &[String]) -> Result<()> {
-    let ids = if selected.is_empty() {
-        from.experiment_ids()?
-    } else {
-        selected
-            .iter()
-            .map(|s| from.resolve(s))
-            .collect::<Result<Vec<_>>>()?
-    };
+/// The experiments `selected` (all when empty) of `from`: every selector
+/// is resolved before the target is opened (or made) at all.
+fn selected(from: &Store, selected: &[String]) -> Result<Vec<i64>> {
+    if selected.is_empty() {
+        return from.experiment_ids();
+    }
+    selected.iter().map(|s| from.resolve(s)).collect()
+}
+
+/// Copy experiments `ids` of `from` into `to`, one line each.
+fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
+    let ids = ids.to_vec();
     let (mut new, mut grown, mut same) = (0, 0, 0);
     for id in ids {
         let c = from.copy_experiment(id, to)?;

@@ -247,10 +247,12 @@ fn execute(
         store.shown()
     );
     if outcome.status == ExperimentStatus::Interrupted {
-        eprintln!(
-            "sysdelta: resume with: sysdelta run --resume {id} --store {}",
-            store.shown()
-        );
+        // A team store's anchor names it with no password on the line.
+        let named = match store.is_pg() {
+            true => store.path().display().to_string(),
+            false => store.shown(),
+        };
+        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}");
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     super::report::print_report(&store, id, &e.report, !e.no_report)?;

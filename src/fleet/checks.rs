@@ -78,6 +78,9 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
             ssh::last_line(&out)
         ));
     }
+    // A workdir someone else can write would let them swap the sysdelta
+    // or the plan this fleet runs there (as root, perhaps).
+    safe_workdir(&run, &shown, &host.workdir)?;
     let probe = run(
         &[
             "sh",
@@ -149,6 +152,8 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
             ssh::last_line(&out)
         ));
     }
+    // Again once it exists: made meanwhile by someone else, it is theirs.
+    safe_workdir(&run, &shown, &workdir)?;
     if workdir.contains(':') {
         return Err(format!(
             "{shown}: workdir {workdir} holds a ':', which ssh -R cannot forward a socket into: give another workdir"
@@ -174,6 +179,24 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
         sysdelta,
         copied,
     })
+}
+
+/// Refuse a workdir that another user could write: it, its `state` and
+/// `sysdelta`, and every directory above it (those sticky as /tmp is
+/// aside) must belong to the login user or root and be writable by no
+/// one else.
+fn safe_workdir(run: &RunThere, shown: &str, workdir: &str) -> std::result::Result<(), String> {
+    let out = run(
+        &["sh", "-c", SAFE, "sysdelta-fleet", workdir],
+        Input::Nothing,
+    )?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{shown}: workdir {workdir} is not safe to run from: {}",
+        ssh::last_line(&out)
+    ))
 }
 
 /// A remote command run on the host being checked: its output, or the
@@ -244,6 +267,32 @@ for s in "$1" "$(command -v sysdelta 2>/dev/null)" "$2/sysdelta"; do
     if [ -n "$s" ] && [ -f "$s" ] && [ -x "$s" ]; then
         printf 'found\t%s\t%s\n' "$("$s" --version </dev/null 2>/dev/null | head -n 1)" "$s"
     fi
+done
+exit 0"#;
+
+/// `$1` the workdir: exit 3, saying why, when it (or its `state`,
+/// `sysdelta`) or a directory above it belongs to another user or can be
+/// written by others (a sticky directory above it aside). Changes nothing.
+const SAFE: &str = r#"u=$(id -u)
+case $1 in /*) w=$1 ;; *) w=$(pwd -P)/$1 ;; esac
+bad() { printf '%s\n' "$1" >&2; exit 3; }
+mine() {
+    o=$(stat -L -c %u -- "$1") || return 0
+    m=$(stat -L -c %a -- "$1") || return 0
+    [ "$o" = "$u" ] || [ "$o" = 0 ] || bad "$1 belongs to uid $o"
+    if [ $((0$m & 18)) != 0 ]; then
+        [ "$2" = sticky ] && [ $((0$m & 512)) != 0 ] && return 0
+        bad "$1 can be written by others (mode $m)"
+    fi
+}
+for f in "$w/sysdelta" "$w/state" "$w"; do
+    [ -e "$f" ] && mine "$f" own
+done
+p=$(dirname -- "$w")
+while :; do
+    [ -e "$p" ] && mine "$p" sticky
+    [ "$p" = / ] && break
+    p=$(dirname -- "$p")
 done
 exit 0"#;
 

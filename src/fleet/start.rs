@@ -131,7 +131,10 @@ pub fn resume(
     let stored = hosts::from_json(&info.hosts)?;
     let hosts = match file_hosts {
         Some(given) => with_file_hosts(&stored, given, info.id)?,
-        None => stored.clone(),
+        None => {
+            hosts::refuse_commands_here(&stored)?;
+            stored.clone()
+        }
     };
     let members = store.fleet_members(info.id)?;
     let todo: Vec<Host> = hosts

@@ -75,7 +75,17 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
     }
     let id = match req.resume {
         Some(id) => {
-            prepared.check_resume(&store.info(id)?)?;
+            let info = store.info(id)?;
+            // A team store's experiment belongs to the machine that ran it:
+            // its run log, journal and entered config's shells are there.
+            let here = crate::monitor::fingerprint::hostname();
+            if store.is_pg() && info.host != here && !req.force {
+                return Err(crate::error::bad(format!(
+                    "experiment {id} ran on host {}, not on this one ({here}): resume it there, where its run log and journal are, or pass --force",
+                    info.host
+                )));
+            }
+            prepared.check_resume(&info)?;
             if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared)? {
                 eprintln!("sysdelta: {msg}");
             }

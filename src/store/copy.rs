@@ -17,6 +17,7 @@ use anyhow::Result;
 use super::db::vals;
 use super::runlog::RunRow;
 use super::Store;
+use crate::status::ExperimentStatus;
 
 /// What a copy did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,14 +114,7 @@ impl Store {
                     }
                     (id, true)
                 }
-                Some(id) => {
-                    // It went on since the last copy: its status now.
-                    to.db.execute(
-                        "UPDATE experiments SET status = ?2, finished_at = ?3, self_usage = ?4 WHERE id = ?1",
-                        &[id.into(), params[14], params[13], params[15]],
-                    )?;
-                    (id, false)
-                }
+                Some(id) => (id, false),
             };
             let mut ord: BTreeMap<&str, usize> = BTreeMap::new();
             for m in &data.metrics {
@@ -158,6 +152,18 @@ impl Store {
                 if to.insert_row(&row)? {
                     runs_added += 1;
                 }
+            }
+            // It went on since the last copy (a resume): its status now.
+            // Only forward: a copy that has no run the target lacks, and
+            // is not complete, is an older view (pulled while it ran), and
+            // never undoes a `complete`.
+            let complete = data.info.status == ExperimentStatus::Complete;
+            if !new && (runs_added > 0 || complete) {
+                to.db.execute(
+                    "UPDATE experiments SET status = ?2, finished_at = COALESCE(?3, finished_at),
+                     self_usage = COALESCE(?4, self_usage) WHERE id = ?1 AND status <> 'complete'",
+                    &[dst.into(), params[14], params[13], params[15]],
+                )?;
             }
             for e in &data.events {
                 let there = to.db.exists(

@@ -385,19 +385,25 @@ impl Pg {
 }
 
 /// Whether a PostgreSQL error means the connection is gone (closed, a
-/// connection exception, the server shutting down), not the statement.
+/// connection exception or the server shutting down, an I/O error on the
+/// socket), not the statement: only those are waited out. A client-side
+/// error (a parameter of the wrong type) is a bug, said at once.
 fn lost(e: &postgres::Error) -> bool {
     if e.is_closed() {
         return true;
     }
-    match e.code() {
-        Some(c) => {
-            let c = c.code();
-            c.starts_with("08") || c.starts_with("57P")
-        }
-        // No SQLSTATE: an I/O error on the socket.
-        None => e.as_db_error().is_none(),
+    if let Some(c) = e.code() {
+        let c = c.code();
+        return c.starts_with("08") || c.starts_with("57P");
     }
+    let mut src = std::error::Error::source(e);
+    while let Some(inner) = src {
+        if inner.is::<std::io::Error>() {
+            return true;
+        }
+        src = inner.source();
+    }
+    false
 }
 
 /// The server's message when there is one (`password authentication

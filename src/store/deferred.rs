@@ -39,6 +39,12 @@ pub(super) enum Write {
         exp: i64,
         status: String,
     },
+    /// The experiment's end: its status, when, and what sysdelta used.
+    Finish {
+        exp: i64,
+        status: String,
+        self_usage: Option<String>,
+    },
 }
 
 /// `<anchor>.deferred`.
@@ -96,7 +102,10 @@ impl Store {
     }
 
     /// Apply what a dead sysdelta on this machine left deferred (called
-    /// on open, holding the store's lock).
+    /// on open, holding the store's lock). Best effort, as a dead run's
+    /// log is folded: writes the store refuses (the database was made
+    /// anew since, say) are set aside beside the file with one warning,
+    /// and never stand in the way of the store.
     pub(super) fn apply_deferred_file(&self) -> Result<()> {
         let path = path_for(&self.path);
         let Ok(text) = std::fs::read_to_string(&path) else {
@@ -104,10 +113,27 @@ impl Store {
         };
         let writes: Vec<Write> = text
             .lines()
-            .map_while(|l| serde_json::from_str(l).ok())
+            .filter_map(|l| serde_json::from_str(l).ok())
             .collect();
         *self.deferred.borrow_mut() = writes;
-        self.apply_deferred(true).map(drop)
+        match self.apply_deferred(true) {
+            Ok(_) => Ok(()),
+            Err(e) if db::is_unreachable(&e) => Err(e),
+            Err(e) => {
+                self.deferred.borrow_mut().clear();
+                let aside = super::fold::aside_path(&path);
+                let moved = std::fs::rename(&path, &aside);
+                eprintln!(
+                    "sysdelta: warning: {}: the writes a stopped sysdelta left could not be stored ({e:#}); {}",
+                    path.display(),
+                    match moved {
+                        Ok(()) => format!("set aside in {}", aside.display()),
+                        Err(m) => format!("they stay there ({m})"),
+                    }
+                );
+                Ok(())
+            }
+        }
     }
 
     fn apply(&self, w: &Write) -> Result<()> {
@@ -124,9 +150,20 @@ impl Store {
                 "INSERT INTO events (experiment_id, kind, message, at) VALUES (?1, ?2, ?3, {now})",
                 &vals![*exp, kind, message],
             ),
+            // Never undoes a `complete` (a write kept for days on a laptop
+            // must not set back what a later resume finished).
             Write::Status { exp, status } => self.db.execute(
-                "UPDATE experiments SET status = ?2 WHERE id = ?1",
+                "UPDATE experiments SET status = ?2 WHERE id = ?1 AND status <> 'complete'",
                 &vals![*exp, status],
+            ),
+            Write::Finish {
+                exp,
+                status,
+                self_usage,
+            } => self.db.execute(
+                "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
+                     finished_at = {now} WHERE id = ?1",
+                &vals![*exp, status, self_usage.as_deref()],
             ),
         }
         .map(drop)

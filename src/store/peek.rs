@@ -34,26 +34,7 @@ pub fn entered_configs(path: &Path) -> Vec<Entered> {
     let Ok(conn) = read_only_connection(path) else {
         return Vec::new();
     };
-    let rows = conn
-        .prepare(
-            "SELECT id, name, entered_config, plan_source, plan_text, overrides \
-             FROM experiments WHERE entered_config IS NOT NULL ORDER BY id",
-        )
-        .and_then(|mut s| {
-            s.query_map([], |r| {
-                let overrides: String = r.get(5)?;
-                Ok(Entered {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    config: r.get(2)?,
-                    plan_source: r.get(3)?,
-                    plan_text: r.get(4)?,
-                    overrides: serde_json::from_str(&overrides).unwrap_or_default(),
-                })
-            })?
-            .collect::<Result<Vec<_>, _>>()
-        });
-    rows.unwrap_or_default()
+    entered_in(&super::db::Db::Sqlite(conn), None)
 }
 
 /// [`entered_configs`] of a PostgreSQL store (see [`super::pg`]): the
@@ -64,26 +45,27 @@ fn entered_on_server(anchor: &Path) -> Vec<Entered> {
     let Ok(store) = super::Store::open(anchor, false) else {
         return Vec::new();
     };
-    let host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    store
-        .db
-        .query(
-            "SELECT id, name, entered_config, plan_source, plan_text, overrides \
-             FROM experiments WHERE entered_config IS NOT NULL AND host = ?1 ORDER BY id",
-            &super::db::vals![&host],
-            |r| {
-                let overrides: String = r.get(5)?;
-                Ok(Entered {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    config: r.get(2)?,
-                    plan_source: r.get(3)?,
-                    plan_text: r.get(4)?,
-                    overrides: serde_json::from_str(&overrides).unwrap_or_default(),
-                })
-            },
-        )
-        .unwrap_or_default()
+    entered_in(&store.db, Some(&crate::monitor::fingerprint::hostname()))
+}
+
+/// The experiments of `db` left inside a config, of host `host` if given;
+/// none when they cannot be read.
+fn entered_in(db: &super::db::Db, host: Option<&str>) -> Vec<Entered> {
+    db.query(
+        "SELECT id, name, entered_config, plan_source, plan_text, overrides FROM experiments
+         WHERE entered_config IS NOT NULL AND (CAST(?1 AS TEXT) IS NULL OR host = ?1) ORDER BY id",
+        &super::db::vals![host],
+        |r| {
+            let overrides: String = r.get(5)?;
+            Ok(Entered {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                config: r.get(2)?,
+                plan_source: r.get(3)?,
+                plan_text: r.get(4)?,
+                overrides: serde_json::from_str(&overrides).unwrap_or_default(),
+            })
+        },
+    )
+    .unwrap_or_default()
 }

@@ -62,6 +62,14 @@ impl Url {
             )));
         }
         let mut config = config;
+        // A server behind a network that drops packets: noticed in about
+        // half a minute, not the kernel's two hours of TCP keepalive.
+        if config.get_keepalives_idle() == std::time::Duration::from_secs(2 * 60 * 60) {
+            config.keepalives_idle(std::time::Duration::from_secs(15));
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(std::time::Duration::from_secs(30));
+        }
         if config.get_connect_timeout().is_none() {
             // Short: a run that finds the server gone tries again each
             // second, and must not wait long on each try.
@@ -100,9 +108,22 @@ impl Url {
 }
 
 /// The URL with any password taken out (`user:secret@` and `password=`).
+/// The credentials run to the first `@` after the scheme, as the client
+/// reads them: a password may hold `/` or `:`.
 pub fn without_password(url: &str) -> String {
-    let re = regex::Regex::new(r"^([a-z]+://[^:@/]*):[^@/]*@").expect("valid regex");
-    let s = re.replace(url, "$1@").into_owned();
+    let s = match url.find("://") {
+        Some(i) => {
+            let (scheme, rest) = url.split_at(i + 3);
+            match rest.find('@') {
+                Some(at) if rest[..at].contains(':') => {
+                    let user = &rest[..rest.find(':').unwrap_or(0)];
+                    format!("{scheme}{user}@{}", &rest[at + 1..])
+                }
+                _ => url.to_string(),
+            }
+        }
+        None => url.to_string(),
+    };
     let q = regex::Regex::new(r"([?&]password=)[^&]*").expect("valid regex");
     q.replace_all(&s, "${1}xxx").into_owned()
 }
@@ -153,9 +174,13 @@ pub fn anchor_text(url: &str) -> String {
 /// readable by its owner only: the URL may carry a password.
 fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
     let dir = anchor.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("{}: cannot make the state directory", dir.display()))?;
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    if !dir.exists() {
+        // Only a directory made here is made private: an existing one (a
+        // SYSDELTA_STATE_DIR=/var/tmp) keeps its mode; the file is 0600.
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot make the state directory", dir.display()))?;
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+    }
     let tmp = dir.join(format!(".anchor-{}", std::process::id()));
     let written = (|| -> std::io::Result<()> {
         let mut f = std::fs::OpenOptions::new()
@@ -219,6 +244,16 @@ mod tests {
             without_password("postgresql://db.example:5433/team"),
             "postgresql://db.example:5433/team"
         );
+        // Generated passwords hold / and :, which the client takes as
+        // part of the password (up to the first @).
+        assert_eq!(
+            without_password("postgresql://alice:a/b:c+d@db.example:5433/team"),
+            "postgresql://alice@db.example:5433/team"
+        );
+        let c: postgres::Config = "postgresql://alice:a/b:c+d@db.example:5433/team"
+            .parse()
+            .unwrap();
+        assert_eq!(c.get_password(), Some(&b"a/b:c+d"[..]));
     }
 
     #[test]

@@ -234,7 +234,7 @@ impl Store {
     /// Series recorded for one experiment: (run id, series).
     pub fn series(&self, exp: i64) -> Result<Vec<(i64, SeriesRecord)>> {
         self.flush_runs()?;
-        self.db.query(
+        let mut series = self.db.query(
             "SELECT s.run_id, s.name, s.unit, s.t_json, s.v_json FROM series s JOIN runs r ON r.id = s.run_id
              WHERE r.experiment_id = ?1 ORDER BY s.run_id, s.name",
             &vals![exp],
@@ -251,7 +251,11 @@ impl Store {
                     },
                 ))
             },
-        )
+        )?;
+        // In byte order whatever the database's collation (PostgreSQL's may
+        // be a locale's), so both stores give the same order.
+        series.sort_by(|a, b| (a.0, a.1.name.as_bytes()).cmp(&(b.0, b.1.name.as_bytes())));
+        Ok(series)
     }
 
     /// Profile samples summed per (config, symbol, kernel) for one
@@ -260,14 +264,17 @@ impl Store {
     pub fn profile_totals(&self, exp: i64) -> Result<Vec<(String, String, bool, u64)>> {
         self.flush_runs()?;
         let probe = crate::monitor::control::PROBE_WORKLOAD;
-        self.db.query(
+        let mut totals: Vec<(String, String, bool, u64)> = self.db.query(
             "SELECT r.config, p.symbol, p.kernel, CAST(SUM(p.samples) AS BIGINT) FROM profiles p
              JOIN runs r ON r.id = p.run_id
              WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.workload <> ?2
              GROUP BY r.config, p.symbol, p.kernel",
             &vals![exp, probe],
             |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<i64>(3)? as u64)),
-        )
+        )?;
+        // One order on both stores (GROUP BY promises none).
+        totals.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));
+        Ok(totals)
     }
 
     /// Where an experiment's samples came from: None when sysdelta ran it.

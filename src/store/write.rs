@@ -6,12 +6,28 @@ use super::*;
 
 impl Store {
     pub fn create_experiment(&self, e: &NewExperiment) -> Result<i64> {
-        self.in_transaction(|| insert_experiment(&self.db, e, None))
+        self.patiently(|| self.in_transaction(|| insert_experiment(&self.db, e, None)))
+    }
+
+    /// `f`, a transaction whose answer the runner needs now, tried again
+    /// while a PostgreSQL server is out of reach, up to [`db::PATIENCE`]
+    /// (a transaction is not retried on a new connection by the database
+    /// layer: its work went with the old one).
+    fn patiently<T>(&self, mut f: impl FnMut() -> Result<T>) -> Result<T> {
+        let deadline = std::time::Instant::now() + db::PATIENCE;
+        loop {
+            match f() {
+                Err(e) if db::is_unreachable(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+                done => return done,
+            }
+        }
     }
 
     /// Declare metrics of a workload (idempotent; keeps the first order seen).
     pub fn declare_metrics(&self, exp: i64, workload: &str, specs: &[MetricSpec]) -> Result<()> {
-        self.in_transaction(|| {
+        self.patiently(|| self.in_transaction(|| {
             let base: i64 = self.db.value(
                 "SELECT COALESCE(MAX(ord) + 1, 0) FROM metrics WHERE experiment_id = ?1 AND workload = ?2",
                 &vals![exp, workload],
@@ -30,7 +46,7 @@ impl Store {
                 )?;
             }
             Ok(())
-        })
+        }))
     }
 
     /// Record one run: appended to the run log while one is open (see
@@ -68,20 +84,7 @@ impl Store {
              reason, stderr_tail, exit_code, started_at, boot_id)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              ON CONFLICT (experiment_id, block, seq) DO NOTHING RETURNING id",
-            &vals![
-                r.experiment_id,
-                r.block,
-                r.seq,
-                &r.config,
-                &r.workload,
-                r.warmup,
-                r.status.as_str(),
-                r.reason.as_deref(),
-                r.stderr_tail.as_deref(),
-                r.exit_code,
-                r.started_at,
-                r.boot
-            ],
+            &run_values(r),
             |row| row.get::<i64>(0),
         )?
         else {
@@ -130,6 +133,13 @@ impl Store {
             }
             return Ok(());
         }
+        // A run twice in one statement would map both rows to one id (and
+        // its samples twice): keep the first, as insert_row would.
+        let mut seen = std::collections::HashSet::new();
+        let rows: Vec<&runlog::RunRow> = rows
+            .iter()
+            .filter(|r| seen.insert((r.experiment_id, r.block, r.seq)))
+            .collect();
         // 12 parameters a run, 4 a sample: far below PostgreSQL's 65535.
         for chunk in rows.chunks(500) {
             let mut sql = String::from(
@@ -142,20 +152,7 @@ impl Store {
                 let p: Vec<String> = (1..=12).map(|k| format!("?{}", i * 12 + k)).collect();
                 sql.push_str(&p.join(", "));
                 sql.push(')');
-                params.extend(vals![
-                    r.experiment_id,
-                    r.block,
-                    r.seq,
-                    &r.config,
-                    &r.workload,
-                    r.warmup,
-                    r.status.as_str(),
-                    r.reason.as_deref(),
-                    r.stderr_tail.as_deref(),
-                    r.exit_code,
-                    r.started_at,
-                    r.boot
-                ]);
+                params.extend(run_values(r));
             }
             sql.push_str(
                 " ON CONFLICT (experiment_id, block, seq) DO NOTHING RETURNING id, experiment_id, block, seq",
@@ -168,7 +165,7 @@ impl Store {
                 .into_iter()
                 .collect();
             let mut samples = Vec::new();
-            for r in chunk {
+            for &r in chunk {
                 let Some(&id) = stored.get(&(r.experiment_id, r.block, r.seq)) else {
                     continue;
                 };
@@ -236,12 +233,12 @@ impl Store {
         // done; its status is recorded even when that fails (the log stays
         // for the next open, and the error is returned).
         let flushed = self.flush_runs();
-        let usage = self_usage.map(|v| v.to_string());
-        self.db.execute(
-            "UPDATE experiments SET status = ?2, self_usage = COALESCE(?3, self_usage),
-                 finished_at = {now} WHERE id = ?1",
-            &vals![exp, status, usage.as_deref()],
-        )?;
+        // Kept beside the anchor if the server is away, as the runs are.
+        self.state_write(deferred::Write::Finish {
+            exp,
+            status: status.as_str().to_string(),
+            self_usage: self_usage.map(|v| v.to_string()),
+        })?;
         flushed
     }
 
@@ -271,6 +268,24 @@ impl Store {
         )?;
         Ok(())
     }
+}
+
+/// A run's row, in the order of the runs columns both inserts name.
+fn run_values(r: &runlog::RunRow) -> [db::Value<'_>; 12] {
+    vals![
+        r.experiment_id,
+        r.block,
+        r.seq,
+        &r.config,
+        &r.workload,
+        r.warmup,
+        r.status.as_str(),
+        r.reason.as_deref(),
+        r.stderr_tail.as_deref(),
+        r.exit_code,
+        r.started_at,
+        r.boot
+    ]
 }
 
 /// Insert `e`'s row, configs and workloads, inside a transaction the
