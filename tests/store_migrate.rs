@@ -4,7 +4,6 @@
 //! on PostgreSQL.
 
 mod common;
-use common::*;
 
 use sysdelta::store::schema::{for_postgresql, MIGRATIONS};
 use sysdelta::store::Store;
