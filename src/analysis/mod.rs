@@ -201,24 +201,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
             let base = m.cells[0].values.clone();
             let base_sum = m.cells[0].summary.clone();
             for (ci, cell) in m.cells.iter().enumerate().skip(1) {
-                let mut cmp = Comparison {
-                    config: cell.config.clone(),
-                    delta_mean_pct: None,
-                    delta_median_pct: None,
-                    ratio_ci: None,
-                    delta_ci_pct: None,
-                    ratio_ci_other_method: None,
-                    delta_ci_pct_other_method: None,
-                    ci_note: None,
-                    median_ratio: None,
-                    hl_shift: None,
-                    equivalence: None,
-                    mde_pct: None,
-                    p: None,
-                    p_adjusted: None,
-                    verdict: Verdict::Undefined,
-                    note: None,
-                };
+                let mut cmp = Comparison::undefined(cell.config.clone());
                 match (&base_sum, &cell.summary) {
                     (Some(b), Some(o)) if b.mean != 0.0 => {
                         cmp.delta_mean_pct = Some(change_pct(o.mean, b.mean));

@@ -141,6 +141,31 @@ pub struct Comparison {
     pub note: Option<String>,
 }
 
+impl Comparison {
+    /// The comparison of `config` before anything is estimated: no delta,
+    /// no CI, no test, verdict undefined.
+    pub fn undefined(config: String) -> Comparison {
+        Comparison {
+            config,
+            delta_mean_pct: None,
+            delta_median_pct: None,
+            ratio_ci: None,
+            delta_ci_pct: None,
+            ratio_ci_other_method: None,
+            delta_ci_pct_other_method: None,
+            ci_note: None,
+            median_ratio: None,
+            hl_shift: None,
+            equivalence: None,
+            mde_pct: None,
+            p: None,
+            p_adjusted: None,
+            verdict: Verdict::Undefined,
+            note: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct MetricAnalysis {
     pub workload: String,

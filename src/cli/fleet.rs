@@ -185,16 +185,7 @@ fn report(r: &FleetReportArgs, store_path: &Path) -> Result<ExitCode> {
     }
     super::report::check_exports(&r.flags)?;
     let mut opts = super::args::report_options(&r.flags)?;
-    let formats: Vec<(crate::report::Format, Option<&Path>)> =
-        std::iter::once((r.flags.format, None))
-            .chain(
-                r.flags
-                    .export
-                    .files()
-                    .into_iter()
-                    .map(|(g, p)| (g, Some(p))),
-            )
-            .collect();
+    let formats = super::report::outputs(&r.flags, true);
     for (format, _) in &formats {
         crate::report::fleet::check_format(*format)?;
     }

@@ -154,10 +154,7 @@ fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
                 .map(PathBuf::from)
         })
         .unwrap_or_else(|| PathBuf::from(DEFAULT_PATH));
-    match named.to_str() {
-        Some(url) if crate::store::pg::is_url(url) => crate::store::pg::anchor_for(url),
-        _ => Ok(named),
-    }
+    crate::store::pg::path_of(&named)
 }
 
 /// The whole program: parse, run, end with the exit code the outcome calls

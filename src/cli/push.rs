@@ -53,16 +53,13 @@ pub fn pull(a: &PullArgs, store: &Path) -> Result<()> {
 
 /// A store named on the command line, as [`Store::open`] takes it.
 fn location(named: &str) -> Result<PathBuf> {
-    if crate::store::pg::is_url(named) {
-        return crate::store::pg::anchor_for(named);
-    }
-    if named.contains("://") {
+    if named.contains("://") && !crate::store::pg::is_url(named) {
         return Err(bad(format!(
             "{}: not a store (an SQLite file, or postgresql://...)",
             crate::store::pg::without_password(named)
         )));
     }
-    Ok(PathBuf::from(named))
+    crate::store::pg::path_of(Path::new(named))
 }
 
 /// The experiments `selected` (all when empty) of `from`: every selector

@@ -82,11 +82,7 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
-    let formats: Vec<(Format, Option<&Path>)> = stdout
-        .then_some((f.format, None))
-        .into_iter()
-        .chain(f.export.files().into_iter().map(|(g, p)| (g, Some(p))))
-        .collect();
+    let formats = outputs(f, stdout);
     if formats.is_empty() {
         return Ok(());
     }
@@ -99,6 +95,16 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
         emit(&report::render_analyzed(&x, &opts, Some(&extras))?, path)?;
     }
     Ok(())
+}
+
+/// Where a report goes: `--format` on stdout (when `stdout`), then each
+/// `--export-*` file in its format.
+pub fn outputs(f: &ReportFlags, stdout: bool) -> Vec<(Format, Option<&Path>)> {
+    stdout
+        .then_some((f.format, None))
+        .into_iter()
+        .chain(f.export.files().into_iter().map(|(g, p)| (g, Some(p))))
+        .collect()
 }
 
 /// Refuse, before anything runs, an export that cannot be written: its
@@ -139,11 +145,10 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     }
     // Analyzed once, however many formats are written.
     let analysis = report::compare::analyze(&c, &opts.analysis)?;
-    emit(&report::compare::render(&c, &analysis, &opts)?, None)?;
     let mut opts = opts;
-    for (format, path) in a.flags.export.files() {
+    for (format, path) in outputs(&a.flags, true) {
         opts.format = format;
-        emit(&report::compare::render(&c, &analysis, &opts)?, Some(path))?;
+        emit(&report::compare::render(&c, &analysis, &opts)?, path)?;
     }
     Ok(())
 }

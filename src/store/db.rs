@@ -13,7 +13,7 @@
 //! PostgreSQL is reached over a network that can fail and a server that
 //! can restart: a statement outside a transaction that fails because the
 //! connection is gone is tried again on a new connection until
-//! [`Db::set_patience`]'s time is up; inside a transaction the failure is
+//! [`PATIENCE`] is up ([`Db::quickly`]: at once); inside a transaction the failure is
 //! returned (the caller's transaction is gone with the connection) as
 //! [`Unreachable`], which the run log's fold recognises (see
 //! `store::fold`: the runs stay in the local log until the server is back).
@@ -446,13 +446,18 @@ impl Db {
         matches!(self, Db::Pg(_))
     }
 
-    /// How long statements outside a transaction wait for a lost server
-    /// (PostgreSQL; nothing for SQLite); returns the old value.
-    pub fn set_patience(&self, d: Duration) -> Duration {
-        match self {
-            Db::Sqlite(_) => d,
-            Db::Pg(pg) => pg.patience.replace(d),
-        }
+    /// `f` with no patience for a lost server: each statement outside a
+    /// transaction tries one new connection and then gives up (what runs
+    /// between two runs, which must not wait; it tries again later).
+    /// Nothing changes for SQLite.
+    pub fn quickly<T>(&self, f: impl FnOnce() -> T) -> T {
+        let Db::Pg(pg) = self else {
+            return f();
+        };
+        let patience = pg.patience.replace(Duration::ZERO);
+        let done = f();
+        pg.patience.set(patience);
+        done
     }
 
     /// Run a statement; the number of rows it changed.

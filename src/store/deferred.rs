@@ -60,10 +60,7 @@ impl Store {
             return self.apply(&w);
         }
         if self.apply_deferred(false)? {
-            let patience = self.db.set_patience(std::time::Duration::ZERO);
-            let done = self.apply(&w);
-            self.db.set_patience(patience);
-            match done {
+            match self.db.quickly(|| self.apply(&w)) {
                 Err(e) if db::is_unreachable(&e) => self.note_unreachable(&e),
                 other => return other,
             }
@@ -81,14 +78,11 @@ impl Store {
             return Ok(true);
         }
         let pending = self.deferred.borrow().clone();
-        let patience = match patient {
-            true => None,
-            false => Some(self.db.set_patience(std::time::Duration::ZERO)),
+        let apply = || self.in_transaction(|| pending.iter().try_for_each(|w| self.apply(w)));
+        let done = match patient {
+            true => apply(),
+            false => self.db.quickly(apply),
         };
-        let done = self.in_transaction(|| pending.iter().try_for_each(|w| self.apply(w)));
-        if let Some(p) = patience {
-            self.db.set_patience(p);
-        }
         match done {
             Ok(()) => {
                 self.deferred.borrow_mut().clear();

@@ -257,18 +257,17 @@ impl Store {
             return self.flush_runs();
         }
         // One quick try to reconnect: the next fold tries again.
-        let patience = self.db.set_patience(std::time::Duration::ZERO);
-        let folded = self
-            .apply_deferred(false)
-            .and_then(|caught_up| match caught_up {
-                true => self.flush_runs(),
-                false => Err(db::Unreachable {
-                    url: self.shown(),
-                    why: "writes still wait for it".into(),
-                }
-                .into()),
-            });
-        self.db.set_patience(patience);
+        let folded = self.db.quickly(|| {
+            self.apply_deferred(false)
+                .and_then(|caught_up| match caught_up {
+                    true => self.flush_runs(),
+                    false => Err(db::Unreachable {
+                        url: self.shown(),
+                        why: "writes still wait for it".into(),
+                    }
+                    .into()),
+                })
+        });
         match folded {
             Err(e) if db::is_unreachable(&e) => {
                 self.note_unreachable(&e);

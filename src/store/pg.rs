@@ -147,6 +147,16 @@ pub fn anchor_for(url: &str) -> Result<PathBuf> {
     anchor_in(url, &state_dir())
 }
 
+/// What [`Store::open`](super::Store::open) takes for a store named on
+/// the command line: a PostgreSQL URL's anchor (see [`anchor_for`]), else
+/// the file as named.
+pub fn path_of(named: &Path) -> Result<PathBuf> {
+    match named.to_str() {
+        Some(url) if is_url(url) => anchor_for(url),
+        _ => Ok(named.to_path_buf()),
+    }
+}
+
 /// [`anchor_for`] with the state directory `dir`.
 pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;

@@ -139,23 +139,14 @@ fn ci_text(r: &HostRow) -> String {
 }
 
 fn delta_text(r: &HostRow) -> String {
+    // The row's delta, CI and verdict only: the host's rank shift and
+    // tests stay in its own report (no disagreement marks here).
     let c = analysis::Comparison {
-        config: String::new(),
         delta_mean_pct: r.delta_mean_pct,
-        delta_median_pct: None,
         ratio_ci: r.ratio_ci,
         delta_ci_pct: r.delta_ci_pct,
-        ratio_ci_other_method: None,
-        delta_ci_pct_other_method: None,
-        ci_note: None,
-        median_ratio: None,
-        hl_shift: None,
-        equivalence: None,
-        mde_pct: None,
-        p: None,
-        p_adjusted: None,
         verdict: r.verdict,
-        note: None,
+        ..analysis::Comparison::undefined(String::new())
     };
     let d = delta_cell(&c);
     if r.differs == Some(true) {
