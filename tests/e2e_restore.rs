@@ -89,7 +89,11 @@ fn kill_after_runs(sb: &Sandbox, plan: &std::path::Path, n: i64) {
 #[test]
 fn sigkill_with_tracing_and_a_sysctl_then_restore_puts_both_back() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP sigkill_with_tracing_and_a_sysctl: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP sigkill_with_tracing_and_a_sysctl: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,11 +170,19 @@ fn loop_devices() -> String {
 #[test]
 fn sigkill_during_fsops_then_restore_leaves_no_loop_device_mount_or_file() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP sigkill_during_fsops: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP sigkill_during_fsops: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     if Command::new("mkfs.ext4").arg("-V").output().is_err() {
-        eprintln!("SKIP sigkill_during_fsops: mkfs.ext4 not installed");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP sigkill_during_fsops: mkfs.ext4 not installed\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

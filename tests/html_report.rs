@@ -257,10 +257,14 @@ command = "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"
     let out = sb.run(&["run", plan.to_str().unwrap(), "-q", "--no-report"]);
     if out.status.code() == Some(2) {
         // Preflight: no perf_event access here (not root, paranoid > 0).
-        println!(
-            "SKIP html profiles: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!(
+                "SKIP html profiles: {}\n",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        )
+        .unwrap_or(());
         return;
     }
     assert!(

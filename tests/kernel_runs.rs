@@ -39,7 +39,13 @@ fn missing() -> Option<String> {
 macro_rules! need_vm {
     () => {
         if let Some(why) = missing() {
-            eprintln!("SKIP: {why} (scripts/install-vm-tools.sh installs what kernel tests need)");
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!(
+                    "SKIP: {why} (scripts/install-vm-tools.sh installs what kernel tests need)\n"
+                ),
+            )
+            .unwrap_or(());
             return;
         }
     };

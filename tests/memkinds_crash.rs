@@ -94,7 +94,11 @@ fn spawn_helper(dir: &Path) -> Helper {
 #[test]
 fn sigkill_with_cgroup_and_swaps_then_restore_leaves_nothing() {
     if let Some(why) = skip_reason(true) {
-        eprintln!("SKIP memkinds crash test: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP memkinds crash test: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();

@@ -14,7 +14,11 @@ use sysdelta::config::kinds::{self, memory_limit, swap};
 #[test]
 fn memory_limit_groups_the_workload_and_leave_removes_it() {
     if let Some(why) = skip_reason(false) {
-        eprintln!("SKIP memory_limit enter/leave: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP memory_limit enter/leave: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();
@@ -79,7 +83,11 @@ fn memory_limit_groups_the_workload_and_leave_removes_it() {
 #[test]
 fn swap_on_zram_is_on_while_entered_and_gone_after() {
     if let Some(why) = skip_reason(true) {
-        eprintln!("SKIP swap zram enter/leave: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP swap zram enter/leave: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();
@@ -108,7 +116,11 @@ fn swap_on_zram_is_on_while_entered_and_gone_after() {
 #[test]
 fn swap_file_is_on_while_entered_and_removed_after() {
     if let Some(why) = skip_reason(false) {
-        eprintln!("SKIP swap file enter/leave: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP swap file enter/leave: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();
@@ -184,7 +196,11 @@ fn preflight_names_what_is_wrong() {
 #[test]
 fn enter_leave_cost() {
     if let Some(why) = skip_reason(true) {
-        eprintln!("SKIP enter/leave cost: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP enter/leave cost: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();

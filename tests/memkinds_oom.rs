@@ -54,7 +54,11 @@ fn metric(k: &mut Box<dyn ConfigKind>) -> (f64, f64) {
 #[test]
 fn over_the_limit_without_swap_is_oom_killed_and_counted() {
     if let Some(why) = skip_reason(false) {
-        eprintln!("SKIP oom test: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP oom test: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();
@@ -89,7 +93,11 @@ fn over_the_limit_without_swap_is_oom_killed_and_counted() {
 #[test]
 fn over_the_limit_with_swap_on_swaps_and_lives() {
     if let Some(why) = skip_reason(true) {
-        eprintln!("SKIP swap test: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP swap test: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _s = serial();

@@ -185,7 +185,11 @@ fn tracing_state() -> String {
 #[test]
 fn sigkill_after_ftrace_and_sysctl_then_restore_puts_all_back() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP crash test: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP crash test: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -251,11 +255,19 @@ fn mounts_under(dir: &Path) -> Vec<String> {
 #[test]
 fn sigkill_mid_fsops_run_then_restore_leaves_no_volume() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIP fsops crash test: {why}");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP fsops crash test: {why}\n"),
+        )
+        .unwrap_or(());
         return;
     }
     if kinds::check::which("mkfs.ext4").is_none() || !Path::new("/dev/loop-control").exists() {
-        eprintln!("SKIP fsops crash test: no mkfs.ext4 or no loop support");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP fsops crash test: no mkfs.ext4 or no loop support\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

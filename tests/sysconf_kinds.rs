@@ -29,7 +29,11 @@ fn skip_reason() -> Option<String> {
 macro_rules! need_root_and_tracefs {
     () => {
         if let Some(why) = skip_reason() {
-            eprintln!("SKIP {}: {why}", module_path!());
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIP {}: {why}\n", module_path!()),
+            )
+            .unwrap_or(());
             return;
         }
     };
@@ -198,7 +202,11 @@ fn ftrace_function_tracer_or_failed_enter_leaves_no_trace() {
         .iter()
         .any(|t| t == "function")
     {
-        eprintln!("SKIP function tracer: not offered by this kernel");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP function tracer: not offered by this kernel\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let mut c = build(
@@ -367,7 +375,13 @@ fn trace_reader_does_not_trace_itself() {
     f.enter().unwrap();
     if !tracefs::path("set_event_notrace_pid").exists() {
         f.leave().unwrap();
-        eprintln!("SKIP trace_reader_does_not_trace_itself: kernel has no set_event_notrace_pid");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!(
+                "SKIP trace_reader_does_not_trace_itself: kernel has no set_event_notrace_pid\n"
+            ),
+        )
+        .unwrap_or(());
         return;
     }
     r.enter().unwrap();
@@ -400,7 +414,11 @@ fn perf_record_records_and_cleans_up() {
     need_root_and_tracefs!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if kinds::check::which("perf").is_none() {
-        eprintln!("SKIP perf_record: perf is not installed");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP perf_record: perf is not installed\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -594,11 +612,19 @@ fn rcu_expedite_is_on_inside_and_restored_after() {
     let before = match std::fs::read_to_string(path) {
         Ok(v) if v.trim() == "0" => v,
         Ok(v) => {
-            eprintln!("SKIP rcu_expedite: rcu_expedited is already {}", v.trim());
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIP rcu_expedite: rcu_expedited is already {}\n", v.trim()),
+            )
+            .unwrap_or(());
             return;
         }
         Err(e) => {
-            eprintln!("SKIP rcu_expedite: cannot read {}: {e}", path.display());
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIP rcu_expedite: cannot read {}: {e}\n", path.display()),
+            )
+            .unwrap_or(());
             return;
         }
     };
@@ -642,7 +668,11 @@ fn perf_record_refuses_a_nearly_full_disk() {
     need_root_and_tracefs!();
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if kinds::check::which("perf").is_none() {
-        eprintln!("SKIP perf_record space: perf is not installed");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP perf_record space: perf is not installed\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -93,7 +93,11 @@ impl Drop for Restore {
 #[test]
 fn compile_builds_and_reports_build_time() {
     if kinds::check::which("cc").is_none() || kinds::check::which("make").is_none() {
-        eprintln!("SKIP compile: no cc or make");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP compile: no cc or make\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -130,7 +134,11 @@ fn compress_reports_one_time_per_tool() {
         .filter(|t| kinds::check::which(t).is_some())
         .collect();
     if tools.is_empty() {
-        eprintln!("SKIP compress: none of bzip2, xz, zstd installed");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP compress: none of bzip2, xz, zstd installed\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -173,11 +181,19 @@ fn compress_reports_one_time_per_tool() {
 #[test]
 fn fsops_ten_volumes_with_blktrace_and_clean_teardown() {
     if !is_root() || !tracefs::supported() {
-        eprintln!("SKIP fsops: needs root and tracefs");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP fsops: needs root and tracefs\n"),
+        )
+        .unwrap_or(());
         return;
     }
     if kinds::check::which("mkfs.ext4").is_none() || !Path::new("/dev/loop-control").exists() {
-        eprintln!("SKIP fsops: no mkfs.ext4 or no loop support");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP fsops: no mkfs.ext4 or no loop support\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -280,11 +296,19 @@ fn fsops_ten_volumes_with_blktrace_and_clean_teardown() {
 #[test]
 fn trace_reader_keeps_count_during_compile() {
     if !is_root() || !tracefs::supported() {
-        eprintln!("SKIP trace reader under compile: needs root and tracefs");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP trace reader under compile: needs root and tracefs\n"),
+        )
+        .unwrap_or(());
         return;
     }
     if kinds::check::which("cc").is_none() || kinds::check::which("make").is_none() {
-        eprintln!("SKIP trace reader under compile: no cc or make");
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!("SKIP trace reader under compile: no cc or make\n"),
+        )
+        .unwrap_or(());
         return;
     }
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -340,10 +364,14 @@ fn launcher_honours_the_run_context() {
     if use_cgroup {
         std::fs::create_dir(&cgroup).unwrap();
     } else {
-        eprintln!(
-            "SKIP cgroup part: needs root and cgroup v2 at {}",
-            cgroot.display()
-        );
+        std::io::Write::write_fmt(
+            &mut std::io::stderr(),
+            format_args!(
+                "SKIP cgroup part: needs root and cgroup v2 at {}\n",
+                cgroot.display()
+            ),
+        )
+        .unwrap_or(());
     }
     let procs = cgroup.join("cgroup.procs");
     let out_path = dir.path().join("out");

@@ -75,25 +75,31 @@ impl PgCluster {
     /// a step fails on a machine that has them.
     pub fn start() -> Option<PgCluster> {
         if !super::is_root() {
-            eprintln!(
-                "SKIP: PgCluster needs root (initdb and the server run as the postgres user)"
-            );
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!(
+                    "SKIP: PgCluster needs root (initdb and the server run as the postgres user)\n"
+                ),
+            )
+            .unwrap_or(());
             return None;
         }
         for b in ["initdb", "pg_ctl", "postgres"] {
             if !Path::new(PG_BIN).join(b).is_file() {
-                eprintln!(
-                    "SKIP: {PG_BIN}/{b} is missing (PostgreSQL 15; scripts/install-team-tools.sh installs it)"
-                );
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {PG_BIN}/{b} is missing (PostgreSQL 15; scripts/install-team-tools.sh installs it)\n")).unwrap_or(());
                 return None;
             }
         }
         let Ok(Some(user)) = nix::unistd::User::from_name(USER) else {
-            eprintln!("SKIP: no user {USER} (the postgresql-15 package makes it; scripts/install-team-tools.sh installs it)");
+            std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: no user {USER} (the postgresql-15 package makes it; scripts/install-team-tools.sh installs it)\n")).unwrap_or(());
             return None;
         };
         if !Path::new("/usr/sbin/runuser").exists() && !Path::new("/sbin/runuser").exists() {
-            eprintln!("SKIP: no runuser (util-linux) to run initdb as {USER}");
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIP: no runuser (util-linux) to run initdb as {USER}\n"),
+            )
+            .unwrap_or(());
             return None;
         }
         // In /tmp, not $TMPDIR: the postgres user must reach it, and a

@@ -64,16 +64,20 @@ impl SshHost {
     /// them.
     pub fn start(addr: &str) -> Option<SshHost> {
         if !super::is_root() {
-            eprintln!("SKIP: SshHost needs root (sshd runs as root to log root in)");
+            std::io::Write::write_fmt(
+                &mut std::io::stderr(),
+                format_args!("SKIP: SshHost needs root (sshd runs as root to log root in)\n"),
+            )
+            .unwrap_or(());
             return None;
         }
         if !Path::new(SSHD).is_file() {
-            eprintln!("SKIP: {SSHD} is missing (openssh-server; scripts/install-team-tools.sh installs it)");
+            std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {SSHD} is missing (openssh-server; scripts/install-team-tools.sh installs it)\n")).unwrap_or(());
             return None;
         }
         for tool in ["ssh", "ssh-keygen"] {
             if which(tool).is_none() {
-                eprintln!("SKIP: {tool} is not in PATH (openssh-client; scripts/install-team-tools.sh installs it)");
+                std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {tool} is not in PATH (openssh-client; scripts/install-team-tools.sh installs it)\n")).unwrap_or(());
                 return None;
             }
         }

@@ -13,7 +13,7 @@ use sysdelta::vm::{initramfs, modules, Accel, Boot, KernelImage, VmSpec};
 pub static BOOTS: Mutex<()> = Mutex::new(());
 
 pub fn skip(why: &str) {
-    eprintln!("SKIP: {why}");
+    std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {why}\n")).unwrap_or(());
 }
 
 /// Compare version-like names by their numbers, so 6.1.0-100 is newer
