@@ -507,3 +507,100 @@ fn the_team_set_up_as_documented_puts_no_password_on_a_command_line() {
         }
     }
 }
+
+/// Every file under `dir` whose bytes hold `secret`.
+fn files_holding(dir: &Path, secret: &str) -> Vec<PathBuf> {
+    let mut all = Vec::new();
+    walk(dir, &mut all);
+    all.into_iter()
+        .filter(|(_, t)| t.contains(secret))
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[test]
+fn a_fleet_host_gets_the_password_on_stdin_and_keeps_no_file_of_it() {
+    let Some(pg) = cluster() else { return };
+    let Some(host) = common::sshd::SshHost::start("127.0.0.9") else {
+        skip("no throwaway sshd (root and openssh-server needed)");
+        return;
+    };
+    let home = Home::new();
+    // Short: a forwarded socket's path must stay under 108 bytes.
+    let dir = tempfile::Builder::new()
+        .prefix("sdpwf-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let d = |n: &str| dir.path().join(n).display().to_string();
+    for n in ["run", "tmp"] {
+        std::fs::create_dir(d(n)).unwrap();
+    }
+    let opts: Vec<String> = host
+        .ssh_options()
+        .iter()
+        .map(|o| format!("{o:?}"))
+        .collect();
+    let hosts = home.write(
+        "hosts.toml",
+        &format!(
+            "[[host]]\nname = \"h\"\ndestination = {:?}\nssh_options = [{}]\nworkdir = {:?}\n\
+             env = {{ SYSDELTA_RUN_DIR = {:?}, TMPDIR = {:?} }}\n",
+            host.destination(),
+            opts.join(", "),
+            d("w"),
+            d("run"),
+            d("tmp"),
+        ),
+        0o644,
+    );
+    let seen = d("workload.env");
+    let plan = home.write(
+        "fleet-plan.toml",
+        &format!(
+            "runs = 2\nwarmup = 0\n[[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\n\
+             [[workload]]\nname = \"w\"\ncommand = \"env >> {seen}\"\n"
+        ),
+        0o644,
+    );
+    // The password reaches this machine's sysdelta in PGPASSWORD only.
+    let url = url_without_password(&pg, "postgres", "sysdelta");
+    let out = home
+        .sysdelta(
+            &url,
+            &[
+                "fleet",
+                "run",
+                plan.to_str().unwrap(),
+                "--hosts-file",
+                hosts.to_str().unwrap(),
+            ],
+        )
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert_ok("fleet run", &out);
+    assert!(!text(&out).contains(pg.password()), "{}", text(&out));
+    // The host reached the store with it: its runs are there.
+    assert_eq!(
+        pg.psql("SELECT COUNT(*) FROM runs r JOIN experiments e ON e.id = r.experiment_id WHERE e.fleet_host = 'h'"),
+        "4"
+    );
+    let env = std::fs::read_to_string(&seen).unwrap();
+    assert!(env.contains("PATH="), "{env}");
+    assert!(
+        !env.contains(pg.password()) && !env.contains("PGPASSWORD"),
+        "{env}"
+    );
+    // Nothing on the host (its workdir: anchor, run log, plan, state) or
+    // here holds it.
+    let held = files_holding(dir.path(), pg.password());
+    assert!(held.is_empty(), "files holding the password: {held:?}");
+    for (p, t) in home.files() {
+        assert!(
+            !t.contains(pg.password()),
+            "{} holds the password",
+            p.display()
+        );
+    }
+    drop(host);
+}
