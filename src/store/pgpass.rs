@@ -124,12 +124,12 @@ pub fn service_section(text: &str, name: &str) -> Result<Option<Vec<(String, Str
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        if line.starts_with('[') {
+        if let Some(section) = line.strip_prefix('[') {
             if found {
                 break;
             }
             // libpq compares the name and then looks for `]` after it.
-            found = line[1..]
+            found = section
                 .strip_prefix(name)
                 .is_some_and(|l| l.starts_with(']'));
             continue;
