@@ -199,7 +199,8 @@ fn role_with_database(pg: &PgCluster, user: &str, password: &str, db: &str) {
 }
 
 #[test]
-fn pgpassword_alone_opens_a_store_named_without_a_password_and_no_file_keeps_it() {
+fn pgpassword_alone_opens_a_store_and_pushes_and_pulls_with_no_password_named_and_no_file_keeps_it()
+{
     let Some(pg) = cluster() else { return };
     let home = Home::new();
     let url = url_without_password(&pg, "postgres", "sysdelta");
@@ -220,6 +221,30 @@ fn pgpassword_alone_opens_a_store_named_without_a_password_and_no_file_keeps_it(
         .output()
         .unwrap();
     assert_ok("list with PGPASSWORD", &out);
+    // push and pull name the team store without a password too.
+    let mine = home.path("mine.db").display().to_string();
+    let out = home
+        .sysdelta(
+            &mine,
+            &["run", plan.to_str().unwrap(), "--quiet", "--no-report"],
+        )
+        .output()
+        .unwrap();
+    assert_ok("run into a file", &out);
+    let out = home
+        .sysdelta(&mine, &["push", "--to", &url])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert_ok("push --to a URL without a password", &out);
+    assert_eq!(pg.psql("SELECT COUNT(*) FROM experiments"), "2");
+    let theirs = home.path("theirs.db").display().to_string();
+    let out = home
+        .sysdelta(&theirs, &["pull", "--from", &url])
+        .env("PGPASSWORD", pg.password())
+        .output()
+        .unwrap();
+    assert_ok("pull --from a URL without a password", &out);
     // Without it (and no password file), one line, exit 2.
     let out = home.sysdelta(&url, &["list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
