@@ -33,7 +33,9 @@ use output::{die_of_broken_pipe, quiet_on_broken_pipe};
 )]
 pub struct Cli {
     /// Where experiments are kept and read: an SQLite file, or a team's
-    /// PostgreSQL database as postgresql://USER:PASSWORD@HOST[:PORT]/DB
+    /// PostgreSQL database as postgresql://USER@HOST[:PORT]/DB or a libpq
+    /// string ('host=HOST dbname=DB user=USER', 'service=NAME'), its
+    /// password from PGPASSWORD, ~/.pgpass or the service file
     /// [default: $SYSDELTA_STORE, else sysdelta.db]; micro and transport
     /// keep none.
     #[arg(long, global = true, value_name = "FILE|URL")]
@@ -149,7 +151,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
 fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
     let named = given
         .or_else(|| {
-            std::env::var_os("SYSDELTA_STORE")
+            crate::store::conninfo::var_os("SYSDELTA_STORE")
                 .filter(|s| !s.is_empty())
                 .map(PathBuf::from)
         })
@@ -160,6 +162,10 @@ fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
 /// The whole program: parse, run, end with the exit code the outcome calls
 /// for.
 pub fn main() -> ExitCode {
+    // First, while this is the only thread: no child sysdelta starts
+    // (workload, setup, monitor, guest, ssh) inherits the store's URL or
+    // password.
+    crate::store::conninfo::take_secrets_from_environment();
     quiet_on_broken_pipe();
     let cli = Cli::parse();
     let result = dispatch(cli);

@@ -13,8 +13,9 @@ use crate::store::Store;
 
 #[derive(Args)]
 pub struct PushArgs {
-    /// The store to copy into: postgresql://USER:PASSWORD@HOST/DB or an
-    /// SQLite file.
+    /// The store to copy into: postgresql://USER@HOST/DB (or a libpq
+    /// 'host=... dbname=...' string; the password from PGPASSWORD or
+    /// ~/.pgpass) or an SQLite file.
     #[arg(long, value_name = "URL|FILE")]
     pub to: String,
     /// Only this experiment (id, label or last); repeat for several.
@@ -25,8 +26,9 @@ pub struct PushArgs {
 
 #[derive(Args)]
 pub struct PullArgs {
-    /// The store to copy from: postgresql://USER:PASSWORD@HOST/DB or an
-    /// SQLite file.
+    /// The store to copy from: postgresql://USER@HOST/DB (or a libpq
+    /// 'host=... dbname=...' string; the password from PGPASSWORD or
+    /// ~/.pgpass) or an SQLite file.
     #[arg(long, value_name = "URL|FILE")]
     pub from: String,
     /// Only this experiment of that store (id, label or last); repeat for
@@ -55,7 +57,7 @@ pub fn pull(a: &PullArgs, store: &Path) -> Result<()> {
 fn location(named: &str) -> Result<PathBuf> {
     if named.contains("://") && !crate::store::pg::is_url(named) {
         return Err(bad(format!(
-            "{}: not a store (an SQLite file, or postgresql://...)",
+            "{}: not a store (an SQLite file, postgresql://... or host=... dbname=...)",
             crate::store::pg::without_password(named)
         )));
     }

@@ -3,6 +3,12 @@
 //! then one ssh connection runs its sysdelta and carries, for as long as
 //! that runs, the host's way to the database (`ssh -R`, see `team`).
 //!
+//! The store's password is the first line of that connection's stdin:
+//! the remote script reads it into a shell variable and gives it to the
+//! host's sysdelta as `PGPASSWORD`, which that sysdelta takes out of the
+//! environment it gives its children (`store::conninfo`). It is written
+//! to no file on the host, and is gone when the run ends.
+//!
 //! The connection's stdin stays open while the host runs. When it ends
 //! (this sysdelta was stopped or died, the connection was lost), the host's
 //! sysdelta gets SIGTERM and stops as after a Ctrl-C: the run in flight is
@@ -127,9 +133,18 @@ pub fn spawn(ready: &Ready, team: &Team, paths: &HostPaths, what: &What) -> Resu
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    let password = team.password()?;
     let mut child = cmd
         .spawn()
         .map_err(|e| anyhow::anyhow!("cannot run ssh: {e}"))?;
+    if let Some(stdin) = child.stdin.as_mut() {
+        use std::io::Write;
+        // A pipe's buffer takes the line whatever ssh does; an error
+        // here is a connection already gone, which supervise sees.
+        let _ = stdin
+            .write_all(format!("{password}\n").as_bytes())
+            .and_then(|()| stdin.flush());
+    }
     let tail = Arc::new(Mutex::new(Vec::new()));
     let name = ready.host.name.clone();
     if let Some(err) = child.stderr.take() {
@@ -183,13 +198,18 @@ mv -f -- "$4.tmp.$$" "$4"
 cat > "$5.tmp.$$"
 mv -f -- "$5.tmp.$$" "$5""#;
 
-/// Run `"$@"` (the host's sysdelta) with stdin closed, and send it
-/// SIGTERM when the connection's stdin ends before it does; its exit
-/// status is the script's. (A background job's stdin would be /dev/null:
-/// the watcher gets the connection's through fd 3.)
-const RUN: &str = r#"exec 3<&0
-"$@" 3<&- </dev/null &
+/// Read the store's password, the first line of stdin (`read` takes no
+/// byte past it), then run `"$@"` (the host's sysdelta) with it as
+/// PGPASSWORD (empty: none, the host's own password file may serve) and
+/// stdin closed, and send it SIGTERM when the connection's
+/// stdin ends before it does; its exit status is the script's. (A
+/// background job's stdin would be /dev/null: the watcher gets the
+/// connection's through fd 3.)
+const RUN: &str = r#"IFS= read -r pw || exit 1
+exec 3<&0
+PGPASSWORD=$pw "$@" 3<&- </dev/null &
 p=$!
+pw=
 { cat >/dev/null 2>&1; kill -TERM "$p" 2>/dev/null; } <&3 >/dev/null 2>&1 &
 w=$!
 exec 3<&-

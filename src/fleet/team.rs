@@ -11,9 +11,12 @@
 //! same on every resume of that host: a run that died with runs not yet
 //! folded finds them again.
 //!
-//! The URL carries the password, so it reaches the host on ssh's stdin
-//! into the anchor file (mode 0600) and the host's sysdelta is given the
-//! anchor's path: the password is on no command line there.
+//! The URL carries no password. The anchor file on the host (mode 0600,
+//! written from ssh's stdin) holds the URL alone, and the password, which
+//! this machine found as libpq would (the URL given here, `PGPASSWORD`, a
+//! password file, a service), reaches the host's sysdelta on the run
+//! connection's stdin (see `launch`): it is in no file and on no command
+//! line there, and gone with the run.
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +41,7 @@ impl Team {
     pub fn of(store: &Path) -> Result<Team> {
         let Some(full) = pg::pointer_url(store) else {
             return Err(bad(format!(
-                "{}: a fleet needs a team store: --store postgresql://USER:PASSWORD@HOST/DB \
+                "{}: a fleet needs a team store: --store postgresql://USER@HOST/DB \
                  (or SYSDELTA_STORE), which every host reaches through its ssh connection",
                 store.display()
             )));
@@ -66,17 +69,14 @@ impl Team {
         &self.url.shown
     }
 
-    /// The URL a host's sysdelta uses: this store's user, password and
-    /// database, through the socket in `socket_dir` on that host.
+    /// The URL a host's sysdelta uses: this store's user and database,
+    /// through the socket in `socket_dir` on that host; no password (see
+    /// [`Team::password`]).
     pub fn host_url(&self, socket_dir: &str) -> String {
         let c = &self.url.config;
         let mut s = String::from("postgresql://");
         if let Some(user) = c.get_user() {
             s.push_str(&encode(user.as_bytes()));
-            if let Some(pw) = c.get_password() {
-                s.push(':');
-                s.push_str(&encode(pw));
-            }
             s.push('@');
         }
         s.push('/');
@@ -94,6 +94,22 @@ impl Team {
         }
         s
     }
+
+    /// The password the hosts connect with (as found here), for the run
+    /// connection's stdin; empty when there is none. One with a line end
+    /// cannot be sent as a line (nor written in a password file).
+    pub fn password(&self) -> Result<String> {
+        let pw = self.url.config.get_password().unwrap_or_default();
+        let pw = String::from_utf8(pw.to_vec())
+            .map_err(|_| bad(format!("{}: the password is not UTF-8", self.shown())))?;
+        if pw.contains(['\n', '\r']) {
+            return Err(bad(format!(
+                "{}: a password with a line end cannot reach the hosts",
+                self.shown()
+            )));
+        }
+        Ok(pw)
+    }
 }
 
 /// Where one host keeps what a fleet run needs there, under its
@@ -110,7 +126,7 @@ pub struct HostPaths {
     pub anchor: String,
     /// The fleet's plan, as a file there.
     pub plan: String,
-    /// The URL (with its password) that goes in the anchor.
+    /// The URL (without a password) that goes in the anchor.
     pub url: String,
 }
 
@@ -180,9 +196,14 @@ mod tests {
         assert_eq!(t.target, "/run/pg/.s.PGSQL.5433");
         let p = HostPaths::new(&t, "/w/", "0123").unwrap();
         assert_eq!(p.socket, "/w/pg-0123/.s.PGSQL.5433");
+        assert!(
+            !p.url.contains("p%20w") && !p.url.contains("p w"),
+            "{}",
+            p.url
+        );
+        assert_eq!(t.password().unwrap(), "p w");
         let u = pg::Url::parse(&p.url).unwrap();
         assert_eq!(u.config.get_user(), Some("al@ce"));
-        assert_eq!(u.config.get_password(), Some(&b"p w"[..]));
         assert_eq!(u.config.get_dbname(), Some("team"));
         assert_eq!(
             u.config.get_hosts(),
