@@ -15,6 +15,7 @@ use std::process::{Command, Output, Stdio};
 use anyhow::Result;
 
 use super::hosts::Host;
+use super::ssh_allow;
 use crate::error::bad;
 
 /// Options every connection gets: never a prompt, a bounded connect, and
@@ -33,10 +34,20 @@ const DEFAULTS: &[&str] = &[
 
 /// `ssh` to `host` with `extra` options, running `remote` (words, quoted
 /// here) there. Stdio is left to the caller.
+///
+/// The host's options are checked against the allowlist here too, so no
+/// ssh runs with options that did not pass it, wherever the host came
+/// from; a host that names its known-hosts files or key alias gets
+/// [`ssh_allow::PINNED`] before its options.
 pub fn command(host: &Host, extra: &[String], remote: &[&str]) -> Result<Command> {
+    let allowed = ssh_allow::check(&host.ssh_options)
+        .map_err(|why| bad(format!("{}: {why}", host.shown())))?;
     let mut c = Command::new("ssh");
-    c.args(FIRST)
-        .args(&host.ssh_options)
+    c.args(FIRST);
+    if allowed.pinned {
+        c.args(ssh_allow::PINNED);
+    }
+    c.args(&host.ssh_options)
         .args(DEFAULTS)
         .args(extra)
         .arg("--")
