@@ -269,37 +269,42 @@ fn check_values(values: &[String], value: Value) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The words, `@D` standing for a directory of the test's.
     fn words(s: &[&str]) -> Vec<String> {
-        s.iter().map(|w| w.to_string()).collect()
+        in_dir(s, "/nonexistent")
+    }
+
+    fn in_dir(s: &[&str], dir: &str) -> Vec<String> {
+        s.iter().map(|w| w.replace("@D", dir)).collect()
     }
 
     /// Every spelling of every option a fleet refuses: combined flags,
     /// attached and separate arguments, `=` and spaces, keywords in any
     /// case and quoted.
-    pub(crate) const REFUSED: &[&[&str]] = &[
-        &["-voProxyCommand=touch /tmp/m"],
-        &["-4oLocalCommand=touch /tmp/m"],
-        &["-o", "ProxyCommand=touch /tmp/m"],
-        &["-o", "ProxyCommand touch /tmp/m"],
-        &["-oProxyCommand touch /tmp/m"],
-        &["-o", "proxycommand=touch /tmp/m"],
-        &["-o", "PROXYCOMMAND=touch /tmp/m"],
-        &["-o", "ProxyCommand\t=touch /tmp/m"],
-        &["-o", "ProxyCommand = touch /tmp/m"],
-        &["-o", " ProxyCommand touch /tmp/m"],
-        &["-o", "\"ProxyCommand\" touch /tmp/m"],
-        &["-o", "Proxy\"Command\" touch /tmp/m"],
+    const REFUSED: &[&[&str]] = &[
+        &["-voProxyCommand=touch @D/m"],
+        &["-4oLocalCommand=touch @D/m"],
+        &["-o", "ProxyCommand=touch @D/m"],
+        &["-o", "ProxyCommand touch @D/m"],
+        &["-oProxyCommand touch @D/m"],
+        &["-o", "proxycommand=touch @D/m"],
+        &["-o", "PROXYCOMMAND=touch @D/m"],
+        &["-o", "ProxyCommand\t=touch @D/m"],
+        &["-o", "ProxyCommand = touch @D/m"],
+        &["-o", " ProxyCommand touch @D/m"],
+        &["-o", "\"ProxyCommand\" touch @D/m"],
+        &["-o", "Proxy\"Command\" touch @D/m"],
         &["-q", "-o", "ProxyJump=evil"],
         &["-J", "evil"],
         &["-qJevil"],
-        &["-o", "LocalCommand=touch /tmp/m", "-o", "PermitLocalCommand=yes"],
+        &["-o", "LocalCommand=touch @D/m", "-o", "PermitLocalCommand=yes"],
         &["-oPermitLocalCommand=yes"],
-        &["-o", "KnownHostsCommand=/bin/touch /tmp/m"],
-        &["-o", "Match exec \"touch /tmp/m\""],
-        &["-o", "Include /tmp/evil.conf"],
-        &["-o", "PKCS11Provider=/tmp/evil.so"],
-        &["-I", "/tmp/evil.so"],
-        &["-o", "SecurityKeyProvider=/tmp/evil.so"],
+        &["-o", "KnownHostsCommand=/bin/touch @D/m"],
+        &["-o", "Match exec \"touch @D/m\""],
+        &["-o", "Include @D/evil.conf"],
+        &["-o", "PKCS11Provider=@D/evil.so"],
+        &["-I", "@D/evil.so"],
+        &["-o", "SecurityKeyProvider=@D/evil.so"],
         &["-A"],
         &["-vA"],
         &["-o", "ForwardAgent=yes"],
@@ -315,13 +320,13 @@ mod tests {
         &["-o", "RemoteForward 2222 localhost:22"],
         &["-o", "LocalForward=8080 localhost:80"],
         &["-o", "DynamicForward=1080"],
-        &["-E", "/etc/passwd"],
-        &["-vE/etc/passwd"],
-        &["-F", "/tmp/evil.conf"],
-        &["-F/tmp/evil.conf"],
-        &["-qF", "/tmp/evil.conf"],
-        &["-S", "/tmp/sock"],
-        &["-o", "ControlPath=/tmp/sock"],
+        &["-E", "@D/passwd"],
+        &["-vE@D/passwd"],
+        &["-F", "@D/evil.conf"],
+        &["-F@D/evil.conf"],
+        &["-qF", "@D/evil.conf"],
+        &["-S", "@D/sock"],
+        &["-o", "ControlPath=@D/sock"],
         &["-o", "ControlMaster=yes"],
         &["-o", "ControlPersist=yes"],
         &["-o", "SendEnv=SYSDELTA_STORE"],
@@ -330,9 +335,9 @@ mod tests {
         &["-o", "StrictHostKeyChecking=accept-new"],
         &["-o", "UpdateHostKeys=yes"],
         &["-o", "BatchMode=no"],
-        &["-o", "IdentityAgent=/tmp/agent.sock"],
+        &["-o", "IdentityAgent=@D/agent.sock"],
         &["-o", "Hostname=evil"],
-        &["-o", "RemoteCommand=touch /tmp/m"],
+        &["-o", "RemoteCommand=touch @D/m"],
         &["-o", "User=-oProxyCommand=x"],
         &["-l", "root -oProxyCommand=x"],
         &["-p", "22 -oProxyCommand=x"],
@@ -359,7 +364,7 @@ mod tests {
     ];
 
     /// Spellings a fleet takes.
-    pub(crate) const ALLOWED: &[&[&str]] = &[
+    const ALLOWED: &[&[&str]] = &[
         &["-p", "2222"],
         &["-p2222"],
         &["-4qp2222"],
@@ -406,7 +411,10 @@ mod tests {
     #[test]
     fn refusals_name_the_option_and_what_to_do() {
         let e = check(&words(&["-p", "22", "-voProxyCommand=touch /tmp/m"])).unwrap_err();
-        assert!(e.contains("'-voProxyCommand=touch /tmp/m' (-o proxycommand)"), "{e}");
+        assert!(
+            e.contains("'-voProxyCommand=touch /tmp/m' (-o proxycommand)"),
+            "{e}"
+        );
         assert!(e.contains("~/.ssh/config"), "{e}");
         let e = check(&words(&["-J", "jump"])).unwrap_err();
         assert!(e.contains("'-J jump' (-J)") && e.contains("~/.ssh/config"), "{e}");
@@ -421,5 +429,137 @@ mod tests {
         assert!(p(&["-o", "UserKnownHostsFile=/k"]));
         assert!(p(&["-oglobalknownhostsfile /k"]));
         assert!(p(&["-o", "HostKeyAlias=lab"]));
+    }
+
+    /// The `ssh -G` keys an option can set, as ssh prints them; `*` for
+    /// anything (another config file).
+    fn keys_of(o: &Opt) -> Vec<String> {
+        let k: &[&str] = match o.flag {
+            '4' | '6' => &["addressfamily"],
+            'q' | 'v' => &["loglevel"],
+            'C' => &["compression"],
+            'a' | 'A' => &["forwardagent"],
+            'x' | 'X' => &["forwardx11"],
+            'Y' => &["forwardx11", "forwardx11trusted"],
+            'k' | 'K' => &["gssapidelegatecredentials", "gssapiauthentication"],
+            'T' | 't' => &["requesttty"],
+            'p' => &["port"],
+            'l' => &["user"],
+            'i' => &["identityfile"],
+            'c' => &["ciphers"],
+            'm' => &["macs"],
+            'R' => &["remoteforward"],
+            'L' => &["localforward"],
+            'D' => &["dynamicforward"],
+            'W' => &[
+                "clearallforwardings",
+                "exitonforwardfailure",
+                "requesttty",
+                "sessiontype",
+            ],
+            'w' => &["tunnel", "tunneldevice"],
+            'S' => &["controlpath"],
+            'M' => &["controlmaster"],
+            'f' => &["forkafterauthentication", "stdinnull"],
+            'N' => &["sessiontype", "requesttty"],
+            'n' => &["stdinnull"],
+            's' => &["sessiontype"],
+            'J' => &["proxyjump"],
+            'I' => &["pkcs11provider"],
+            'e' => &["escapechar"],
+            'B' => &["bindinterface"],
+            'b' => &["bindaddress"],
+            'g' => &["gatewayports"],
+            // Another config file, or a query printing something else.
+            'F' | 'Q' => &["*"],
+            'o' => {
+                let (k, _) = ssh_args::config_line(o.arg.as_deref().unwrap_or("")).unwrap();
+                // ssh's own name for an alias; what a setting implies.
+                return match k.as_str() {
+                    "pubkeyacceptedkeytypes" => vec!["pubkeyacceptedalgorithms".to_string()],
+                    "batchmode" => vec![k, "serveraliveinterval".to_string()],
+                    "userknownhostsfile" => vec![k, "updatehostkeys".to_string()],
+                    _ => vec![k],
+                };
+            }
+            _ => &[],
+        };
+        k.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// `ssh -G -F /dev/null ARGS probe`: its config lines, or None when
+    /// ssh refuses the arguments.
+    fn ssh_g(args: &[String]) -> Option<std::collections::BTreeSet<String>> {
+        let out = std::process::Command::new("ssh")
+            .arg("-G")
+            .args(["-F", "/dev/null"])
+            .args(args)
+            .arg("sysdelta-probe")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        out.status.success().then(|| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(String::from)
+                .collect()
+        })
+    }
+
+    /// Every spelling in both tables, given to `ssh -G` (which prints the
+    /// configuration it would use, and connects nowhere): each setting
+    /// that differs from ssh's own defaults is one the parser saw, every
+    /// allowed spelling is one ssh takes, and every spelling the parser
+    /// reads as ProxyCommand or LocalCommand is one ssh sets it from.
+    #[test]
+    fn the_parser_sees_every_setting_ssh_g_shows() {
+        if std::process::Command::new("ssh").arg("-V").output().is_err() {
+            let why = "SKIP: ssh is not installed (scripts/install-team-tools.sh)";
+            println!("{why}");
+            eprintln!("{why}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        // A config that -F would read instead of /dev/null.
+        std::fs::write(dir.path().join("evil.conf"), format!("ProxyCommand touch {d}/m\n")).unwrap();
+        let base = ssh_g(&[]).expect("ssh -G without options");
+        let mut unseen = Vec::new();
+        for (table, allowed) in [(REFUSED, false), (ALLOWED, true)] {
+            for s in table {
+                let args = in_dir(s, &d);
+                let shown = ssh_g(&args);
+                if allowed {
+                    assert!(shown.is_some(), "ssh -G refuses {args:?}");
+                    assert!(check(&args).is_ok(), "{args:?}");
+                } else {
+                    assert!(check(&args).is_err(), "{args:?}");
+                }
+                let Some(shown) = shown else { continue };
+                let parsed = ssh_args::parse(&args).unwrap();
+                let mut seen: Vec<String> = parsed.opts.iter().flat_map(keys_of).collect();
+                if !parsed.operands.is_empty() {
+                    seen.extend(["host".to_string(), "hostname".to_string()]);
+                }
+                for line in shown.difference(&base) {
+                    let key = line.split(' ').next().unwrap_or("");
+                    if !seen.iter().any(|k| k == key || k == "*") {
+                        unseen.push(format!(
+                            "{args:?}: ssh -G shows '{line}', the parser saw {seen:?}"
+                        ));
+                    }
+                }
+                for k in ["proxycommand", "localcommand"] {
+                    if seen.iter().any(|s| s == k) {
+                        assert!(
+                            shown.iter().any(|l| l.starts_with(&format!("{k} "))),
+                            "{args:?}: the parser read {k}, ssh -G does not show it"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(unseen.is_empty(), "{}", unseen.join("\n"));
+        assert!(!dir.path().join("m").exists(), "ssh -G ran a command");
     }
 }
