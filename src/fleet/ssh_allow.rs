@@ -73,7 +73,11 @@ const KEYWORDS: &[(&str, &str, Value)] = &[
     ("identitiesonly", "IdentitiesOnly", Value::YesNo),
     ("identityagent", "IdentityAgent", Value::OneOf(&["none"])),
     ("pubkeyauthentication", "PubkeyAuthentication", Value::YesNo),
-    ("preferredauthentications", "PreferredAuthentications", Value::Methods),
+    (
+        "preferredauthentications",
+        "PreferredAuthentications",
+        Value::Methods,
+    ),
     ("batchmode", "BatchMode", Value::Yes),
     ("connecttimeout", "ConnectTimeout", Value::Number),
     ("connectionattempts", "ConnectionAttempts", Value::Number),
@@ -82,7 +86,11 @@ const KEYWORDS: &[(&str, &str, Value)] = &[
     ("tcpkeepalive", "TCPKeepAlive", Value::YesNo),
     ("stricthostkeychecking", "StrictHostKeyChecking", Value::Yes),
     ("userknownhostsfile", "UserKnownHostsFile", Value::Paths(16)),
-    ("globalknownhostsfile", "GlobalKnownHostsFile", Value::Paths(16)),
+    (
+        "globalknownhostsfile",
+        "GlobalKnownHostsFile",
+        Value::Paths(16),
+    ),
     ("hostkeyalias", "HostKeyAlias", Value::Alias),
     ("checkhostip", "CheckHostIP", Value::YesNo),
     ("compression", "Compression", Value::YesNo),
@@ -171,12 +179,7 @@ pub struct Allowed {
 }
 
 /// Options that force [`Allowed::pinned`], to go before the host's.
-pub const PINNED: &[&str] = &[
-    "-o",
-    "StrictHostKeyChecking=yes",
-    "-o",
-    "UpdateHostKeys=no",
-];
+pub const PINNED: &[&str] = &["-o", "StrictHostKeyChecking=yes", "-o", "UpdateHostKeys=no"];
 
 /// `words` (a host's `ssh_options`) checked: what they ask of ssh, or
 /// one line naming the first option refused and why.
@@ -207,7 +210,8 @@ fn check_one(o: &Opt, allowed: &mut Allowed) -> Result<(), String> {
         c if SWITCHES.contains(&c) => Ok(()),
         'F' if arg == "/dev/null" => Ok(()),
         'o' => {
-            let (keyword, values) = ssh_args::config_line(arg).map_err(|e| format!("ssh option {e}"))?;
+            let (keyword, values) =
+                ssh_args::config_line(arg).map_err(|e| format!("ssh option {e}"))?;
             let Some((_, name, value)) = KEYWORDS.iter().find(|(k, _, _)| *k == keyword) else {
                 let shown = if keyword.is_empty() {
                     "-o, read by ssh as no option at all".to_string()
@@ -297,7 +301,12 @@ mod tests {
         &["-q", "-o", "ProxyJump=evil"],
         &["-J", "evil"],
         &["-qJevil"],
-        &["-o", "LocalCommand=touch @D/m", "-o", "PermitLocalCommand=yes"],
+        &[
+            "-o",
+            "LocalCommand=touch @D/m",
+            "-o",
+            "PermitLocalCommand=yes",
+        ],
         &["-oPermitLocalCommand=yes"],
         &["-o", "KnownHostsCommand=/bin/touch @D/m"],
         &["-o", "Match exec \"touch @D/m\""],
@@ -382,12 +391,20 @@ mod tests {
         &["-o", "ConnectTimeout=3", "-o", "ConnectionAttempts=2"],
         &["-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"],
         &["-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"],
-        &["-o", "UserKnownHostsFile=/home/me/.ssh/lab_hosts /home/me/.ssh/more"],
+        &[
+            "-o",
+            "UserKnownHostsFile=/home/me/.ssh/lab_hosts /home/me/.ssh/more",
+        ],
         &["-o", "GlobalKnownHostsFile=/dev/null"],
         &["-o", "HostKeyAlias=[lab]:2222"],
         &["-o", "Compression=yes", "-o", "LogLevel=ERROR"],
         &["-o", "AddressFamily=inet", "-o", "CheckHostIP=no"],
-        &["-o", "PubkeyAcceptedKeyTypes=+ssh-rsa", "-o", "HostKeyAlgorithms=+ssh-rsa"],
+        &[
+            "-o",
+            "PubkeyAcceptedKeyTypes=+ssh-rsa",
+            "-o",
+            "HostKeyAlgorithms=+ssh-rsa",
+        ],
         &["-o", "PreferredAuthentications=publickey"],
         &[],
     ];
@@ -417,7 +434,10 @@ mod tests {
         );
         assert!(e.contains("~/.ssh/config"), "{e}");
         let e = check(&words(&["-J", "jump"])).unwrap_err();
-        assert!(e.contains("'-J jump' (-J)") && e.contains("~/.ssh/config"), "{e}");
+        assert!(
+            e.contains("'-J jump' (-J)") && e.contains("~/.ssh/config"),
+            "{e}"
+        );
         let e = check(&words(&["-o", "StrictHostKeyChecking=no"])).unwrap_err();
         assert!(e.contains("value 'no'") && e.contains("only 'yes'"), "{e}");
     }
@@ -513,7 +533,11 @@ mod tests {
     /// reads as ProxyCommand or LocalCommand is one ssh sets it from.
     #[test]
     fn the_parser_sees_every_setting_ssh_g_shows() {
-        if std::process::Command::new("ssh").arg("-V").output().is_err() {
+        if std::process::Command::new("ssh")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
             let why = "SKIP: ssh is not installed (scripts/install-team-tools.sh)";
             println!("{why}");
             eprintln!("{why}");
@@ -522,7 +546,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display().to_string();
         // A config that -F would read instead of /dev/null.
-        std::fs::write(dir.path().join("evil.conf"), format!("ProxyCommand touch {d}/m\n")).unwrap();
+        std::fs::write(
+            dir.path().join("evil.conf"),
+            format!("ProxyCommand touch {d}/m\n"),
+        )
+        .unwrap();
         let base = ssh_g(&[]).expect("ssh -G without options");
         let mut unseen = Vec::new();
         for (table, allowed) in [(REFUSED, false), (ALLOWED, true)] {

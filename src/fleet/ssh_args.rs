@@ -130,8 +130,7 @@ pub fn config_line(line: &str) -> Result<(String, Vec<String>), String> {
     }
     // ssh ignores a line whose keyword is missing (a quote left open),
     // empty or a comment.
-    let Some(keyword) = keyword.filter(|k| !k.is_empty() && k[0] != b'\n' && k[0] != b'#')
-    else {
+    let Some(keyword) = keyword.filter(|k| !k.is_empty() && k[0] != b'\n' && k[0] != b'#') else {
         return Ok((String::new(), Vec::new()));
     };
     let keyword = String::from_utf8_lossy(&keyword).to_ascii_lowercase();
@@ -177,8 +176,9 @@ fn strdelim(b: &mut Vec<u8>, s: &mut usize) -> Option<Vec<u8>> {
 
 /// How many whitespace bytes start at `from`.
 fn skip_ws(b: &[u8], from: usize) -> usize {
-    b.get(from..)
-        .map_or(0, |r| r.iter().take_while(|c| WHITESPACE.contains(c)).count())
+    b.get(from..).map_or(0, |r| {
+        r.iter().take_while(|c| WHITESPACE.contains(c)).count()
+    })
 }
 
 /// `argv_split` of OpenSSH's misc.c (comments ending the line): words
@@ -275,7 +275,9 @@ mod tests {
         let p = parse(&words(&["-", "-A"])).unwrap();
         assert_eq!(p.operands.len(), 2);
         assert!(parse(&words(&["-Z"])).unwrap_err().contains("no option -Z"));
-        assert!(parse(&words(&["-vo"])).unwrap_err().contains("needs an argument"));
+        assert!(parse(&words(&["-vo"]))
+            .unwrap_err()
+            .contains("needs an argument"));
     }
 
     #[test]

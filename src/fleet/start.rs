@@ -62,6 +62,7 @@ pub fn root_need(plan: &Plan) -> Option<String> {
 /// `fleet run`.
 pub fn run(store_path: &Path, r: NewRun) -> Result<Outcome> {
     let team = Team::of(store_path)?;
+    team.check_local_dir()?;
     let needs = Needs {
         root: root_need(r.plan),
         port: team.port,
@@ -125,6 +126,7 @@ pub fn resume(
     file_hosts: Option<Vec<Host>>,
 ) -> Result<Outcome> {
     let team = Team::of(store_path)?;
+    team.check_local_dir()?;
     let store = Store::open(&team.anchor, false)?;
     let _lock = FleetLock::take(&team, info)?;
     let asked = Asked::of(info)?;

@@ -1,0 +1,4 @@
+mod common;
+
+#[path = "security/ssh.rs"]
+mod ssh;
