@@ -6,8 +6,10 @@
 //! TOML hosts file with one `[[host]]` table each. Both are checked whole
 //! here, before anything connects anywhere: a bad entry is one line naming
 //! the file (with line and column where TOML can say) or the `--hosts`
-//! item, and what is wrong. The hosts as checked are kept in the fleet's
-//! row as JSON, so that `fleet resume` and `fleet status` find them again.
+//! item, and what is wrong; ssh options pass only as `ssh_allow` allows
+//! them. The hosts as checked are kept in the fleet's row as JSON, so that
+//! `fleet resume` and `fleet status` find them again, and are checked the
+//! same way when read back.
 
 use std::collections::BTreeMap;
 use std::path::Path;

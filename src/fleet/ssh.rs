@@ -147,4 +147,31 @@ mod tests {
         assert!(at("ConnectTimeout=3") < at("ConnectTimeout=10"));
         assert_eq!(&args[args.len() - 3..], ["--", "root@h", "true"]);
     }
+
+    #[test]
+    fn no_ssh_runs_with_options_the_allowlist_refuses_and_known_hosts_are_pinned() {
+        let mut h = Host {
+            name: "a".into(),
+            destination: "root@h".into(),
+            ssh_options: vec!["-voProxyCommand=x".into()],
+            workdir: "w".into(),
+            env: Default::default(),
+            sysdelta: None,
+            seed: None,
+        };
+        let e = command(&h, &[], &["true"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("host a (root@h): ssh option '-voProxyCommand=x'"),
+            "{e}"
+        );
+        h.ssh_options = vec!["-o".into(), "UserKnownHostsFile=/k".into()];
+        let c = command(&h, &[], &["true"]).unwrap();
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |s: &str| args.iter().position(|a| a == s).unwrap();
+        assert!(at("StrictHostKeyChecking=yes") < at("UserKnownHostsFile=/k"));
+        assert!(at("UpdateHostKeys=no") < at("UserKnownHostsFile=/k"));
+    }
 }
