@@ -443,6 +443,20 @@ mod tests {
     }
 
     #[test]
+    fn docs_fleet_md_lists_every_allowed_option() {
+        let doc = include_str!("../../docs/fleet.md");
+        for (_, name, _) in KEYWORDS {
+            assert!(doc.contains(&format!("{name}`")), "{name}");
+        }
+        for c in SWITCHES {
+            assert!(doc.contains(&format!("`-{c}`")), "-{c}");
+        }
+        for (c, _) in LETTERS {
+            assert!(doc.contains(&format!("`-{c}")), "-{c}");
+        }
+    }
+
+    #[test]
     fn a_host_naming_its_host_keys_is_pinned() {
         let p = |s: &[&str]| check(&words(s)).unwrap().pinned;
         assert!(!p(&["-p", "22", "-o", "IdentityFile=k"]));
