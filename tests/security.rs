@@ -1,7 +1,10 @@
 //! The trust boundaries of issue 28, tried from outside: each area's
-//! promises in a module of its own under tests/security/.
+//! promises in a module of its own under tests/security/ (docs/security.md
+//! names the test behind each promise).
 
 mod common;
 
 #[path = "security/passwords.rs"]
 mod passwords;
+#[path = "security/ssh.rs"]
+mod ssh;

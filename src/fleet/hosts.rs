@@ -6,8 +6,10 @@
 //! TOML hosts file with one `[[host]]` table each. Both are checked whole
 //! here, before anything connects anywhere: a bad entry is one line naming
 //! the file (with line and column where TOML can say) or the `--hosts`
-//! item, and what is wrong. The hosts as checked are kept in the fleet's
-//! row as JSON, so that `fleet resume` and `fleet status` find them again.
+//! item, and what is wrong; ssh options pass only as `ssh_allow` allows
+//! them. The hosts as checked are kept in the fleet's row as JSON, so that
+//! `fleet resume` and `fleet status` find them again, and are checked the
+//! same way when read back.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,6 +17,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
+use super::ssh_allow;
 use crate::error::bad;
 
 /// Where a host's copied sysdelta, plans and local sysdelta state live
@@ -160,8 +163,9 @@ pub fn from_file(path: &Path) -> Result<Vec<Host>> {
 /// The hosts a fleet's row keeps (JSON).
 ///
 /// Whoever can write the team database can write these, so they are
-/// checked again as a hosts file is; before ssh is run with them, see
-/// [`refuse_commands_here`].
+/// checked again as a hosts file is, ssh options by the same allowlist
+/// (`ssh_allow`): a stored host with an option a fleet does not take is
+/// refused, whoever put it there.
 pub fn from_json(json: &str) -> Result<Vec<Host>> {
     let hosts: Vec<Host> = serde_json::from_str(json)
         .map_err(|e| anyhow::anyhow!("the fleet's hosts are not what sysdelta stores: {e}"))?;
@@ -169,53 +173,6 @@ pub fn from_json(json: &str) -> Result<Vec<Host>> {
         check_host(h).map_err(|why| bad(format!("stored host '{}': {why}", h.name)))?;
     }
     Ok(hosts)
-}
-
-/// Refuse stored hosts whose ssh options would run a command on this
-/// machine (`ProxyCommand`, `LocalCommand`, `KnownHostsCommand`, `Match
-/// exec`, `-F` another config than /dev/null): whoever can write the team
-/// database could put them there. Such a host is given to `fleet resume`
-/// in `--hosts-file`, from the user's own hands.
-pub fn refuse_commands_here(hosts: &[Host]) -> Result<()> {
-    for h in hosts {
-        let o = &h.ssh_options;
-        for (i, opt) in o.iter().enumerate() {
-            let f_null = (opt == "-F" && o.get(i + 1).is_some_and(|n| n == "/dev/null"))
-                || opt == "-F/dev/null";
-            let after_f_null = i > 0 && o[i - 1] == "-F" && opt == "/dev/null";
-            if !f_null && !after_f_null && runs_a_command_here(opt) {
-                return Err(bad(format!(
-                    "stored host '{}': ssh option '{opt}' could run a command on this machine and is not taken from the store; give the host in --hosts-file",
-                    h.name
-                )));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// An ssh option that makes ssh run a command here, or read another
-/// config that may.
-fn runs_a_command_here(o: &str) -> bool {
-    if o.starts_with("-F") {
-        return true;
-    }
-    // `-oKey=value`, `-o` then `Key=value`, or `Key value`.
-    let option = o.strip_prefix("-o").unwrap_or(o).trim_start();
-    let key = option
-        .split(|c: char| c == '=' || c.is_whitespace())
-        .next()
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    [
-        "proxycommand",
-        "localcommand",
-        "permitlocalcommand",
-        "knownhostscommand",
-        "match",
-        "include",
-    ]
-    .contains(&key.as_str())
 }
 
 /// The hosts as the fleet's row keeps them (JSON).
@@ -274,6 +231,8 @@ fn check_host(h: &Host) -> std::result::Result<(), String> {
     {
         return Err("a NUL character".into());
     }
+    // Read as ssh reads them; only what a fleet needs passes.
+    ssh_allow::check(&h.ssh_options)?;
     if h.sysdelta.as_deref().is_some_and(|s| s.trim().is_empty()) {
         return Err("sysdelta is empty (leave it out to look in PATH and workdir)".into());
     }
@@ -386,36 +345,5 @@ mod tests {
         let h = from_file(&p).unwrap();
         assert_eq!(h[0].workdir, "/w");
         assert_eq!(from_json(&to_json(&h)).unwrap(), h);
-    }
-}
-
-#[cfg(test)]
-mod stored_options {
-    use super::runs_a_command_here;
-
-    #[test]
-    fn options_that_run_commands_here_are_known() {
-        for o in [
-            "ProxyCommand=nc %h %p",
-            "-oProxyCommand=x",
-            "LocalCommand x",
-            "-F",
-            "-F/tmp/c",
-            "KnownHostsCommand=x",
-            "Match exec x",
-        ] {
-            assert!(runs_a_command_here(o), "{o}");
-        }
-        for o in [
-            "-o",
-            "-p",
-            "2222",
-            "-i",
-            "/home/me/.ssh/match_key",
-            "UserKnownHostsFile=/tmp/k",
-            "BatchMode=yes",
-        ] {
-            assert!(!runs_a_command_here(o), "{o}");
-        }
     }
 }

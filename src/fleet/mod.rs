@@ -12,7 +12,9 @@
 //! (a forwarded Unix socket, `team`).
 //!
 //! One file a job: `hosts` (who the hosts are: `--hosts`, hosts files,
-//! their JSON in the fleet's row), `ssh` (commands and quoting), `checks`
+//! their JSON in the fleet's row), `ssh_args` (ssh's arguments read as
+//! OpenSSH reads them), `ssh_allow` (the ssh options a host may carry),
+//! `ssh` (commands and quoting), `checks`
 //! (every host checked, in parallel, before anything is stored), `team`
 //! (the store as a host reaches it: URL, socket, anchor), `launch` (one
 //! host's part started), `supervise` (progress, lost hosts, signals, the
@@ -23,6 +25,8 @@ pub mod checks;
 pub mod hosts;
 pub mod launch;
 pub mod ssh;
+pub mod ssh_allow;
+pub mod ssh_args;
 pub mod start;
 pub mod status;
 pub mod supervise;

@@ -15,6 +15,7 @@ use std::process::{Command, Output, Stdio};
 use anyhow::Result;
 
 use super::hosts::Host;
+use super::ssh_allow;
 use crate::error::bad;
 
 /// Options every connection gets: never a prompt, a bounded connect, and
@@ -33,10 +34,20 @@ const DEFAULTS: &[&str] = &[
 
 /// `ssh` to `host` with `extra` options, running `remote` (words, quoted
 /// here) there. Stdio is left to the caller.
+///
+/// The host's options are checked against the allowlist here too, so no
+/// ssh runs with options that did not pass it, wherever the host came
+/// from; a host that names its known-hosts files or key alias gets
+/// [`ssh_allow::PINNED`] before its options.
 pub fn command(host: &Host, extra: &[String], remote: &[&str]) -> Result<Command> {
+    let allowed = ssh_allow::check(&host.ssh_options)
+        .map_err(|why| bad(format!("{}: {why}", host.shown())))?;
     let mut c = Command::new("ssh");
-    c.args(FIRST)
-        .args(&host.ssh_options)
+    c.args(FIRST);
+    if allowed.pinned {
+        c.args(ssh_allow::PINNED);
+    }
+    c.args(&host.ssh_options)
         .args(DEFAULTS)
         .args(extra)
         .arg("--")
@@ -135,5 +146,32 @@ mod tests {
         assert!(at("BatchMode=yes") < at("ConnectTimeout=3"));
         assert!(at("ConnectTimeout=3") < at("ConnectTimeout=10"));
         assert_eq!(&args[args.len() - 3..], ["--", "root@h", "true"]);
+    }
+
+    #[test]
+    fn no_ssh_runs_with_options_the_allowlist_refuses_and_known_hosts_are_pinned() {
+        let mut h = Host {
+            name: "a".into(),
+            destination: "root@h".into(),
+            ssh_options: vec!["-voProxyCommand=x".into()],
+            workdir: "w".into(),
+            env: Default::default(),
+            sysdelta: None,
+            seed: None,
+        };
+        let e = command(&h, &[], &["true"]).unwrap_err().to_string();
+        assert!(
+            e.starts_with("host a (root@h): ssh option '-voProxyCommand=x'"),
+            "{e}"
+        );
+        h.ssh_options = vec!["-o".into(), "UserKnownHostsFile=/k".into()];
+        let c = command(&h, &[], &["true"]).unwrap();
+        let args: Vec<_> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |s: &str| args.iter().position(|a| a == s).unwrap();
+        assert!(at("StrictHostKeyChecking=yes") < at("UserKnownHostsFile=/k"));
+        assert!(at("UpdateHostKeys=no") < at("UserKnownHostsFile=/k"));
     }
 }

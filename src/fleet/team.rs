@@ -64,6 +64,37 @@ impl Team {
         })
     }
 
+    /// Refuse to work from a local directory (the one holding the store's
+    /// anchor, where the fleet's lock goes: the state dir) that another
+    /// user owns or that group or others can write, sticky or not, as
+    /// OpenSSH's StrictModes refuses a path others can write: they could
+    /// swap the anchor (the URL every host is given) or hold the lock.
+    /// The remote workdirs are checked in `checks`.
+    pub fn check_local_dir(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let abs = std::path::absolute(&self.anchor).unwrap_or_else(|_| self.anchor.clone());
+        let dir = abs.parent().unwrap_or(Path::new("/"));
+        let meta = std::fs::metadata(dir).map_err(|e| {
+            bad(format!(
+                "{}: the fleet's local state directory: {e}",
+                dir.display()
+            ))
+        })?;
+        let me = nix::unistd::geteuid().as_raw();
+        let why = if meta.uid() != me && meta.uid() != 0 {
+            format!("belongs to uid {}", meta.uid())
+        } else if meta.mode() & 0o022 != 0 {
+            format!("can be written by others (mode {:o})", meta.mode() & 0o7777)
+        } else {
+            return Ok(());
+        };
+        Err(bad(format!(
+            "{}: the fleet's local state directory {why}: another user could replace the \
+             store's anchor or hold the fleet's lock; give SYSDELTA_STATE_DIR a directory only you can write",
+            dir.display()
+        )))
+    }
+
     /// The store's URL without its password.
     pub fn shown(&self) -> &str {
         &self.url.shown
@@ -214,6 +245,27 @@ mod tests {
         assert!(!p.anchor.contains("p w") && !p.anchor.contains("p%20w"));
         let t = team("postgresql://u:p@db.example:6000/team");
         assert_eq!(t.target, "db.example:6000");
+    }
+
+    #[test]
+    fn a_local_state_dir_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("a.store");
+        std::fs::write(&anchor, pg::anchor_text("postgresql://u:p@db/team")).unwrap();
+        let t = Team::of(&anchor).unwrap();
+        let mode = |m| std::fs::set_permissions(dir.path(), PermissionsExt::from_mode(m)).unwrap();
+        mode(0o700);
+        t.check_local_dir().unwrap();
+        for m in [0o777, 0o1777, 0o770] {
+            mode(m);
+            let e = t.check_local_dir().unwrap_err().to_string();
+            assert!(
+                e.contains("can be written by others") && !e.contains('\n'),
+                "{e}"
+            );
+        }
+        mode(0o700);
     }
 
     #[test]
