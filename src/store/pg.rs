@@ -13,11 +13,10 @@
 //! it; so a dead run's log is folded by the next command on that machine,
 //! as with a file.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::error::bad;
 
@@ -167,6 +166,12 @@ pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
         parsed.shown.clone(),
     )?);
     let anchor = parsed.anchor_in(dir);
+    // A state directory or an anchor that is not ours is refused before
+    // it is read or written.
+    if dir.exists() {
+        crate::sys::trust::check_dir(dir).map_err(bad)?;
+    }
+    crate::sys::trust::check(&anchor).map_err(bad)?;
     if pointer_url(&anchor).as_deref() != Some(url) {
         write_anchor(&anchor, url)?;
     }
@@ -184,28 +189,11 @@ pub fn anchor_text(url: &str) -> String {
 /// readable by its owner only: the URL may carry a password.
 fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
     let dir = anchor.parent().unwrap_or(Path::new("."));
-    if !dir.exists() {
-        // Only a directory made here is made private: an existing one (a
-        // SYSDELTA_STATE_DIR=/var/tmp) keeps its mode; the file is 0600.
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot make the state directory", dir.display()))?;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
-    let tmp = dir.join(format!(".anchor-{}", std::process::id()));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(anchor_text(url).as_bytes())?;
-        std::fs::rename(&tmp, anchor)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.with_context(|| format!("{}: cannot write the store's anchor", anchor.display()))
+    // Made 0700, or an existing one judged (ours, nobody else's to
+    // write); the anchor is made anew, 0600, and renamed into place.
+    crate::sys::trust::make_dir(dir).map_err(bad)?;
+    crate::sys::trust::replace(anchor, anchor_text(url).as_bytes())
+        .map_err(|e| bad(format!("cannot write the store's anchor: {e}")))
 }
 
 /// How the store at `path` is named in messages: its URL without the
@@ -222,7 +210,11 @@ pub fn named(path: &Path) -> String {
 pub fn pointer_url(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut head = Vec::new();
-    std::fs::File::open(path)
+    // Never through a link, nor waiting on a FIFO.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
         .ok()?
         .take(64 * 1024)
         .read_to_end(&mut head)
@@ -237,6 +229,7 @@ pub fn pointer_url(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn passwords_never_shown() {
