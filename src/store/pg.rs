@@ -159,19 +159,19 @@ pub fn path_of(named: &Path) -> Result<PathBuf> {
 /// [`anchor_for`] with the state directory `dir`.
 pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;
+    let anchor = parsed.anchor_in(dir);
+    // A state directory or an anchor that is not ours is refused before
+    // anything is read, sent or written.
+    if dir.exists() {
+        crate::sys::trust::check_dir(dir).map_err(bad)?;
+    }
+    crate::sys::trust::check(&anchor).map_err(bad)?;
     // Connect once, so a wrong password or a server that is not there is
     // said now, in one line, before anything is prepared or written.
     drop(super::db::Pg::connect(
         parsed.config.clone(),
         parsed.shown.clone(),
     )?);
-    let anchor = parsed.anchor_in(dir);
-    // A state directory or an anchor that is not ours is refused before
-    // it is read or written.
-    if dir.exists() {
-        crate::sys::trust::check_dir(dir).map_err(bad)?;
-    }
-    crate::sys::trust::check(&anchor).map_err(bad)?;
     if pointer_url(&anchor).as_deref() != Some(url) {
         write_anchor(&anchor, url)?;
     }

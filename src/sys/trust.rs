@@ -471,7 +471,9 @@ mod tests {
         let link = d.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(open_read(&link).unwrap_err().contains("symbolic link"));
-        assert!(open_write(&link, true).unwrap_err().contains("symbolic link"));
+        assert!(open_write(&link, true)
+            .unwrap_err()
+            .contains("symbolic link"));
         assert!(create_new(&link).is_err());
         assert!(check(&link).unwrap_err().contains("symbolic link"));
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "secret");

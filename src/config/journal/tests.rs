@@ -7,7 +7,11 @@ use super::*;
 /// their actions: these tests undo into temporary files, which a journal
 /// read from disk may not name (see `undo::permitted`).
 fn pending_in(path: &Path) -> bool {
-    !Journal::open_unchecked(path).unwrap().state.entries.is_empty()
+    !Journal::open_unchecked(path)
+        .unwrap()
+        .state
+        .entries
+        .is_empty()
 }
 
 #[test]
@@ -48,14 +52,21 @@ fn record_done_and_pending_round_trip() {
 fn pending_journal_refuses_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.journal");
-    Journal::open_unchecked(&path).unwrap().refuse_pending(None).unwrap();
+    Journal::open_unchecked(&path)
+        .unwrap()
+        .refuse_pending(None)
+        .unwrap();
     let mut j = Journal::open(&path).unwrap();
     j.record(UndoAction::Unmount {
         target: "/nonexistent-mnt".into(),
         source: None,
     })
     .unwrap();
-    let e = Journal::open_unchecked(&path).unwrap().refuse_pending(None).unwrap_err().to_string();
+    let e = Journal::open_unchecked(&path)
+        .unwrap()
+        .refuse_pending(None)
+        .unwrap_err()
+        .to_string();
     assert!(!e.contains('\n'), "{e}");
     assert!(
         e.contains("sysdelta restore") && e.contains("unmount /nonexistent-mnt"),
@@ -67,7 +78,10 @@ fn pending_journal_refuses_with_one_line() {
     fs::write(&path, text).unwrap();
     assert_eq!(Journal::open_unchecked(&path).unwrap().pending().len(), 1);
     j.restore_all().unwrap();
-    Journal::open_unchecked(&path).unwrap().refuse_pending(None).unwrap();
+    Journal::open_unchecked(&path)
+        .unwrap()
+        .refuse_pending(None)
+        .unwrap();
 }
 
 #[test]
@@ -94,7 +108,10 @@ fn kernel_state_of_an_earlier_boot_is_not_restored() {
         .unwrap()
         .replace(&boot_id(), "an-earlier-boot");
     fs::write(&path, text).unwrap();
-    let lines = Journal::open_unchecked(&path).unwrap().restore_all().unwrap();
+    let lines = Journal::open_unchecked(&path)
+        .unwrap()
+        .restore_all()
+        .unwrap();
     assert!(lines[0].contains("before the last reboot"), "{lines:?}");
     assert_eq!(fs::read_to_string(&value).unwrap(), "now");
     assert!(

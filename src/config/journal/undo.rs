@@ -329,8 +329,7 @@ pub fn permitted(undo: &UndoAction) -> Result<(), String> {
 fn clean(p: &Path) -> bool {
     use std::path::Component;
     p.is_absolute()
-        && p
-            .components()
+        && p.components()
             .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
 }
 
