@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::bad;
 
+mod permitted;
 mod undo;
 
 pub use undo::{apply, describe, UndoAction};
@@ -122,13 +123,13 @@ impl Journal {
     /// The file is read only when it is ours ([`crate::sys::trust`]: not a
     /// link, owned by us or root, nobody else can write it or its
     /// directory), and every pending entry must be an undo sysdelta itself
-    /// could have recorded ([`undo::permitted`]); otherwise the whole
+    /// could have recorded ([`permitted::permitted`]); otherwise the whole
     /// journal is refused in one line (bad input) and nothing in it is
     /// undone.
     pub fn open(path: &Path) -> Result<Journal> {
         let j = Journal::open_unchecked(path)?;
         for e in &j.state.entries {
-            if let Err(why) = undo::permitted(&e.undo) {
+            if let Err(why) = permitted::permitted(&e.undo) {
                 return Err(bad(format!(
                     "{}: refused: entry {} ([{}] {}) is no change sysdelta makes ({why}); nothing in this journal is undone",
                     path.display(),

@@ -5,7 +5,7 @@ use super::*;
 
 /// Whether the journal at `path` holds entries, read without the check of
 /// their actions: these tests undo into temporary files, which a journal
-/// read from disk may not name (see `undo::permitted`).
+/// read from disk may not name (see `permitted::permitted`).
 fn pending_in(path: &Path) -> bool {
     !Journal::open_unchecked(path)
         .unwrap()
