@@ -458,3 +458,40 @@ fn what_sysdelta_makes_beside_a_store_is_private() {
     assert_eq!(std::fs::metadata(&j).unwrap().mode() & 0o777, 0o600);
     journal.done(id).unwrap();
 }
+
+#[test]
+fn a_register_entry_naming_a_foreign_store_stops_no_run_and_is_not_obeyed() {
+    if !root_or_skip("a_register_entry_naming_a_foreign_store_stops_no_run_and_is_not_obeyed") {
+        return;
+    }
+    // Another user's store, stopped inside a config with a teardown, that
+    // a planted entry in the machine's register of stores points at.
+    let theirs = Box::new(0o755);
+    let flag = theirs.tmp.path().join("armed");
+    let marker = theirs.tmp.path().join("teardown-ran-as-root");
+    let plan = theirs.plan(&flag, &marker);
+    let out = theirs.run(&["run", plan.to_str().unwrap(), "--quiet", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    rusqlite::Connection::open(theirs.store())
+        .unwrap()
+        .execute(
+            "UPDATE experiments SET entered_config = 'a', status = 'running'",
+            [],
+        )
+        .unwrap();
+    std::fs::write(&flag, "").unwrap();
+    give_to_nobody(&theirs.store());
+    let mine = Box::new(0o700);
+    let register = mine.tmp.path().join("run/stores");
+    std::fs::create_dir_all(&register).unwrap();
+    std::fs::write(
+        register.join("0123456789abcdef"),
+        theirs.store().as_os_str().as_encoded_bytes(),
+    )
+    .unwrap();
+    let my_plan = mine.simple_plan();
+    let run = mine.run(&["run", my_plan.to_str().unwrap(), "--quiet", "--no-report"]);
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert!(!stderr(&run).contains("--resume"), "{}", stderr(&run));
+    assert!(!marker.exists(), "the foreign store's teardown ran as root");
+}
