@@ -14,7 +14,8 @@
 //!   and under sudo the invoking user's `SUDO_UID`, as git does);
 //! - neither group nor others may write it, nor its directory, except
 //!   that in a sticky directory (`/tmp`) a file we own is ours (its
-//!   directory's other writers cannot remove or replace it);
+//!   directory's other writers cannot remove or replace it), and that the
+//!   owner's private group (user private groups, umask 002) is the owner;
 //! - a directory named in [`SHARED_VAR`] is a team's shared directory the
 //!   user accepts: its group may write it and the files in it, and they
 //!   may belong to other users of that group (never world-writable ones).
@@ -47,6 +48,11 @@ pub type Refusal = String;
 pub struct Facts {
     pub uid: u32,
     pub mode: u32,
+    /// Its group is its owner's private group (the owner's primary group,
+    /// with no other member): group write is then the owner's alone, as
+    /// with a umask of 002 on systems with user private groups (Debian's
+    /// OpenSSH accepts it for the same reason).
+    pub private_group: bool,
 }
 
 impl Facts {
@@ -54,7 +60,13 @@ impl Facts {
         Facts {
             uid: m.uid(),
             mode: m.mode(),
+            private_group: private_group(m.gid(), m.uid()),
         }
+    }
+    /// Whether someone other than the owner may write it through its
+    /// group.
+    fn group_write(&self) -> bool {
+        self.mode & 0o020 != 0 && !self.private_group
     }
     fn kind(&self) -> u32 {
         self.mode & libc::S_IFMT
@@ -65,6 +77,19 @@ impl Facts {
     fn sticky(&self) -> bool {
         self.mode & libc::S_ISVTX != 0
     }
+}
+
+/// Whether group `gid` is user `uid`'s private group: the user's primary
+/// group, with no member but (at most) the user.
+fn private_group(gid: u32, uid: u32) -> bool {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let Ok(Some(user)) = User::from_uid(Uid::from_raw(uid)) else {
+        return false;
+    };
+    let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) else {
+        return false;
+    };
+    user.gid.as_raw() == gid && group.mem.iter().all(|m| *m == user.name)
 }
 
 /// Who may own what sysdelta obeys: the effective uid, root, and (when
@@ -131,7 +156,7 @@ pub fn judge_dir(dir: Facts, owners: &[u32], shared: bool) -> Option<String> {
         return Some(format!("is owned by {}", who(dir.uid)));
     }
     let others_write = dir.mode & 0o002 != 0;
-    let group_write = dir.mode & 0o020 != 0;
+    let group_write = dir.group_write();
     if dir.sticky() || !(others_write || group_write) {
         return None;
     }
@@ -169,7 +194,7 @@ pub fn judge_file(
         return Some(format!("is owned by {}", who(file.uid)));
     }
     let others_write = file.mode & 0o002 != 0;
-    let group_write = file.mode & 0o020 != 0;
+    let group_write = file.group_write();
     if others_write || (group_write && !shared) {
         return Some(format!(
             "can be written by {} (mode {:04o})",
@@ -387,12 +412,20 @@ mod tests {
         Facts {
             uid,
             mode: libc::S_IFDIR | perm,
+            private_group: false,
         }
     }
     fn file(uid: u32, perm: u32) -> Facts {
         Facts {
             uid,
             mode: libc::S_IFREG | perm,
+            private_group: false,
+        }
+    }
+    fn upg(f: Facts) -> Facts {
+        Facts {
+            private_group: true,
+            ..f
         }
     }
 
@@ -415,6 +448,9 @@ mod tests {
             // ... but never world-writable without the sticky bit.
             (dir(ME, 0o777), true, false),
             (file(ME, 0o700), false, false),
+            // umask 002 with user private groups: the group is the owner.
+            (upg(dir(ME, 0o775)), false, true),
+            (upg(dir(ME, 0o777)), false, false),
         ];
         for (facts, shared, ok) in table {
             let why = judge_dir(facts, OWNERS, shared);
@@ -427,13 +463,14 @@ mod tests {
         let private = dir(ME, 0o700);
         let tmp = dir(0, 0o1777);
         let team = dir(OTHER, 0o2775);
+        let private_dir = upg(dir(ME, 0o775));
         let link = Facts {
-            uid: ME,
             mode: libc::S_IFLNK | 0o777,
+            ..file(ME, 0)
         };
         let fifo = Facts {
-            uid: ME,
             mode: libc::S_IFIFO | 0o600,
+            ..file(ME, 0)
         };
         // (file, its dir, shared, trusted?)
         let table = [
@@ -454,6 +491,7 @@ mod tests {
             (file(OTHER, 0o664), team, true, true),
             (file(OTHER, 0o666), team, true, false),
             (file(OTHER, 0o664), team, false, false),
+            (upg(file(ME, 0o664)), private_dir, false, true),
         ];
         for (f, d, shared, ok) in table {
             let why = judge_file(f, d, OWNERS, shared, false);

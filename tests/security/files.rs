@@ -403,6 +403,9 @@ fn a_shared_team_directory_works_only_once_named_in_sysdelta_shared_dirs() {
         return;
     }
     let b = Box::new(0o2775);
+    // A team's group (not root's own private group, whose write is root's).
+    std::os::unix::fs::lchown(b.dir(), None, Some(NOBODY)).unwrap();
+    b.chmod(&b.dir(), 0o2775);
     let plan = b.simple_plan();
     let args = ["run", plan.to_str().unwrap(), "--quiet", "--no-report"];
     refused_in_one_line(&b.run(&args), "SYSDELTA_SHARED_DIRS");
