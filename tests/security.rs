@@ -4,6 +4,8 @@
 
 mod common;
 
+#[path = "security/files.rs"]
+mod files;
 #[path = "security/passwords.rs"]
 mod passwords;
 #[path = "security/ssh.rs"]

@@ -13,6 +13,8 @@ use crate::store::{lock::lock_waiting, Store};
 
 /// `sysdelta restore`.
 pub fn run(store_path: &Path) -> Result<()> {
+    // Nothing is put back from, or reported of, a store that is not ours.
+    Store::check_trusted(store_path)?;
     let _lock = if store_path.exists() {
         Some(lock_waiting(store_path)?)
     } else {

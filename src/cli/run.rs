@@ -120,6 +120,9 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
                 "--resume finishes the experiment as it was planned; {opt} cannot change it"
             )));
         }
+        // A store that is not ours names no plan to run as us (its
+        // teardown included): refused before its plan is read.
+        Store::check_trusted(store_path)?;
         let store = Store::open(store_path, false)?;
         let id = store.resolve(r)?;
         let info = store.info(id)?;

@@ -122,7 +122,8 @@ impl ShellKind {
         let step = self
             .step_file
             .as_ref()
-            .filter(|p| std::fs::write(p, format!("{what}\n")).is_ok());
+            // Made anew, 0600, never through a link planted in its place.
+            .filter(|p| crate::sys::trust::replace(p, format!("{what}\n").as_bytes()).is_ok());
         if let Some(p) = step {
             full_env.push(("SYSDELTA_STEP".into(), p.display().to_string()));
             prologue.push_str("echo \"pid $$\" >> \"$SYSDELTA_STEP\"\n");
@@ -182,7 +183,9 @@ pub struct StepState {
 impl StepState {
     /// None when there is no step file: no step was running.
     pub fn read(path: &Path) -> Option<StepState> {
-        let text = std::fs::read_to_string(path).ok()?;
+        // Only a step file that is ours says which shell ran.
+        let bytes = crate::sys::trust::read(path).ok()??;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
         let mut lines = text.lines();
         Some(StepState {
             step: lines.next().unwrap_or("").to_string(),
@@ -215,7 +218,8 @@ impl StepState {
 /// the variables that differ from sysdelta's environment with `env` (what
 /// the setup was started with) laid over it. Empty when there is no dump.
 pub fn exported_by_setup(path: &Path, env: &[(String, String)]) -> Vec<(String, String)> {
-    let Ok(dump) = std::fs::read(path) else {
+    // Only a dump that is ours is laid over a teardown's environment.
+    let Ok(Some(dump)) = crate::sys::trust::read(path) else {
         return Vec::new();
     };
     let mut before: HashMap<String, String> = std::env::vars().collect();

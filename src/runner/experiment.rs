@@ -49,6 +49,9 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
     // the scratch directory and clears its journal entry; both belong to
     // the locks' holder.
     let (machine_lock, _lock);
+    // A store (or a file beside it) that is not ours is refused before
+    // anything of it is read or acted on: its journal, its teardowns.
+    Store::check_trusted(store_path)?;
     let mut prepared = super::prepare(plan, store_path)?;
     machine::refuse_leftovers(store_path, req.resume, req.force)?;
     // One system-changing run per machine, whatever its store.

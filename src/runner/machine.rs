@@ -151,6 +151,11 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 let _ = fs::remove_file(e.path());
                 continue;
             }
+            // A store that is not ours (an entry pointing at a planted
+            // one) is neither read nor locked: nothing it says is obeyed.
+            if Store::check_trusted(&p).is_err() {
+                continue;
+            }
             stores.push((Some(e.path()), p));
         }
     }

@@ -102,9 +102,11 @@ impl Store {
     /// and never stand in the way of the store.
     pub(super) fn apply_deferred_file(&self) -> Result<()> {
         let path = path_for(&self.path);
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        // Only a file that is ours is obeyed; another is refused.
+        let Some(bytes) = crate::sys::trust::read(&path).map_err(crate::error::bad)? else {
             return Ok(());
         };
+        let text = String::from_utf8_lossy(&bytes);
         let writes: Vec<Write> = text
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())
@@ -172,9 +174,9 @@ impl Store {
             text.push_str(&serde_json::to_string(w)?);
             text.push('\n');
         }
-        let tmp = Store::beside(&self.path, ".deferred.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
+        // Whole, 0600, never through a link.
+        crate::sys::trust::replace(&path, text.as_bytes())
+            .map_err(std::io::Error::other)
             .with_context(|| {
                 format!(
                     "{}: cannot keep the writes waiting for the server",

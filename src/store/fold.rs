@@ -63,8 +63,20 @@ impl Store {
             (None, None) => (contents.records.len(), None),
         };
         match first_unfolded {
-            None => std::fs::remove_file(&log)
-                .with_context(|| format!("{}: cannot remove the folded run log", log.display())),
+            None => {
+                if contents.end > contents.used {
+                    // A cut-short last line (a kill mid-append, or
+                    // garbage): no run of it is stored; say so.
+                    eprintln!(
+                        "sysdelta: warning: {}:{}: a cut-short line ({} bytes) that is no run record was dropped with the log",
+                        log.display(),
+                        contents.lines,
+                        contents.end - contents.used
+                    );
+                }
+                std::fs::remove_file(&log)
+                    .with_context(|| format!("{}: cannot remove the folded run log", log.display()))
+            }
             Some((line, offset, what)) => {
                 let lines = line..=contents.lines;
                 let rest = &bytes[offset..contents.end];
@@ -97,7 +109,11 @@ impl Store {
         what: &str,
     ) {
         let aside = aside_path(log);
-        let moved = std::fs::write(&aside, rest).and_then(|()| std::fs::remove_file(log));
+        // A new file, 0600 (the log's own mode), never through a link.
+        let moved = crate::sys::trust::create_new(&aside)
+            .map_err(std::io::Error::other)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, rest))
+            .and_then(|()| std::fs::remove_file(log));
         let lines = if lines.start() == lines.end() {
             format!("line {}", lines.start())
         } else {

@@ -242,7 +242,12 @@ impl Store {
     /// process holds it. `run` and `restore` hold it throughout; a command
     /// that folds a dead run's log holds it while it does.
     pub fn try_lock(store: &Path) -> std::io::Result<Option<nix::fcntl::Flock<std::fs::File>>> {
-        let f = std::fs::File::open(store)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Not through a link, and not waiting on a FIFO planted there.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(store)?;
         Ok(nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).ok())
     }
 }

@@ -4,6 +4,20 @@
 
 // The types and imports of the store, whose impl this file continues.
 use super::*;
+use crate::sys::trust;
+
+/// The files beside a store (or a team store's anchor) that sysdelta reads
+/// state from, or SQLite does: checked with the store itself.
+const SIDE_FILES: &[&str] = &[
+    ".journal",
+    ".runlog",
+    ".deferred",
+    ".step",
+    ".setup-env",
+    "-wal",
+    "-shm",
+    "-journal",
+];
 
 impl Store {
     /// Open a store. With `create` (commands that write: run, import), a
@@ -12,10 +26,22 @@ impl Store {
     /// file is bad input, and a store this process cannot write is opened
     /// read-only: nothing is migrated or folded, and not a byte is written
     /// in or next to it.
+    ///
+    /// A store that is not ours ([`Store::check_trusted`]: a link, another
+    /// user's, or one others can write, it or a file beside it) is refused
+    /// to a writer and to any command on a team store's anchor, and opened
+    /// read-only for a reader of a store file.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
+        let trusted = Store::check_trusted(path);
         if let Some(url) = pg::pointer_url(path) {
+            trusted?;
             return Store::open_pg(path, &url, create);
         }
+        let untrusted = match trusted {
+            Err(e) if create => return Err(e),
+            Err(e) => Some(format!("{e:#}")),
+            Ok(()) => None,
+        };
         let p = path.display();
         if create && !path.exists() && Store::why_not_writable(path, false).is_none() {
             Store::create_whole(path)?;
@@ -34,7 +60,7 @@ impl Store {
         if exists && !create && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
             return Err(bad(format!("{p}: not a sysdelta store (empty file)")));
         }
-        let read_only = Store::why_not_writable(path, exists);
+        let read_only = untrusted.or_else(|| Store::why_not_writable(path, exists));
         if let (Some(why), true) = (&read_only, create) {
             return Err(bad(format!("{p}: cannot write the store ({why})")));
         }
@@ -45,7 +71,8 @@ impl Store {
                     OpenFlags::SQLITE_OPEN_READ_WRITE
                 } else {
                     OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-                } | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
             ),
             Some(_) => Store::connect_read_only(path),
         }
@@ -69,6 +96,19 @@ impl Store {
             store.apply_deferred_file()?;
         }
         Ok(store)
+    }
+
+    /// Refuse (bad input, one line) a store that is not ours to act on:
+    /// the store file or anchor at `path`, or a file beside it that
+    /// sysdelta reads state from, is a symbolic link, another user's, or
+    /// writable by others, or their directory is ([`trust`]). What does
+    /// not exist yet passes (its directory judged); it is made private.
+    pub fn check_trusted(path: &Path) -> Result<()> {
+        trust::check(path).map_err(bad)?;
+        for suffix in SIDE_FILES {
+            trust::check(&Store::beside(path, suffix)).map_err(bad)?;
+        }
+        Ok(())
     }
 
     fn with(db: Db, path: &Path, read_only: Option<String>) -> Store {
@@ -102,7 +142,8 @@ impl Store {
                 &tmp,
                 OpenFlags::SQLITE_OPEN_READ_WRITE
                     | OpenFlags::SQLITE_OPEN_CREATE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
             )
             .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
             let store = Store::with(Db::Sqlite(conn), &tmp, None);

@@ -19,11 +19,10 @@
 //! dead run's log is folded by the next command on that machine, as with
 //! a file.
 
-use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::conninfo::{self, PasswordFrom};
 use crate::error::bad;
@@ -237,13 +236,19 @@ pub fn path_of(named: &Path) -> Result<PathBuf> {
 /// [`anchor_for`] with the state directory `dir`.
 pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;
+    let anchor = parsed.anchor_in(dir);
+    // A state directory or an anchor that is not ours is refused before
+    // anything is read, sent or written.
+    if dir.exists() {
+        crate::sys::trust::check_dir(dir).map_err(bad)?;
+    }
+    crate::sys::trust::check(&anchor).map_err(bad)?;
     // Connect once, so a wrong password or a server that is not there is
     // said now, in one line, before anything is prepared or written.
     drop(super::db::Pg::connect(
         parsed.config.clone(),
         parsed.shown.clone(),
     )?);
-    let anchor = parsed.anchor_in(dir);
     if pointer_url(&anchor).as_deref() != Some(parsed.kept.as_str()) {
         write_anchor(&anchor, &parsed.kept)?;
     }
@@ -261,28 +266,11 @@ pub fn anchor_text(url: &str) -> String {
 /// readable by its owner only: a URL given with a password keeps it.
 fn write_anchor(anchor: &Path, url: &str) -> Result<()> {
     let dir = anchor.parent().unwrap_or(Path::new("."));
-    if !dir.exists() {
-        // Only a directory made here is made private: an existing one (a
-        // SYSDELTA_STATE_DIR=/var/tmp) keeps its mode; the file is 0600.
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: cannot make the state directory", dir.display()))?;
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-    }
-    let tmp = dir.join(format!(".anchor-{}", std::process::id()));
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(anchor_text(url).as_bytes())?;
-        std::fs::rename(&tmp, anchor)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written.with_context(|| format!("{}: cannot write the store's anchor", anchor.display()))
+    // Made 0700, or an existing one judged (ours, nobody else's to
+    // write); the anchor is made anew, 0600, and renamed into place.
+    crate::sys::trust::make_dir(dir).map_err(bad)?;
+    crate::sys::trust::replace(anchor, anchor_text(url).as_bytes())
+        .map_err(|e| bad(format!("cannot write the store's anchor: {e}")))
 }
 
 /// How the store at `path` is named in messages: its URL without the
@@ -303,7 +291,11 @@ pub fn named(path: &Path) -> String {
 pub fn pointer_url(path: &Path) -> Option<String> {
     use std::io::Read;
     let mut head = Vec::new();
-    std::fs::File::open(path)
+    // Never through a link, nor waiting on a FIFO.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
         .ok()?
         .take(64 * 1024)
         .read_to_end(&mut head)
@@ -318,6 +310,7 @@ pub fn pointer_url(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn passwords_never_shown() {

@@ -233,13 +233,8 @@ impl RunLog {
     /// Open (create) the log. Rows a dead run left in it stay and are
     /// folded with the new ones; a row it cut short is cleared.
     pub fn open(path: &Path) -> Result<RunLog> {
-        let mut file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .with_context(|| format!("{}: cannot open the run log", path.display()))?;
+        // Ours only (a link or another user's file is refused), made 0600.
+        let mut file = crate::sys::trust::open_write(path, false).map_err(crate::error::bad)?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes)
             .with_context(|| format!("{}: cannot read the run log", path.display()))?;
@@ -398,12 +393,11 @@ pub struct Contents {
 impl Contents {
     /// The contents of the log at `path`; a missing log holds nothing.
     pub fn read(path: &Path) -> Result<(Contents, Vec<u8>)> {
-        match std::fs::read(path) {
-            Ok(b) => Ok((Contents::parse(&b), b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Ok((Contents::default(), Vec::new()))
-            }
-            Err(e) => Err(anyhow!("{}: cannot read the run log: {e}", path.display())),
+        // Only a log that is ours is read (never through a link).
+        match crate::sys::trust::read(path) {
+            Ok(Some(b)) => Ok((Contents::parse(&b), b)),
+            Ok(None) => Ok((Contents::default(), Vec::new())),
+            Err(e) => Err(anyhow!("cannot read the run log: {e}")),
         }
     }
 

@@ -2,7 +2,8 @@
 //! each is written once: sizes as people write them (`size`), CPU affinity
 //! through `nix::sched` (`affinity`), `perf_event_open` (`perf`), the mount
 //! table (`mountinfo`) and mounting (`mount`), loop devices (`loopdev`),
-//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`).
+//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`), and
+//! opening the state files beside a store only when they are ours (`trust`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
@@ -14,3 +15,4 @@ pub mod perf;
 pub mod procstat;
 pub mod size;
 pub mod sysfs;
+pub mod trust;

@@ -11,7 +11,8 @@ use anyhow::{Context, Result};
 
 use crate::sys::mount::unmount;
 
-const TRACEFS: &str = "/sys/kernel/tracing";
+/// Where tracefs is mounted.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Run `f` (a write under tracefs) with tracefs mounted: if the journal
 /// outlived the mount (someone unmounted it after a crash), mount it for

@@ -19,7 +19,7 @@
 //! still matches. The actions and running them are in `undo.rs`; the OS
 //! calls they make are in `crate::sys`, re-exported here at their old paths.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -27,6 +27,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::error::bad;
+
+mod permitted;
 mod undo;
 
 pub use undo::{apply, describe, UndoAction};
@@ -116,26 +119,49 @@ pub struct Journal {
 
 impl Journal {
     /// Open (or start) the journal at `path`; existing entries are kept.
+    ///
+    /// The file is read only when it is ours ([`crate::sys::trust`]: not a
+    /// link, owned by us or root, nobody else can write it or its
+    /// directory), and every pending entry must be an undo sysdelta itself
+    /// could have recorded ([`permitted::permitted`]); otherwise the whole
+    /// journal is refused in one line (bad input) and nothing in it is
+    /// undone.
     pub fn open(path: &Path) -> Result<Journal> {
+        let j = Journal::open_unchecked(path)?;
+        for e in &j.state.entries {
+            if let Err(why) = permitted::permitted(&e.undo) {
+                return Err(bad(format!(
+                    "{}: refused: entry {} ([{}] {}) is no change sysdelta makes ({why}); nothing in this journal is undone",
+                    path.display(),
+                    e.id,
+                    e.owner,
+                    describe(&e.undo)
+                )));
+            }
+        }
+        Ok(j)
+    }
+
+    /// [`Journal::open`] without the check of the entries' actions: for
+    /// the log's own tests, which undo into temporary files.
+    fn open_unchecked(path: &Path) -> Result<Journal> {
         let mut state = JournalFile::default();
-        match fs::read_to_string(path) {
-            Ok(text) => {
-                let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-                for (i, l) in lines.iter().enumerate() {
-                    match serde_json::from_str::<LogLine>(l) {
-                        Ok(line) => state.apply(line),
-                        // A torn last append: its change was never made.
-                        Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
-                        Err(e) => bail!(
-                            "journal {} line {}: not a sysdelta journal record ({e})",
-                            path.display(),
-                            i + 1
-                        ),
-                    }
+        let bytes = crate::sys::trust::read(path).map_err(bad)?;
+        if let Some(bytes) = bytes {
+            let text = String::from_utf8_lossy(&bytes);
+            let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+            for (i, l) in lines.iter().enumerate() {
+                match serde_json::from_str::<LogLine>(l) {
+                    Ok(line) => state.apply(line),
+                    // A torn last append: its change was never made.
+                    Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => {}
+                    Err(e) => bail!(
+                        "journal {} line {}: not a sysdelta journal record ({e})",
+                        path.display(),
+                        i + 1
+                    ),
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).context(format!("cannot read journal {}", path.display())),
         }
         Ok(Journal {
             path: path.to_path_buf(),
@@ -369,11 +395,9 @@ impl Journal {
     /// whose last line is torn gets a newline first.
     fn append(&self, lines: &[LogLine]) -> Result<()> {
         let existed = self.path.exists();
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .with_context(|| format!("cannot write journal {}", self.path.display()))?;
+        // Never through a link, never into someone else's file; a new
+        // journal is made 0600.
+        let mut f = crate::sys::trust::open_write(&self.path, true).map_err(bad)?;
         let mut text = String::new();
         if existed && !ends_with_newline(&self.path) {
             text.push('\n');
