@@ -336,7 +336,7 @@ mod tests {
     }
 
     fn refused(r: Result<fleet::Consent>) -> String {
-        let e = r.err().expect("refused");
+        let e = r.expect_err("refused");
         assert!(crate::error::user_problems(&e).is_some(), "{e:#}");
         let msg = format!("{e:#}");
         assert_eq!(msg.lines().count(), 1, "{msg}");

@@ -331,7 +331,12 @@ fn execute(
             true => store.path().display().to_string(),
             false => store.shown(),
         };
-        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}");
+        // A team store's plan runs on resume only given again (cli::trust).
+        let again = match store.is_pg() {
+            true => " --plan PLAN",
+            false => "",
+        };
+        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}{again}");
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     super::report::print_report(&store, id, &e.report, !e.no_report)?;

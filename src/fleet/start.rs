@@ -338,7 +338,7 @@ impl Drop for FleetLock {
 fn say_resume(outcome: Outcome, id: i64, team: &Team) {
     if outcome != Outcome::Complete {
         eprintln!(
-            "sysdelta: resume with: sysdelta fleet resume {id} --store {}",
+            "sysdelta: resume with: sysdelta fleet resume {id} --store {} --plan PLAN -- RUN FLAGS (the plan and flags given again; docs/plan.md, \"Resuming\")",
             team.shown()
         );
     }

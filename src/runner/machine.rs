@@ -115,7 +115,7 @@ impl MachineLock {
             // Another run may have replaced the file between our open and
             // our flock (it found it wrong): the lock is the one the name
             // gives.
-            if dir.names("lock", &*lock) {
+            if dir.names("lock", &lock) {
                 break lock;
             }
         };
