@@ -410,3 +410,45 @@ fn the_stored_environment_of_a_crashed_config_counts_as_stored_commands() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_fleet_row_changed_by_another_member_is_not_run_on_fleet_resume() {
+    let Some(sb) = Sandbox::postgresql() else {
+        return;
+    };
+    // The store's tables, made by a first run.
+    let plan = half_done(&sb);
+    let marker = sb.path("marker");
+    let changed = PLAN.replace("true", &format!("touch {}", marker.display()));
+    sql(
+        &sb,
+        &format!(
+            "INSERT INTO fleets (uid, name, plan_source, plan_text, overrides, hosts, created_at) \
+             VALUES ('f1', 'p', 'plan.toml', '{}', '{{\"run_flags\":[],\"seed\":1}}', \
+             '[{{\"name\":\"h1\",\"destination\":\"127.0.0.1\"}}]', 'now')",
+            changed.replace('\'', "''")
+        ),
+    );
+    let out = sb.run(&["fleet", "resume", "last"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("touch {}", marker.display())),
+        "shown: {err}"
+    );
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("  ") && !l.starts_with("sysdelta: fleet 1: "))
+        .collect();
+    assert_eq!(said.len(), 1, "one line: {err}");
+    assert!(said[0].contains("--trust-stored-plan"), "{err}");
+    // The user's own plan is not what the row says: refused, no host tried.
+    let out = sb.run(&["fleet", "resume", "last", "--plan", plan.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("differ") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    assert!(!marker.exists());
+}
