@@ -90,7 +90,9 @@ impl MachineLock {
     pub fn acquire(store: Option<&Path>, what: &str) -> Result<MachineLock> {
         let dir = private_run_dir()?;
         let path = dir.path().join("lock");
+        let mut tries = 0;
         let lock = loop {
+            tries += 1;
             let file = dir
                 .open_private("lock")
                 .with_context(|| format!("cannot open the machine-wide lock {}", path.display()))?;
@@ -117,6 +119,12 @@ impl MachineLock {
             // gives.
             if dir.names("lock", &lock) {
                 break lock;
+            }
+            if tries >= 10 {
+                return Err(anyhow::anyhow!(
+                    "cannot take the machine-wide lock {}: it keeps being replaced",
+                    path.display()
+                ));
             }
         };
         // Holding the lock, this process is the holder line's only writer:

@@ -82,10 +82,18 @@ impl PrivateDir {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             if let Ok(pm) = fs::metadata(parent) {
                 let sticky = pm.mode() & 0o1000 != 0;
-                if !sticky && (pm.mode() & 0o022 != 0 || !trusted_owner(pm.uid())) {
+                if !sticky && !trusted_owner(pm.uid()) {
                     return Err(format!(
-                        "{shown} is in {}, which others can write: use a run directory whose parents only root can write",
-                        parent.display()
+                        "{shown} is in {}, which uid {} owns and could replace it in: use a directory in one that only root or you can write",
+                        parent.display(),
+                        pm.uid()
+                    ));
+                }
+                if !sticky && pm.mode() & 0o022 != 0 {
+                    return Err(format!(
+                        "{shown} is in {}, which others can write (mode {:o}): use a directory in one that only root or you can write",
+                        parent.display(),
+                        pm.mode() & 0o7777
                     ));
                 }
             }

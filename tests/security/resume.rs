@@ -108,16 +108,24 @@ fn a_user_who_cannot_write_the_run_directory_cannot_hold_the_machine_lock() {
     let run = open_run_dir(&sb);
     let lock = run.join("lock");
     // Another user opens the world-readable lock read-only and holds it.
-    let mut attacker = as_nobody(&["flock", "-n", "-x"]);
+    // Blocking: our own probe below holds the lock for an instant.
+    let mut attacker = as_nobody(&["flock", "-x"]);
     attacker.arg(&lock).args(["sleep", "600"]);
     use std::os::unix::process::CommandExt;
+    let said = sb.path("attacker.err");
     attacker
         .process_group(0)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _attacker = Group(attacker.spawn().unwrap());
+        .stderr(std::fs::File::create(&said).unwrap());
+    let mut attacker = Group(attacker.spawn().unwrap());
     let start = Instant::now();
     while !held(&lock) {
+        if let Ok(Some(st)) = attacker.0.try_wait() {
+            panic!(
+                "the attacker could not hold the old lock ({st}): {}",
+                std::fs::read_to_string(&said).unwrap_or_default()
+            );
+        }
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "the attacker never held it"
@@ -136,6 +144,8 @@ fn a_user_who_cannot_write_the_run_directory_cannot_hold_the_machine_lock() {
     let mut again = as_nobody(&["flock", "-n", "-x"]);
     let tried = again.arg(&lock).arg("true").output().unwrap();
     assert!(!tried.status.success(), "another user took the lock again");
+    let said = String::from_utf8_lossy(&tried.stderr);
+    assert!(said.contains("Permission denied"), "{said}");
 }
 
 #[test]
