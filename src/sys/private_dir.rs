@@ -324,6 +324,36 @@ mod tests {
     }
 
     #[test]
+    fn a_file_another_user_owns_is_neither_read_nor_kept() {
+        if !nix::unistd::geteuid().is_root() {
+            println!("SKIP: needs root to give a file to another user");
+            eprintln!("SKIP: needs root to give a file to another user");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let d = PrivateDir::make(&t.path().join("run")).unwrap();
+        for name in ["holder", "lock"] {
+            let p = d.path().join(name);
+            fs::write(&p, "planted").unwrap();
+            fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+            std::os::unix::fs::chown(&p, Some(65534), Some(65534)).unwrap();
+        }
+        assert_eq!(
+            d.read_trusted("holder"),
+            None,
+            "a planted holder line is not read"
+        );
+        let f = d.open_private("lock").unwrap();
+        assert_eq!(f.metadata().unwrap().uid(), 0, "a planted lock is replaced");
+        // A run directory another user owns is refused, not fixed.
+        let theirs = t.path().join("theirs");
+        fs::create_dir(&theirs).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let e = PrivateDir::make(&theirs).unwrap_err();
+        assert!(e.contains("uid 65534"), "{e}");
+    }
+
+    #[test]
     fn a_dead_process_temporary_file_is_swept() {
         let t = tempfile::tempdir().unwrap();
         let d = PrivateDir::make(&t.path().join("run")).unwrap();
