@@ -205,7 +205,14 @@ fn kills_and_double_signals_at_random_points_lose_nothing_and_leave_nothing() {
         if experiments == 1 && complete == 0 {
             let out = sb
                 .command_in(&tmp)
-                .args(["run", "--resume", "1", "--quiet", "--no-report"])
+                .args([
+                    "run",
+                    "--resume",
+                    "1",
+                    "--trust-stored-plan",
+                    "--quiet",
+                    "--no-report",
+                ])
                 .output()
                 .unwrap();
             assert!(out.status.success(), "{ctx}: resume: {}", stderr(&out));

@@ -78,7 +78,7 @@ fn sigkill_then_resume_reaches_planned_counts_without_duplicates(sb) {
     );
     let (setups, teardowns) = steps(sb);
 
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let out = sb.run(&["run", "--resume", "1", "--trust-stored-plan", "--quiet", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
 
@@ -224,7 +224,14 @@ fn b_plan(
 
 /// `run --resume 1`: it succeeds, and its stderr says `said`.
 fn resume_saying(sb: &Sandbox, said: &str) {
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let out = sb.run(&[
+        "run",
+        "--resume",
+        "1",
+        "--trust-stored-plan",
+        "--quiet",
+        "--no-report",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains(said), "{}", stderr(&out));
 }

@@ -153,7 +153,14 @@ command = "sleep 0.05"
         .arg("--store")
         .arg(sb.store())
         .env("SYSDELTA_RUN_DIR", sb.run_dir())
-        .args(["run", "--resume", "1", "--quiet", "--no-report"])
+        .args([
+            "run",
+            "--resume",
+            "1",
+            "--trust-stored-plan",
+            "--quiet",
+            "--no-report",
+        ])
         .output()
         .unwrap();
     assert!(resumed.status.success(), "{}", stderr(&resumed));

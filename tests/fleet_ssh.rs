@@ -416,6 +416,7 @@ fn b_a_host_killed_mid_run_is_lost_and_resume_finishes_it_once() {
             "fleet",
             "resume",
             &fleet.to_string(),
+            "--trust-stored-plan",
             "--hosts-file",
             hosts.to_str().unwrap(),
         ],
@@ -496,7 +497,7 @@ fn d_a_signal_stops_every_host_cleanly_and_resume_finishes() {
             "{e:?}: {n} runs, {distinct} distinct"
         );
     }
-    let out = f.run(&url, &["fleet", "resume", "last"]);
+    let out = f.run(&url, &["fleet", "resume", "last", "--trust-stored-plan"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{}\n{err}", text(&out.stdout));
     for e in &experiments(&f, fleet) {

@@ -365,7 +365,14 @@ image = "IMAGE"
     assert!(left.is_empty(), "{what}: after restore: {left:?}");
     let out = sb
         .command_in(&tmp)
-        .args(["run", "--resume", "1", "--quiet", "--no-report"])
+        .args([
+            "run",
+            "--resume",
+            "1",
+            "--trust-stored-plan",
+            "--quiet",
+            "--no-report",
+        ])
         .stdout(Stdio::null())
         .output()
         .unwrap();
@@ -596,7 +603,14 @@ boot_timeout = "1s"
         .unwrap()
     };
     let before = snapshot();
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let out = sb.run(&[
+        "run",
+        "--resume",
+        "1",
+        "--trust-stored-plan",
+        "--quiet",
+        "--no-report",
+    ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");

@@ -8,5 +8,7 @@ mod common;
 mod files;
 #[path = "security/passwords.rs"]
 mod passwords;
+#[path = "security/resume.rs"]
+mod resume;
 #[path = "security/ssh.rs"]
 mod ssh;

@@ -60,7 +60,7 @@ fn every_command_reads_what_run_and_import_stored(sb) {
     let pr = ok(sb, &["plan-runs", "kernel-a"]);
     assert!(pr.contains("wall"), "{pr}");
     ok(sb, &["env", "1"]);
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let out = sb.run(&["run", "--resume", "1", "--trust-stored-plan", "--quiet", "--no-report"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("experiment 1 is already complete"));
 }

@@ -347,7 +347,14 @@ fn an_experiment_of_another_host_is_resumed_only_with_force() {
     let pg = sb.pg.as_ref().unwrap();
     // Ran elsewhere and stopped there.
     pg.psql("UPDATE experiments SET host = 'lab-7', status = 'interrupted'");
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    let out = sb.run(&[
+        "run",
+        "--resume",
+        "1",
+        "--trust-stored-plan",
+        "--quiet",
+        "--no-report",
+    ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
@@ -358,7 +365,15 @@ fn an_experiment_of_another_host_is_resumed_only_with_force() {
         sb.sql_number("SELECT COUNT(*) FROM experiments WHERE status = 'interrupted'"),
         1
     );
-    let out = sb.run(&["run", "--resume", "1", "--quiet", "--no-report", "--force"]);
+    let out = sb.run(&[
+        "run",
+        "--resume",
+        "1",
+        "--trust-stored-plan",
+        "--quiet",
+        "--no-report",
+        "--force",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
 

@@ -231,7 +231,11 @@ fn a_run_killed_inside_a_shell_config_refuses_new_runs_until_resumed_or_forced()
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("--force"), "{}", stderr(&out));
     // Resume tears the config down; then nothing stands in the way.
-    let out = run_in(&a, shared.path(), &["run", "--resume", "1", "--no-report"]);
+    let out = run_in(
+        &a,
+        shared.path(),
+        &["run", "--resume", "1", "--trust-stored-plan", "--no-report"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!state.exists());
     let out = run_shell_plan(&b, shared.path(), &[]);
@@ -296,7 +300,14 @@ fn a_second_sigterm_during_a_teardown_keeps_the_config_entered_until_resume() {
         );
         let out = sb
             .command_in(&tmp)
-            .args(["run", "--resume", "1", "--quiet", "--no-report"])
+            .args([
+                "run",
+                "--resume",
+                "1",
+                "--trust-stored-plan",
+                "--quiet",
+                "--no-report",
+            ])
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", stderr(&out));
@@ -539,7 +550,14 @@ fn a_teardown_killed_by_a_signal_leaves_the_experiment_to_resume() {
     );
     let out = sb.run(&["run", other.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let out = sb.run(&["run", "--resume", "1", "-q", "--no-report"]);
+    let out = sb.run(&[
+        "run",
+        "--resume",
+        "1",
+        "--trust-stored-plan",
+        "-q",
+        "--no-report",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = sb.run(&["run", other.to_str().unwrap(), "-q", "--no-report"]);
     assert!(out.status.success(), "{}", stderr(&out));

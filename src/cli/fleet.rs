@@ -71,6 +71,19 @@ pub struct FleetResumeArgs {
     /// host's workdir cannot change).
     #[arg(long, value_name = "FILE")]
     pub hosts_file: Option<PathBuf>,
+    /// The fleet's plan, given again (with its run flags after --): its
+    /// text must be the one the fleet stored. A team store's plan runs
+    /// only so, or with --trust-stored-plan.
+    #[arg(long = "plan", value_name = "FILE")]
+    pub plan_again: Option<PathBuf>,
+    /// Run the fleet's stored plan, run flags and hosts' environments
+    /// after showing them (anyone who can write the team store could have
+    /// written them).
+    #[arg(long)]
+    pub trust_stored_plan: bool,
+    /// With --plan: the run flags the fleet was started with, after --.
+    #[arg(last = true, value_name = "RUN FLAGS", requires = "plan_again")]
+    pub run_flags: Vec<String>,
 }
 
 #[derive(Args)]
@@ -151,13 +164,16 @@ pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
                 .map(fleet::hosts::from_file)
                 .transpose()?;
             // The team store is checked first: an SQLite file has no fleets.
-            fleet::team::Team::of(store_path)?;
+            let team = fleet::team::Team::of(store_path)?;
             let info = Store::open(store_path, false)?.fleet(&r.fleet)?;
             let asked = fleet::Asked::of(&info)?;
             let ov = run_flags(&asked.run_flags)?;
             let plan = plan::parse(&info.plan_source, &info.plan_text, &ov)
                 .map_err(Error::into_bad_input)?;
-            Ok(exit(fleet::resume(store_path, &info, &plan, file_hosts)?))
+            let consent = trust_fleet(r, &info, &asked, file_hosts.as_deref(), team.shown())?;
+            Ok(exit(fleet::resume(
+                store_path, &info, &plan, file_hosts, consent,
+            )?))
         }
         FleetCmd::Status(s) => {
             fleet::team::Team::of(store_path)?;
@@ -167,6 +183,70 @@ pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
         }
         FleetCmd::Report(r) => report(r, store_path),
     }
+}
+
+/// The trust rule (`cli::trust`) for `fleet resume`: a team store is never
+/// the user's own, so its plan, run flags and stored hosts' environments
+/// and sysdelta paths run only when given again or shown and confirmed.
+fn trust_fleet(
+    r: &FleetResumeArgs,
+    info: &crate::store::fleet::FleetInfo,
+    asked: &fleet::Asked,
+    file_hosts: Option<&[Host]>,
+    store: &str,
+) -> Result<fleet::Consent> {
+    let plan_given = r.plan_again.is_some();
+    if plan_given && r.run_flags != asked.run_flags {
+        return Err(bad(format!(
+            "fleet {}: the run flags after -- ({}) are not the ones the fleet stored ({}); nothing was run",
+            info.id,
+            shlex::try_join(r.run_flags.iter().map(String::as_str)).unwrap_or_default(),
+            shlex::try_join(asked.run_flags.iter().map(String::as_str)).unwrap_or_default()
+        )));
+    }
+    let mut beside = Vec::new();
+    if !plan_given && !asked.run_flags.is_empty() {
+        beside.push((
+            "the run flags".to_string(),
+            shlex::try_join(asked.run_flags.iter().map(String::as_str)).unwrap_or_default(),
+        ));
+    }
+    // A host given in --hosts-file comes from the user's hands.
+    let given = |name: &str| file_hosts.is_some_and(|f| f.iter().any(|h| h.name == name));
+    for h in fleet::hosts::from_json(&info.hosts)? {
+        if given(&h.name) {
+            continue;
+        }
+        if !h.env.is_empty() {
+            let env: Vec<String> = h.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            beside.push((
+                format!("host '{}''s environment for its sysdelta", h.name),
+                env.join(" "),
+            ));
+        }
+        if let Some(s) = &h.sysdelta {
+            beside.push((format!("host '{}''s sysdelta", h.name), s.clone()));
+        }
+    }
+    super::trust::decide(
+        &super::trust::Stored {
+            what: format!("fleet {}", info.id),
+            plan_source: &info.plan_source,
+            plan_text: &info.plan_text,
+            beside,
+        },
+        Some(format!(
+            "the team store {store} (every writer of a PostgreSQL store could have written it)"
+        )),
+        super::trust::Consent {
+            plan: r.plan_again.as_deref(),
+            trust_stored: r.trust_stored_plan,
+        },
+    )?;
+    Ok(fleet::Consent {
+        plan_given,
+        trust_stored: r.trust_stored_plan,
+    })
 }
 
 /// `fleet report`: each host's delta and CI and the hosts pooled (see
@@ -222,5 +302,83 @@ fn exit(o: Outcome) -> ExitCode {
         Outcome::Complete => ExitCode::SUCCESS,
         Outcome::Incomplete => ExitCode::FAILURE,
         Outcome::Interrupted => ExitCode::from(crate::runner::signals::INTERRUPTED as u8),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str =
+        "name = \"p\"\n[[config]]\nname = \"a\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+
+    fn info(hosts: &str) -> crate::store::fleet::FleetInfo {
+        crate::store::fleet::FleetInfo {
+            id: 4,
+            uid: "u".into(),
+            name: "p".into(),
+            plan_source: "p.toml".into(),
+            plan_text: PLAN.into(),
+            overrides: r#"{"run_flags":["--runs","3"],"seed":1}"#.into(),
+            hosts: hosts.into(),
+            created_at: String::new(),
+        }
+    }
+
+    fn args(plan: Option<&Path>, trust: bool, flags: &[&str]) -> FleetResumeArgs {
+        FleetResumeArgs {
+            fleet: "4".into(),
+            hosts_file: None,
+            plan_again: plan.map(Path::to_path_buf),
+            trust_stored_plan: trust,
+            run_flags: flags.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    fn refused(r: Result<fleet::Consent>) -> String {
+        let e = r.expect_err("refused");
+        assert!(crate::error::user_problems(&e).is_some(), "{e:#}");
+        let msg = format!("{e:#}");
+        assert_eq!(msg.lines().count(), 1, "{msg}");
+        msg
+    }
+
+    #[test]
+    fn fleet_resume_runs_a_stored_plan_only_given_again_or_confirmed() {
+        let t = tempfile::tempdir().unwrap();
+        let same = t.path().join("same.toml");
+        std::fs::write(&same, PLAN).unwrap();
+        let other = t.path().join("other.toml");
+        std::fs::write(&other, PLAN.replace("true", "touch /tmp/owned")).unwrap();
+        let i = info(r#"[{"name":"h1","destination":"h1"}]"#);
+        let asked = fleet::Asked::of(&i).unwrap();
+        let check = |a: &FleetResumeArgs| trust_fleet(a, &i, &asked, None, "postgresql://s/db");
+        // Nothing said: refused (a team store is never the user's own).
+        let msg = refused(check(&args(None, false, &[])));
+        assert!(msg.contains("--trust-stored-plan"), "{msg}");
+        // The plan given again with its run flags: the hosts are told so.
+        let c = check(&args(Some(&same), false, &["--runs", "3"])).unwrap();
+        assert!(c.plan_given && !c.trust_stored);
+        // Another plan, or other run flags: refused.
+        refused(check(&args(Some(&other), false, &["--runs", "3"])));
+        let msg = refused(check(&args(Some(&same), false, &[])));
+        assert!(msg.contains("run flags"), "{msg}");
+        // Confirmed after being shown.
+        let c = check(&args(None, true, &[])).unwrap();
+        assert!(c.trust_stored && !c.plan_given);
+    }
+
+    #[test]
+    fn a_stored_hosts_environment_needs_confirmation_unless_given_in_a_hosts_file() {
+        let t = tempfile::tempdir().unwrap();
+        let same = t.path().join("same.toml");
+        std::fs::write(&same, PLAN).unwrap();
+        let i = info(r#"[{"name":"h1","destination":"h1","env":{"LD_PRELOAD":"/tmp/x.so"}}]"#);
+        let asked = fleet::Asked::of(&i).unwrap();
+        let a = args(Some(&same), false, &["--runs", "3"]);
+        let msg = refused(trust_fleet(&a, &i, &asked, None, "s"));
+        assert!(msg.contains("environment"), "{msg}");
+        let from_file = fleet::hosts::from_list(&["h1".to_string()]).unwrap();
+        assert!(trust_fleet(&a, &i, &asked, Some(&from_file), "s").is_ok());
     }
 }

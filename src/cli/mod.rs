@@ -18,6 +18,7 @@ pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;
+pub mod trust;
 
 use crate::error::{self, Error};
 use crate::report::escape::terminal_safe;

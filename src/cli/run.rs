@@ -22,6 +22,14 @@ pub struct RunArgs {
     /// Finish an interrupted experiment to its planned counts.
     #[arg(long, conflicts_with = "plan")]
     pub resume: Option<String>,
+    /// With --resume: the plan, given again; its text must be the one the
+    /// experiment stored (how a store you do not own is resumed).
+    #[arg(long = "plan", value_name = "FILE", requires = "resume")]
+    pub plan_again: Option<PathBuf>,
+    /// With --resume: run the stored plan of a store you do not own (a
+    /// team store, another user's file) after showing it.
+    #[arg(long, requires = "resume")]
+    pub trust_stored_plan: bool,
     #[command(flatten)]
     pub exec: ExecArgs,
 }
@@ -131,14 +139,80 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
         }
         let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
             .map_err(Error::into_bad_input)?;
+        let entered = stored_entered(&store, &info, &plan)?;
+        super::trust::decide(
+            &stored_of(&info, &entered),
+            super::trust::not_owned(&store),
+            super::trust::Consent {
+                plan: a.plan_again.as_deref(),
+                trust_stored: a.trust_stored_plan,
+            },
+        )?;
         drop(store);
-        return execute(store_path, plan, &a.exec, Some(id));
+        return execute(store_path, plan, &a.exec, Some((id, entered)));
     }
     let Some(path) = &a.plan else {
         return Err(bad("run needs a plan file (or --resume ID)"));
     };
     let plan = plan::load_file(path, &overrides(&a.exec)).map_err(Error::into_bad_input)?;
     execute(store_path, plan, &a.exec, None)
+}
+
+/// The config a dead run of `info` was stopped inside, when the plan gives
+/// it a teardown (which resume then runs), with the environment stored as
+/// its setup's: what resume executes beside the plan.
+fn stored_entered(
+    store: &Store,
+    info: &crate::store::ExperimentInfo,
+    plan: &plan::Plan,
+) -> Result<runner::Entered> {
+    let config = info.entered_config.clone();
+    let env = match &config {
+        Some(c)
+            if plan
+                .configs
+                .iter()
+                .any(|d| &d.name == c && d.teardown.is_some()) =>
+        {
+            store.entered_env(info.id)?
+        }
+        _ => Vec::new(),
+    };
+    Ok(runner::Entered { config, env })
+}
+
+/// What resuming `info` executes, for the trust rule.
+fn stored_of<'a>(
+    info: &'a crate::store::ExperimentInfo,
+    entered: &runner::Entered,
+) -> super::trust::Stored<'a> {
+    let mut beside = Vec::new();
+    if let crate::overrides::CommandOutput::File(p) = &info.overrides.output {
+        beside.push((
+            "the file every run's output is appended to (--output)".to_string(),
+            p.display().to_string(),
+        ));
+    }
+    if !entered.env.is_empty() {
+        let env: Vec<String> = entered
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        beside.push((
+            format!(
+                "the environment config '{}''s teardown would run with",
+                entered.config.as_deref().unwrap_or_default()
+            ),
+            env.join(" "),
+        ));
+    }
+    super::trust::Stored {
+        what: format!("experiment {}", info.id),
+        plan_source: &info.plan_source,
+        plan_text: &info.plan_text,
+        beside,
+    }
 }
 
 /// `ab`'s default --min-time, seconds (hyperfine's).
@@ -192,7 +266,7 @@ fn execute(
     store_path: &Path,
     plan: plan::Plan,
     e: &ExecArgs,
-    resume: Option<i64>,
+    resume: Option<(i64, runner::Entered)>,
 ) -> Result<ExitCode> {
     let opts = report_options(&e.report)?;
     if let Some(b) = &opts.analysis.baseline {
@@ -203,7 +277,7 @@ fn execute(
         }
     }
     super::report::check_exports(&e.report)?;
-    if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, resume) {
+    if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, &resume) {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
         std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
     }
@@ -221,8 +295,13 @@ fn execute(
     };
     // From here on a signal asks for a clean stop (exit 130).
     let cancel = runner::signals::install()?;
+    let (resume, checked) = match resume {
+        Some((id, entered)) => (Some(id), Some(entered)),
+        None => (None, None),
+    };
     let request = experiment::Request {
         resume,
+        checked: checked.as_ref(),
         force: e.force,
         label: e.label.as_deref(),
         quiet: e.quiet,
@@ -255,7 +334,12 @@ fn execute(
             true => store.path().display().to_string(),
             false => store.shown(),
         };
-        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}");
+        // A team store's plan runs on resume only given again (cli::trust).
+        let again = match store.is_pg() {
+            true => " --plan PLAN",
+            false => "",
+        };
+        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}{again}");
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     super::report::print_report(&store, id, &e.report, !e.no_report)?;

@@ -35,8 +35,22 @@ pub enum What<'a> {
         seed: u64,
         flags: &'a [String],
     },
-    /// Finish experiment `experiment` (`run --resume`).
-    Resume { experiment: i64 },
+    /// Finish experiment `experiment` (`run --resume`), with the consent
+    /// the user gave `fleet resume` (a team store is never the host's own:
+    /// without it the host's sysdelta refuses the stored plan).
+    Resume { experiment: i64, consent: Consent },
+}
+
+/// How the user of `fleet resume` consented to the stored plan
+/// (`cli::trust`), passed on to each host's `run --resume`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Consent {
+    /// The plan was given again and is the fleet's: the host gets the copy
+    /// put there (`--plan`), which its experiment's stored text must be.
+    pub plan_given: bool,
+    /// `--trust-stored-plan`: what the host's store holds runs, shown in
+    /// the host's output.
+    pub trust_stored: bool,
 }
 
 /// Put on the host what its run reads: the socket's directory (a socket
@@ -104,9 +118,18 @@ pub fn remote_words(ready: &Ready, paths: &HostPaths, what: &What) -> Vec<String
             w.extend(["--quiet".to_string(), "--no-report".into()]);
             w.extend(flags.iter().cloned());
         }
-        What::Resume { experiment } => {
+        What::Resume {
+            experiment,
+            consent,
+        } => {
             w.push("--resume".into());
             w.push(experiment.to_string());
+            if consent.plan_given {
+                w.extend(["--plan".to_string(), paths.plan.clone()]);
+            }
+            if consent.trust_stored {
+                w.push("--trust-stored-plan".into());
+            }
             w.extend(["--quiet".to_string(), "--no-report".into()]);
         }
     }
@@ -217,3 +240,62 @@ wait "$p"
 r=$?
 kill "$w" 2>/dev/null
 exit "$r""#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready() -> Ready {
+        Ready {
+            host: crate::fleet::hosts::from_list(&["h1".to_string()])
+                .unwrap()
+                .into_iter()
+                .next()
+                .unwrap(),
+            sysdelta: "/usr/bin/sysdelta".into(),
+            copied: false,
+        }
+    }
+
+    fn paths() -> HostPaths {
+        HostPaths {
+            workdir: "/w".into(),
+            socket_dir: "/w/pg-u".into(),
+            socket: "/w/pg-u/.s.PGSQL.5432".into(),
+            state_dir: "/w/state".into(),
+            anchor: "/w/state/a".into(),
+            plan: "/w/plan-u.toml".into(),
+            url: "postgresql://x".into(),
+        }
+    }
+
+    #[test]
+    fn a_resumed_host_gets_the_consent_the_user_gave() {
+        let words = |consent| {
+            remote_words(
+                &ready(),
+                &paths(),
+                &What::Resume {
+                    experiment: 7,
+                    consent,
+                },
+            )
+        };
+        let none = words(Consent::default());
+        assert!(!none
+            .iter()
+            .any(|w| w == "--plan" || w == "--trust-stored-plan"));
+        let given = words(Consent {
+            plan_given: true,
+            trust_stored: false,
+        });
+        let at = given.iter().position(|w| w == "--plan").unwrap();
+        assert_eq!(given[at + 1], "/w/plan-u.toml", "the copy put there");
+        assert!(!given.iter().any(|w| w == "--trust-stored-plan"));
+        let trusted = words(Consent {
+            plan_given: false,
+            trust_stored: true,
+        });
+        assert!(trusted.iter().any(|w| w == "--trust-stored-plan"));
+    }
+}

@@ -33,6 +33,7 @@ pub mod supervise;
 pub mod team;
 
 pub use hosts::Host;
+pub use launch::Consent;
 pub use start::{resume, root_need, run, Asked, NewRun};
 pub use status::status;
 pub use supervise::Outcome;

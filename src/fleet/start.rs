@@ -8,7 +8,7 @@ use anyhow::Result;
 
 use super::checks::{self, Needs, Ready};
 use super::hosts::{self, Host};
-use super::launch::{self, What};
+use super::launch::{self, Consent, What};
 use super::supervise::{self, End, Outcome, Part};
 use super::team::{HostPaths, Team};
 use crate::error::{bad, bad_all};
@@ -118,12 +118,14 @@ pub fn run(store_path: &Path, r: NewRun) -> Result<Outcome> {
 /// log there is folded first), a fresh run of the fleet's plan where it
 /// has none. `file_hosts` (a hosts file) replace the stored entries of
 /// the hosts they name: how to reach them may have changed, not where
-/// they work.
+/// they work. `consent`: how the user accepted the stored plan (checked
+/// by the caller), passed on to each host's `run --resume`.
 pub fn resume(
     store_path: &Path,
     info: &FleetInfo,
     plan: &Plan,
     file_hosts: Option<Vec<Host>>,
+    consent: Consent,
 ) -> Result<Outcome> {
     let team = Team::of(store_path)?;
     team.check_local_dir()?;
@@ -195,6 +197,7 @@ pub fn resume(
     let what = |h: &Ready| match members.iter().find(|m| m.host == h.host.name) {
         Some(m) => What::Resume {
             experiment: m.experiment,
+            consent,
         },
         None => What::Fresh {
             fleet: info.id,
@@ -335,7 +338,7 @@ impl Drop for FleetLock {
 fn say_resume(outcome: Outcome, id: i64, team: &Team) {
     if outcome != Outcome::Complete {
         eprintln!(
-            "sysdelta: resume with: sysdelta fleet resume {id} --store {}",
+            "sysdelta: resume with: sysdelta fleet resume {id} --store {} --plan PLAN -- RUN FLAGS (the plan and flags given again; docs/plan.md, \"Resuming\")",
             team.shown()
         );
     }

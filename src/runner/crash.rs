@@ -18,10 +18,35 @@ pub(super) fn refuse_cut_short(c: &ConfigRuntime) -> Result<()> {
     )
 }
 
+/// What a resume was allowed to run of a dead run's entered config, as
+/// read from the store when the trust rule was applied (`cli::trust`):
+/// the config, and the environment its teardown runs with (empty when the
+/// config has no teardown).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Entered {
+    pub config: Option<String>,
+    pub env: Vec<(String, String)>,
+}
+
 /// Crash recovery for `--resume`: if the store says a config was entered
 /// when the previous sysdelta died, run that config's shell teardown now.
-pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result<Option<String>> {
+/// `checked`: what the caller checked (and the user saw) of it; a store
+/// that says otherwise now was written in between, and is refused.
+pub fn teardown_after_crash(
+    store: &Store,
+    exp: i64,
+    p: &mut Prepared,
+    checked: Option<&Entered>,
+) -> Result<Option<String>> {
     let info = store.info(exp)?;
+    let changed = || {
+        bad(format!(
+            "experiment {exp} changed in the store since it was checked (the config it was stopped inside, or its environment); nothing was run: run the command again"
+        ))
+    };
+    if checked.is_some_and(|c| c.config != info.entered_config) {
+        return Err(changed());
+    }
     let Some(name) = info.entered_config else {
         return Ok(None);
     };
@@ -58,6 +83,9 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
             // win): as stored, or, when the kill came before sysdelta
             // stored it, from the dump the setup shell left.
             let mut exported = store.entered_env(exp)?;
+            if checked.is_some_and(|c| c.env != exported) {
+                return Err(changed());
+            }
             if exported.is_empty() {
                 exported = crate::config::shell::exported_by_setup(&dump, &env);
             }

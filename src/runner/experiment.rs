@@ -19,6 +19,9 @@ use crate::store::{lock::lock_waiting, ExperimentStatus, Store};
 pub struct Request<'a> {
     /// Finish this stored experiment instead of creating one.
     pub resume: Option<i64>,
+    /// With `resume`: the entered config and environment the caller
+    /// checked against the trust rule; None: read from the store as is.
+    pub checked: Option<&'a super::Entered>,
     /// Run although a dead run's config teardown has not run.
     pub force: bool,
     /// The experiment's label (a new experiment only).
@@ -89,7 +92,8 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
                 )));
             }
             prepared.check_resume(&info)?;
-            if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared)? {
+            if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared, req.checked)?
+            {
                 eprintln!("sysdelta: {msg}");
             }
             store.set_status(id, ExperimentStatus::Running)?;

@@ -21,12 +21,16 @@
 //! Runs whose configs are plain shells (setup/teardown scripts, exported
 //! variables) take no lock and may run side by side; they are still
 //! refused while another store's dead run left the system changed.
+//!
+//! The directory is root's alone (`sys::private_dir`): mode 0700, its files
+//! 0600, never opened through a symlink, and one that another user owns or
+//! others could open is replaced. A user who cannot open the lock cannot
+//! hold it, and the holder line and the register are read only from there
+//! (a run directory that cannot be made so is refused in one line).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::os::unix::ffi::OsStringExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -35,6 +39,7 @@ use nix::fcntl::{Flock, FlockArg};
 use crate::config::journal::Journal;
 use crate::error::bad;
 use crate::store::{peek, Store};
+use crate::sys::private_dir::PrivateDir;
 
 /// The directory of the lock and the register.
 pub fn run_dir() -> PathBuf {
@@ -44,10 +49,37 @@ pub fn run_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/run/sysdelta"))
 }
 
+/// The run directory, made or checked and fixed up; refused (bad input,
+/// one line) when it cannot be made safe.
+fn private_run_dir() -> Result<PrivateDir> {
+    PrivateDir::make(&run_dir()).map_err(|e| bad(format!("run directory: {e}")))
+}
+
+/// The register's directory if the run directory is there and safe to
+/// read (None: absent, or not this user's to read); refused as above.
+fn register_dir(create: bool) -> Result<Option<PrivateDir>> {
+    let Some(top) =
+        PrivateDir::existing(&run_dir()).map_err(|e| bad(format!("run directory: {e}")))?
+    else {
+        return Ok(None);
+    };
+    let stores = top.path().join("stores");
+    let made = match create {
+        true => PrivateDir::make(&stores),
+        false => match PrivateDir::existing(&stores) {
+            Ok(d) => return Ok(d),
+            Err(e) => Err(e),
+        },
+    };
+    made.map(Some)
+        .map_err(|e| bad(format!("run directory: {e}")))
+}
+
 /// The exclusive machine-wide lock, held until dropped.
 pub struct MachineLock {
     _lock: Flock<File>,
-    holder: PathBuf,
+    /// The run directory, checked: the holder line is written there.
+    dir: PrivateDir,
     /// The store of the holder's run (None: a command that stores nothing).
     store: Option<PathBuf>,
 }
@@ -56,37 +88,51 @@ impl MachineLock {
     /// Take the lock for a run (or a restore) on `store`, or refuse with one
     /// line naming the process that holds it.
     pub fn acquire(store: Option<&Path>, what: &str) -> Result<MachineLock> {
-        let dir = run_dir();
-        create_dir(&dir)?;
-        let path = dir.join("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o644)
-            .open(&path)
-            .with_context(|| format!("cannot open the machine-wide lock {}", path.display()))?;
-        let holder = dir.join("holder");
-        let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => l,
-            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
-                let who = fs::read_to_string(&holder).unwrap_or_default();
-                let who = who.trim();
-                return Err(bad(format!(
-                    "another sysdelta is changing this machine's state ({}); wait for it to end, or stop it first",
-                    if who.is_empty() { "holder unknown" } else { who }
-                )));
+        let dir = private_run_dir()?;
+        let path = dir.path().join("lock");
+        let mut tries = 0;
+        let lock = loop {
+            tries += 1;
+            let file = dir
+                .open_private("lock")
+                .with_context(|| format!("cannot open the machine-wide lock {}", path.display()))?;
+            let lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(l) => l,
+                Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                    let who = dir.read_trusted("holder").unwrap_or_default();
+                    let who = String::from_utf8_lossy(&who);
+                    let who = who.trim();
+                    return Err(bad(format!(
+                        "another sysdelta is changing this machine's state ({}); wait for it to end, or stop it first",
+                        if who.is_empty() { "holder unknown" } else { who }
+                    )));
+                }
+                Err((_, e)) => {
+                    return Err(anyhow::anyhow!(
+                        "cannot take the machine-wide lock {}: {e}",
+                        path.display()
+                    ))
+                }
+            };
+            // Another run may have replaced the file between our open and
+            // our flock (it found it wrong): the lock is the one the name
+            // gives.
+            if dir.names("lock", &lock) {
+                break lock;
             }
-            Err((_, e)) => {
+            if tries >= 10 {
                 return Err(anyhow::anyhow!(
-                    "cannot take the machine-wide lock {}: {e}",
+                    "cannot take the machine-wide lock {}: it keeps being replaced",
                     path.display()
-                ))
+                ));
             }
         };
+        // Holding the lock, this process is the holder line's only writer:
+        // what a killed holder left half-written goes.
+        dir.sweep();
         let me = MachineLock {
             _lock: lock,
-            holder,
+            dir,
             store: store.map(|s| Store::beside(s, "")),
         };
         me.describe(what);
@@ -103,29 +149,25 @@ impl MachineLock {
             ),
             None => format!("pid {}, {what}\n", std::process::id()),
         };
-        let _ = write_atomically(&self.holder, line.as_bytes());
+        let _ = self.dir.write_atomically("holder", line.as_bytes());
     }
 }
 
 impl Drop for MachineLock {
     fn drop(&mut self) {
         // The flock goes with the file; the holder line with it.
-        let _ = fs::remove_file(&self.holder);
+        let _ = std::fs::remove_file(self.dir.path().join("holder"));
     }
 }
 
 /// Record `store` in the register (best effort: a user who cannot write
 /// the run directory changes nothing a root run could trip over).
 pub fn register(store: &Path) {
-    let dir = run_dir().join("stores");
-    if create_dir(&dir).is_err() {
+    let Ok(Some(dir)) = private_run_dir().and_then(|_| register_dir(true)) else {
         return;
-    }
+    };
     let abs = Store::beside(store, "");
-    let _ = write_atomically(
-        &dir.join(register_name(&abs)),
-        abs.as_os_str().as_encoded_bytes(),
-    );
+    let _ = dir.write_atomically(&register_name(&abs), abs.as_os_str().as_encoded_bytes());
 }
 
 /// What a dead run on some store left that stops a new run on `store`:
@@ -138,9 +180,21 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
     let own = Store::beside(store, "");
     // (register entry, store): the own store first, with no entry.
     let mut stores: Vec<(Option<PathBuf>, PathBuf)> = vec![(None, own.clone())];
-    if let Ok(rd) = fs::read_dir(run_dir().join("stores")) {
-        for e in rd.flatten() {
-            let Ok(text) = fs::read(e.path()) else {
+    if let Some(dir) = register_dir(false)? {
+        dir.sweep();
+        for e in std::fs::read_dir(dir.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = e.file_name().to_string_lossy().into_owned();
+            // Entries only: a temporary file is swept once its writer is
+            // gone; an entry that is not this user's or root's (or a
+            // symlink) is not read.
+            if crate::sys::private_dir::temp_pid(&name).is_some() {
+                continue;
+            }
+            let Some(text) = dir.read_trusted(&name) else {
                 continue;
             };
             let p = PathBuf::from(std::ffi::OsString::from_vec(text));
@@ -148,7 +202,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 continue;
             }
             if !p.exists() {
-                let _ = fs::remove_file(e.path());
+                let _ = std::fs::remove_file(e.path());
                 continue;
             }
             // A store that is not ours (an entry pointing at a planted
@@ -194,7 +248,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
             eprintln!("sysdelta: warning: {msg} (--force: running anyway)");
         } else if let Some(e) = entry {
             // Nothing left there: the entry has said all it had to say.
-            let _ = fs::remove_file(e);
+            let _ = std::fs::remove_file(e);
         }
     }
     Ok(())
@@ -206,7 +260,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
 pub fn unregister_if_clean(store: &Path) {
     if !journal_changed(store) && entered_with_teardown(store).is_empty() {
         let abs = Store::beside(store, "");
-        let _ = fs::remove_file(run_dir().join("stores").join(register_name(&abs)));
+        let _ = std::fs::remove_file(run_dir().join("stores").join(register_name(&abs)));
     }
 }
 
@@ -231,26 +285,4 @@ fn register_name(store: &Path) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     store.hash(&mut h);
     format!("{:016x}", h.finish())
-}
-
-fn create_dir(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the run directory {}", dir.display()))
-}
-
-/// Replace `path` with `bytes` (temporary file, then rename): a reader sees
-/// the old or the new content, never half.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o644)
-        .open(&tmp)?;
-    f.write_all(bytes)?;
-    drop(f);
-    fs::rename(&tmp, path)
 }

@@ -17,7 +17,7 @@ pub mod slot;
 pub mod streaks;
 pub mod telemetry;
 
-pub use crash::teardown_after_crash;
+pub use crash::{teardown_after_crash, Entered};
 pub use execute::execute;
 pub(crate) use execute::settle_after_enter;
 pub use finish::cells_without_success;

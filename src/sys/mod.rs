@@ -2,16 +2,20 @@
 //! each is written once: sizes as people write them (`size`), CPU affinity
 //! through `nix::sched` (`affinity`), `perf_event_open` (`perf`), the mount
 //! table (`mountinfo`) and mounting (`mount`), loop devices (`loopdev`),
-//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`), and
-//! opening the state files beside a store only when they are ours (`trust`).
+//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`),
+//! removing a cgroup that may still be busy (`cgroup`), opening the state
+//! files beside a store only when they are ours (`trust`), and the
+//! machine's run directory that only its owner can use (`private_dir`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
 pub mod affinity;
+pub mod cgroup;
 pub mod loopdev;
 pub mod mount;
 pub mod mountinfo;
 pub mod perf;
+pub mod private_dir;
 pub mod procstat;
 pub mod size;
 pub mod sysfs;

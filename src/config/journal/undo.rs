@@ -229,25 +229,9 @@ fn cstring(p: &Path) -> Result<std::ffi::CString> {
     std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| anyhow!("path has a NUL byte"))
 }
 
-/// Move tasks to the parent cgroup (cgroup.procs on v2, tasks on v1), then rmdir.
+/// Move tasks to the parent cgroup, then rmdir, retried while the cgroup
+/// is busy (a child that moved in after its parent was moved out), for at
+/// most `sys::cgroup::REMOVE_BOUND`.
 fn remove_cgroup(path: &Path) -> Result<()> {
-    let parent = path
-        .parent()
-        .ok_or_else(|| anyhow!("cgroup {} has no parent", path.display()))?;
-    let procs_name = if path.join("cgroup.procs").exists() {
-        "cgroup.procs"
-    } else {
-        "tasks"
-    };
-    for _ in 0..10 {
-        let procs = fs::read_to_string(path.join(procs_name)).unwrap_or_default();
-        if procs.trim().is_empty() {
-            break;
-        }
-        for pid in procs.split_whitespace() {
-            // A task may exit meanwhile; the next pass sees what remains.
-            let _ = write_value(&parent.join(procs_name), pid);
-        }
-    }
-    fs::remove_dir(path).with_context(|| format!("cannot remove cgroup {}", path.display()))
+    crate::sys::cgroup::remove(path, crate::sys::cgroup::REMOVE_BOUND)
 }
