@@ -23,6 +23,11 @@ pub mod sshd;
 // `eprintln!`: libtest captures what the print macros write in a passing
 // test, and a skip that CI's log does not show is a skip nobody sees.
 
+/// The one `SKIP: reason` line of a test that cannot run here (see above).
+pub fn skip(why: impl std::fmt::Display) {
+    std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {why}\n")).unwrap_or(());
+}
+
 /// Root runs the tests that change the system (CI is root).
 pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()

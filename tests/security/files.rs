@@ -18,8 +18,7 @@ fn root_or_skip(test: &str) -> bool {
     if is_root() {
         return true;
     }
-    println!("SKIP: {test}: needs root");
-    eprintln!("SKIP: {test}: needs root");
+    crate::common::skip(format!("{test}: needs root"));
     false
 }
 

@@ -37,8 +37,7 @@ const LIBPQ_VARS: &[&str] = &[
 ];
 
 fn skip(why: &str) {
-    println!("SKIP: {why}");
-    eprintln!("SKIP: {why}");
+    crate::common::skip(why);
 }
 
 /// A cluster, or None after a SKIP line.
