@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::model::MetricAnalysis;
-use crate::stats::special::{normal_quantile, t_quantile};
+use crate::stats::special::{normal_quantile, normal_sf, t_quantile};
 use crate::store::ExperimentInfo;
 
 /// The host an experiment ran on: its name in the fleet when it is one
@@ -171,6 +171,9 @@ pub struct Pooled {
     /// ratio from the others' pooled one in standard errors (see [`pool`]);
     /// None where `differs` is.
     pub residual: Vec<Option<f64>>,
+    /// Per host: the two-sided normal p of its residual, 2 (1 - Phi(|r|)),
+    /// before any correction; None where `residual` is.
+    pub residual_p: Vec<Option<f64>>,
     /// Why there is no pooled estimate or CI, when there is none.
     pub note: Option<String>,
 }
@@ -234,6 +237,7 @@ pub fn pool(estimates: &[Option<HostEstimate>], confidence: f64) -> Pooled {
         fit: None,
         differs: vec![None; estimates.len()],
         residual: vec![None; estimates.len()],
+        residual_p: vec![None; estimates.len()],
         note: None,
     };
     let sign = match used.first() {
@@ -280,11 +284,43 @@ pub fn pool(estimates: &[Option<HostEstimate>], confidence: f64) -> Pooled {
                 let (y, se) = logs[j];
                 let r = (y - o.mu) / (se * se + o.tau2 + o.var_re).sqrt();
                 out.residual[*i] = Some(r);
-                out.differs[*i] = Some(r.abs() > z);
+                out.residual_p[*i] = Some((2.0 * normal_sf(r.abs())).min(1.0));
+            }
+        }
+        // Corrected over this comparison's hosts; a fleet report corrects
+        // again over all its comparisons (`correct_differs`).
+        correct_differs(&mut [&mut out], confidence);
+    }
+    out
+}
+
+/// Decide which hosts differ over a whole family of pooled comparisons
+/// (every host of every workload, metric and config of a fleet report):
+/// Holm's step-down correction over all their residuals' p-values, a host
+/// differing where its adjusted p is below 1 - `confidence`. Holm holds the
+/// chance that any host is named in a report where no host differs at 1 -
+/// `confidence` (5%), whatever the dependence between the tests; without
+/// it, identical hosts were named in 6.5% of comparisons at 3 hosts, 18.5%
+/// at 5 and 26.5% at 8, and in 62-94% of 8-metric reports.
+///
+/// Assumes each residual is standard normal when its host does not differ
+/// (the hosts' log ratios normal with the standard errors their CIs imply;
+/// DerSimonian-Laird's tau^2 of the others, never below 0, only widens).
+pub fn correct_differs(pools: &mut [&mut Pooled], confidence: f64) {
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    let mut p: Vec<f64> = Vec::new();
+    for (c, pool) in pools.iter().enumerate() {
+        for (h, q) in pool.residual_p.iter().enumerate() {
+            if let Some(q) = q {
+                at.push((c, h));
+                p.push(*q);
             }
         }
     }
-    out
+    let adjusted = crate::stats::multiple::holm(&p);
+    for ((c, h), q) in at.into_iter().zip(adjusted) {
+        pools[c].differs[h] = Some(q < 1.0 - confidence);
+    }
 }
 
 #[cfg(test)]
