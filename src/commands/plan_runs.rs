@@ -49,9 +49,8 @@ use boots::{boot_row, render_boot_text};
 
 pub const ALPHA: f64 = 0.05;
 pub const POWER: f64 = 0.8;
-/// Seed of the power simulations (`stats::power::simulated_power`): the
-/// same pilot always gives the same plan.
-pub const POWER_SEED: u64 = 31;
+/// Seed of the power simulations: the same pilot always gives the same plan.
+pub const POWER_SEED: u64 = power::PLAN_SEED;
 
 /// The level one comparison must reach in a report of `comparisons`
 /// comparisons: alpha / m, the first step of Holm's correction (the one a

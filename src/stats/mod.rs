@@ -8,6 +8,7 @@ pub mod bca;
 pub mod bootstrap;
 pub mod calibrate;
 pub mod detect;
+pub mod edges;
 pub mod hodges_lehmann;
 pub mod joint;
 pub mod mannwhitney;

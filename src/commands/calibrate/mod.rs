@@ -89,6 +89,7 @@ impl Sizes {
 }
 
 mod adaptive;
+mod edges;
 mod real;
 mod render;
 mod sim;
@@ -96,6 +97,7 @@ mod sim;
 // Every part's public items at the path they have always had
 // (`commands::calibrate::aa_table`, ...), which the tests use.
 pub use adaptive::*;
+pub use edges::*;
 pub use real::*;
 pub use render::*;
 pub use sim::*;
