@@ -4,8 +4,7 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
-use sysdelta::stats::bootstrap::{ratio_of_means_ci, BatchItem};
+use sysdelta::stats::bootstrap::BatchItem;
 use sysdelta::stats::detect::{looks_bimodal, mad_outliers, too_few_runs};
 use sysdelta::stats::sequential::{batch_precision_reached, precision_reached};
 use sysdelta::stats::tost::{tost_from_ci, tost_ratio, Equivalence};

@@ -105,7 +105,7 @@ pub fn welch_test(base: &[f64], other: &[f64]) -> Option<Welch> {
 /// demand. Coverage at 2, 3, 4, 6 and 10 per side is measured by
 /// `stats::calibrate::small_coverage` under four noise shapes.
 pub fn log_ratio_ci(base: &[f64], other: &[f64], confidence: f64) -> Option<(f64, f64)> {
-    if !usable(base) || !usable(other) || !(confidence > 0.0 && confidence < 1.0) {
+    if !(usable(base) && usable(other) && confidence > 0.0 && confidence < 1.0) {
         return None;
     }
     let (mb, vb) = mean_var(base);

@@ -254,9 +254,7 @@ pub fn fleet_aa(
             };
             let mut refs: Vec<&mut Pooled> = pools.iter_mut().collect();
             correct_differs(&mut refs, 0.95);
-            let named = pools
-                .iter()
-                .any(|p| p.differs.iter().any(|d| *d == Some(true)));
+            let named = pools.iter().any(|p| p.differs.contains(&Some(true)));
             (usize::from(named), usize::from(raw), cov, n)
         })
         .reduce(
