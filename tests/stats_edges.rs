@@ -205,3 +205,45 @@ fn heavy_tails_cost_the_agreement_rule_power() {
     println!("Pareto 2.5, n=30, +10%: verdict {verdict}, U test alone {u_alone}");
     assert!(verdict <= u_alone);
 }
+
+/// Through the command line: an experiment with 2 runs a side and very
+/// unequal spreads (a hyperfine import) gets a CI, marked as the small-sample
+/// interval, and a verdict, not "not estimable"/undefined.
+#[test]
+fn a_report_at_2_per_side_has_a_ci() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("hf.json");
+    std::fs::write(
+        &json,
+        r#"{"results":[
+ {"command":"a","mean":1.0,"stddev":0.0,"median":1.0,"user":0.1,"system":0.1,"min":1.0,"max":1.0,"times":[1.00001,1.00002]},
+ {"command":"b","mean":1.0,"stddev":0.1,"median":1.0,"user":0.1,"system":0.1,"min":0.9,"max":1.1,"times":[0.93,1.12]}
+]}"#,
+    )
+    .unwrap();
+    let store = dir.path().join("t.db");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sysdelta"))
+            .arg("--store")
+            .arg(&store)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&["import", "hyperfine", json.to_str().unwrap()]);
+    let j: Value = serde_json::from_str(&run(&["report", "last", "--format", "json"])).unwrap();
+    let c = &j["analysis"]["metrics"][0]["comparisons"][0];
+    assert!(c["ratio_ci"].is_array(), "{c}");
+    assert_eq!(c["ci_small_sample"], true, "{c}");
+    assert!(c["ci_note"].is_null(), "{c}");
+    assert_eq!(c["verdict"], "noise", "{c}");
+    let text = run(&["report", "last"]);
+    assert!(!text.contains("not estimable"), "{text}");
+    assert!(text.contains("Welch's t interval"), "{text}");
+}
