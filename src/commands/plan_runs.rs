@@ -9,11 +9,14 @@
 //!   sqrt(((n1 - 1) c1^2 + (n2 - 1) c2^2) / (n1 + n2 - 2)), c = sd / |mean|
 //!   of each side;
 //! * the runs per config needed for 80% power to detect the given relative
-//!   shift at alpha 0.05, two-sided: for the Mann-Whitney U test the report
-//!   uses (t-test runs x pi/3, `stats::power::runs_for_power_u_test`) and
+//!   shift, two-sided, at the level the report's Holm correction leaves one
+//!   change (alpha 0.05 over the pilot's comparisons, [`alpha_per_comparison`]):
+//!   for the report's own test its power simulated, never below the size at
+//!   which it can reject at all (`stats::power::units_for_power`; for boots
+//!   `boots_for_power`: Welch's t below 8 boots, the U test from 8), and
 //!   for the t-test (`runs_for_power`);
 //! * the smallest shift the experiment as run could detect with 80% power
-//!   (`minimum_detectable_effect` at its run count; with unequal counts, at
+//!   at that level (`minimum_detectable_effect` at its run count; with unequal counts, at
 //!   the floor of their harmonic mean, the equal-n design of the same
 //!   precision).
 //!
