@@ -48,12 +48,14 @@ fn boots_that_differ_need_more_boots_not_more_runs() {
         assert_eq!((r.n_baseline, r.n_config, b.runs_per_boot), (6, 6, 5.0));
         assert!(b.between_share.unwrap() > 0.9, "{b:?}");
         assert!(!b.more_runs_help, "{b:?}");
-        // The boots needed follow the report's U-test rule at the CoV of a
-        // boot's mean; unlimited runs per boot save almost nothing.
+        // The boots needed follow the report's boot-level test (Welch's t
+        // below 8 boots, the U test from 8) at the CoV of a boot's mean and
+        // the level the report's correction leaves; unlimited runs per
+        // boot save almost nothing.
         let cov = r.cov.unwrap();
         assert_eq!(
             r.runs_u_test,
-            power::runs_for_power_u_test(0.05, cov, 0.05, 0.8)
+            power::boots_for_power(0.05, cov, p.alpha_per_comparison, 0.8, power::PLAN_SEED)
         );
         let (n, inf) = (r.runs_u_test.unwrap(), b.boots_unlimited_runs.unwrap());
         assert!(

@@ -97,12 +97,24 @@ fn plan_runs_reports_cov_runs_and_detectable_shift() {
     assert_eq!(v["n_config"], 4);
     let cov = (4.0f64 / 3.0).sqrt() / 101.0;
     assert!((v["cov"].as_f64().unwrap() - cov).abs() < 1e-12);
-    let u = power::runs_for_power_u_test(0.01, cov, 0.05, 0.8).unwrap();
-    let t = power::runs_for_power(0.01, cov, 0.05, 0.8).unwrap();
+    // Planned at the level the report's Holm correction leaves one change.
+    let alpha = j["alpha_per_comparison"].as_f64().unwrap();
+    let m = j["comparisons"].as_u64().unwrap() as f64;
+    assert!((alpha - 0.05 / m).abs() < 1e-15);
+    let u = power::units_for_power(
+        power::ReportTest::Rank,
+        0.01,
+        cov,
+        alpha,
+        0.8,
+        power::PLAN_SEED,
+    )
+    .unwrap();
+    let t = power::runs_for_power(0.01, cov, alpha, 0.8).unwrap();
     assert_eq!(v["runs_u_test"], u);
     assert_eq!(v["runs_t_test"], t);
     assert!(u >= t && t >= 21, "u {u} t {t}");
-    let mde = power::minimum_detectable_effect(4, cov, 0.05, 0.8).unwrap();
+    let mde = power::minimum_detectable_effect(4, cov, alpha, 0.8).unwrap();
     assert!((v["detectable"].as_f64().unwrap() - mde).abs() < 1e-12);
     // wall, user, sys, maxrss are there too, one row each.
     assert_eq!(rows.len(), 5);

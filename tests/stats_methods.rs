@@ -1,13 +1,11 @@
 //! Behaviour of the decision helpers that have no library reference: TOST
-//! classification, the hierarchical bootstrap, sequential stopping and the
+//! classification, sequential stopping and the
 //! warning detectors' thresholds.
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use rayon::prelude::*;
-use sysdelta::stats::bootstrap::{ratio_of_means_ci, BatchItem};
+use sysdelta::stats::bootstrap::BatchItem;
 use sysdelta::stats::detect::{looks_bimodal, mad_outliers, too_few_runs};
-use sysdelta::stats::hierarchical::{hierarchical_ratio_ci, hierarchical_resample_means};
 use sysdelta::stats::sequential::{batch_precision_reached, precision_reached};
 use sysdelta::stats::tost::{tost_from_ci, tost_ratio, Equivalence};
 
@@ -43,58 +41,6 @@ fn tost_on_data() {
         Some(Equivalence::NotEquivalent)
     );
     assert_eq!(tost_ratio(&base, &same, 0.0, 5000, 1), None);
-}
-
-/// Runs with a run-level effect: 12 runs x 20 samples per side, run effect
-/// sd 1, sample sd 1, no true difference. The two-level bootstrap keeps
-/// the run-to-run variation and covers the true ratio 1 far more often
-/// than a flat bootstrap over all 240 samples, which treats them as
-/// independent.
-#[test]
-fn hierarchical_bootstrap_keeps_run_to_run_variation() {
-    let trials = 200u64;
-    let (hier, flat): (usize, usize) = (0..trials)
-        .into_par_iter()
-        .map(|t| {
-            let mut rng = SmallRng::seed_from_u64(77 + t);
-            let mut side = || -> Vec<Vec<f64>> {
-                (0..12)
-                    .map(|_| {
-                        let run = normal(&mut rng);
-                        (0..20).map(|_| 100.0 + run + normal(&mut rng)).collect()
-                    })
-                    .collect()
-            };
-            let (b, o) = (side(), side());
-            let br: Vec<&[f64]> = b.iter().map(|r| r.as_slice()).collect();
-            let or: Vec<&[f64]> = o.iter().map(|r| r.as_slice()).collect();
-            let (hl, hh) = hierarchical_ratio_ci(&br, &or, 400, 0.95, t).unwrap();
-            let bf: Vec<f64> = b.concat();
-            let of: Vec<f64> = o.concat();
-            let (fl, fh) = ratio_of_means_ci(&bf, &of, 400, 0.95, t).unwrap();
-            (
-                usize::from(hl <= 1.0 && 1.0 <= hh),
-                usize::from(fl <= 1.0 && 1.0 <= fh),
-            )
-        })
-        .reduce(|| (0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-    eprintln!("coverage of 1.0: hierarchical {hier}/{trials}, flat {flat}/{trials}");
-    assert!(hier >= 170, "hierarchical coverage {hier}/{trials}");
-    assert!(flat + 40 < hier, "flat {flat} vs hierarchical {hier}");
-}
-
-#[test]
-fn hierarchical_resampling_is_deterministic_and_refuses_bad_input() {
-    let runs: Vec<Vec<f64>> = (0..5).map(|r| vec![r as f64; 3]).collect();
-    let rr: Vec<&[f64]> = runs.iter().map(|r| r.as_slice()).collect();
-    let a = hierarchical_resample_means(&rr, 100, 3);
-    assert_eq!(a, hierarchical_resample_means(&rr, 100, 3));
-    // Constant runs: a resample's mean is the mean of the drawn run values.
-    assert!(a.iter().all(|m| (0.0..=4.0).contains(m)));
-    let one: Vec<&[f64]> = vec![&[1.0, 2.0]];
-    assert_eq!(hierarchical_ratio_ci(&one, &rr, 100, 0.95, 1), None);
-    let empty: Vec<&[f64]> = vec![&[], &[1.0]];
-    assert_eq!(hierarchical_ratio_ci(&empty, &rr, 100, 0.95, 1), None);
 }
 
 #[test]

@@ -57,7 +57,10 @@ pub(super) fn estimable(
              crosses 0 and the ratio of means turns over"
         )
     } else {
-        format!("{NOT_ESTIMABLE}: the bootstrap interval is undefined for these samples")
+        format!(
+            "{NOT_ESTIMABLE}: a mean is 0 or the two means have opposite signs, so the ratio \
+             of means has no interval"
+        )
     }))
 }
 

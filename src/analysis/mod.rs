@@ -214,12 +214,32 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
                                 (means.get(&(mi, 0)), means.get(&(mi, ci)))
                             {
                                 // Both methods read at the expanded level, so a
-                                // 95% CI covers 95% at small n, too.
+                                // 95% CI covers 95% at small n, too. Below
+                                // SMALL_CI_BELOW units a side no percentile
+                                // interval can (it stays inside the hull of
+                                // the between-side ratios): Welch's t on the
+                                // log ratio replaces both there.
+                                let small = base.len().min(cell.values.len())
+                                    < stats::welch::SMALL_CI_BELOW;
+                                cmp.ci_small_sample = small;
                                 let level = |conf| {
                                     stats::bootstrap::expanded_confidence(&base, &cell.values, conf)
                                 };
-                                let pct = |conf| stats::bootstrap::ratio_ci(bm, om, level(conf));
+                                let pct = |conf| {
+                                    if small {
+                                        stats::welch::log_ratio_ci(&base, &cell.values, conf)
+                                    } else {
+                                        stats::bootstrap::ratio_ci(bm, om, level(conf))
+                                    }
+                                };
                                 let bca = |conf| {
+                                    if small {
+                                        return stats::welch::log_ratio_ci(
+                                            &base,
+                                            &cell.values,
+                                            conf,
+                                        );
+                                    }
                                     stats::bca::bca_ratio_ci_from_means(
                                         &base,
                                         &cell.values,
@@ -234,6 +254,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
                                     }
                                     CiMethod::Bca => (bca(opts.confidence), pct(opts.confidence)),
                                 };
+                                // One interval at small n: no second method.
+                                let other = other.filter(|_| !small);
                                 let base_sign = b.mean.signum();
                                 match cis::estimable(&base, &cell.values, bm, main) {
                                     Ok(ci) => {
@@ -272,8 +294,21 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
                                 )
                                 .map(|d| 100.0 * d)
                             });
-                            cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base)
-                                .map(|r| r.p);
+                            // The boot level's test is chosen by the boot
+                            // counts alone (stats::welch::BOOT_WELCH_BELOW),
+                            // never by the data's values.
+                            let by_boot = m.cells[0].boots.is_some() || cell.boots.is_some();
+                            if stats::welch::boot_level_uses_welch(
+                                by_boot,
+                                base.len(),
+                                cell.values.len(),
+                            ) {
+                                cmp.test = stats::power::ReportTest::Welch;
+                                cmp.p = stats::welch::welch_test(&base, &cell.values).map(|w| w.p);
+                            } else {
+                                cmp.p = stats::mannwhitney::mann_whitney_u(&cell.values, &base)
+                                    .map(|r| r.p);
+                            }
                             if let Some(p) = cmp.p {
                                 pvals.push((mi, ci - 1, p));
                             }
@@ -313,7 +348,12 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         c.p_adjusted = Some(padj);
         c.verdict = match (c.delta_mean_pct, c.ratio_ci) {
             (Some(d), Some(_)) => {
-                let shift = c.hl_shift.map(|h| h.shift);
+                // Welch's t is a test of the means: the delta's sign is its
+                // direction, and the rank shift has no say.
+                let shift = match c.test {
+                    stats::power::ReportTest::Rank => c.hl_shift.map(|h| h.shift),
+                    stats::power::ReportTest::Welch => None,
+                };
                 let v = verdict(dir, d, shift, padj, opts.alpha);
                 // A few huge outliers can move the mean one way while most
                 // runs moved the other: say so rather than pick a side.

@@ -136,9 +136,21 @@ pub struct Comparison {
     pub mde_pct: Option<f64>,
     pub p: Option<f64>,
     pub p_adjusted: Option<f64>,
+    /// The test that gave `p`: the rank test, or Welch's t on boot means
+    /// with fewer than 8 boots a side (shown only then).
+    #[serde(skip_serializing_if = "is_rank")]
+    pub test: stats::power::ReportTest,
+    /// True when `ratio_ci` is Welch's t interval on the log ratio (fewer
+    /// than 5 units a side), not the bootstrap (shown only then).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ci_small_sample: bool,
     pub verdict: Verdict,
     /// Why the verdict is undefined, when it is.
     pub note: Option<String>,
+}
+
+fn is_rank(t: &stats::power::ReportTest) -> bool {
+    *t == stats::power::ReportTest::Rank
 }
 
 impl Comparison {
@@ -160,6 +172,8 @@ impl Comparison {
             mde_pct: None,
             p: None,
             p_adjusted: None,
+            test: stats::power::ReportTest::Rank,
+            ci_small_sample: false,
             verdict: Verdict::Undefined,
             note: None,
         }

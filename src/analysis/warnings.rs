@@ -81,8 +81,13 @@ pub(super) fn data_warnings(
         let fam = if tele { telemetry_family } else { family };
         for c in m.cells.iter().skip(1) {
             let n = c.values.len();
+            // Below 8 boots a side the boot level is tested by Welch's t,
+            // which has no floor on its p-value: the U test's floor does
+            // not apply there.
+            let welch = stats::welch::boot_level_uses_welch(unit == "boots", n0, n);
             if n0 >= 2
                 && n >= 2
+                && !welch
                 && stats::detect::too_few_runs(n0, n, alpha, fam)
                 && !too_few.contains(&(n0, n, unit, tele))
             {

@@ -9,11 +9,14 @@
 //!   sqrt(((n1 - 1) c1^2 + (n2 - 1) c2^2) / (n1 + n2 - 2)), c = sd / |mean|
 //!   of each side;
 //! * the runs per config needed for 80% power to detect the given relative
-//!   shift at alpha 0.05, two-sided: for the Mann-Whitney U test the report
-//!   uses (t-test runs x pi/3, `stats::power::runs_for_power_u_test`) and
+//!   shift, two-sided, at the level the report's Holm correction leaves one
+//!   change (alpha 0.05 over the pilot's comparisons, [`alpha_per_comparison`]):
+//!   for the report's own test its power simulated, never below the size at
+//!   which it can reject at all (`stats::power::units_for_power`; for boots
+//!   `boots_for_power`: Welch's t below 8 boots, the U test from 8), and
 //!   for the t-test (`runs_for_power`);
 //! * the smallest shift the experiment as run could detect with 80% power
-//!   (`minimum_detectable_effect` at its run count; with unequal counts, at
+//!   at that level (`minimum_detectable_effect` at its run count; with unequal counts, at
 //!   the floor of their harmonic mean, the equal-n design of the same
 //!   precision).
 //!
@@ -49,6 +52,18 @@ use boots::{boot_row, render_boot_text};
 
 pub const ALPHA: f64 = 0.05;
 pub const POWER: f64 = 0.8;
+/// Seed of the power simulations: the same pilot always gives the same plan.
+pub const POWER_SEED: u64 = power::PLAN_SEED;
+
+/// The level one comparison must reach in a report of `comparisons`
+/// comparisons: alpha / m, the first step of Holm's correction (the one a
+/// single real change among unchanged metrics must pass). Planning at 0.05
+/// while the report corrects over m comparisons promised power the report
+/// could not deliver; at m = 6 the U test cannot reject with fewer than 5
+/// units a side.
+pub fn alpha_per_comparison(comparisons: usize) -> f64 {
+    ALPHA / comparisons.max(1) as f64
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PlanFormat {
@@ -122,6 +137,10 @@ pub struct RunPlan {
     pub status: String,
     pub detect: f64,
     pub alpha: f64,
+    /// Comparisons the report corrects over (the pilot's headline family).
+    pub comparisons: usize,
+    /// The level each row is planned at: `alpha` / `comparisons`.
+    pub alpha_per_comparison: f64,
     pub power: f64,
     pub rows: Vec<Row>,
 }
@@ -149,7 +168,14 @@ fn effective_n(n1: usize, n2: usize) -> usize {
     (2.0 * n1 as f64 * n2 as f64 / (n1 + n2) as f64 + 1e-9).floor() as usize
 }
 
-fn row(workload: &str, spec: &crate::metric::MetricSpec, base: &Cell, cfg: &Cell, d: f64) -> Row {
+fn row(
+    workload: &str,
+    spec: &crate::metric::MetricSpec,
+    base: &Cell,
+    cfg: &Cell,
+    d: f64,
+    alpha: f64,
+) -> Row {
     let (n1, n2) = (base.values.len(), cfg.values.len());
     let mut r = Row {
         workload: workload.to_string(),
@@ -188,9 +214,10 @@ fn row(workload: &str, spec: &crate::metric::MetricSpec, base: &Cell, cfg: &Cell
         r.note = Some("no spread (all runs equal)".into());
         return r;
     }
-    r.runs_u_test = power::runs_for_power_u_test(d, cov, ALPHA, POWER);
-    r.runs_t_test = power::runs_for_power(d, cov, ALPHA, POWER);
-    r.detectable = power::minimum_detectable_effect(effective_n(n1, n2), cov, ALPHA, POWER);
+    r.runs_u_test =
+        power::units_for_power(power::ReportTest::Rank, d, cov, alpha, POWER, POWER_SEED);
+    r.runs_t_test = power::runs_for_power(d, cov, alpha, POWER);
+    r.detectable = power::minimum_detectable_effect(effective_n(n1, n2), cov, alpha, POWER);
     r
 }
 
@@ -201,10 +228,11 @@ fn any_row(
     base: &Cell,
     cfg: &Cell,
     d: f64,
+    alpha: f64,
 ) -> Row {
-    let mut r = row(workload, spec, base, cfg, d);
+    let mut r = row(workload, spec, base, cfg, d, alpha);
     if r.n_baseline >= 2 && r.n_config >= 2 {
-        boot_row(&mut r, base, cfg, d);
+        boot_row(&mut r, base, cfg, d, alpha);
     }
     r
 }
@@ -218,14 +246,16 @@ pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, Error> {
         ..Default::default()
     };
     let a = analysis::analyze(data, &opts)?;
+    let comparisons = a.n_comparisons.max(1);
+    let alpha = alpha_per_comparison(comparisons);
     let mut rows = Vec::new();
     for m in &a.metrics {
         let base = &m.cells[0];
         if m.cells.len() == 1 {
-            rows.push(any_row(&m.workload, &m.spec, base, base, detect));
+            rows.push(any_row(&m.workload, &m.spec, base, base, detect, alpha));
         }
         for cfg in &m.cells[1..] {
-            rows.push(any_row(&m.workload, &m.spec, base, cfg, detect));
+            rows.push(any_row(&m.workload, &m.spec, base, cfg, detect, alpha));
         }
     }
     Ok(RunPlan {
@@ -236,6 +266,8 @@ pub fn plan(data: &ExperimentData, detect: f64) -> Result<RunPlan, Error> {
         status: a.info.status.to_string(),
         detect,
         alpha: ALPHA,
+        comparisons,
+        alpha_per_comparison: alpha,
         power: POWER,
         rows,
     })
@@ -292,6 +324,11 @@ pub fn render_text(p: &RunPlan) -> String {
         pct_short(p.detect),
         p.alpha
     ));
+    out.push_str(&format!(
+        "at {:.2e} per comparison (Holm over {} comparisons, its first step);\n",
+        p.alpha_per_comparison, p.comparisons
+    ));
+    out.push_str("U test: its power simulated, never below the runs it can reject with;\n");
     out.push_str("from the CoV of the runs done (pooled with the baseline's);\n");
     out.push_str("detectable: smallest shift found with 80% power at the runs done\n\n");
     let mut workload: Option<&str> = None;

@@ -184,8 +184,20 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
                 .find(|c| c.config == cmp.config)
                 .map(|c| c.values.clone())
                 .unwrap_or_default();
+            // As plan-runs: the report's own test at the level Holm leaves
+            // one change, never below the size at which it can reject.
+            let by_boot = m.cells.iter().any(|c| c.boots.is_some());
+            let level = a.alpha / a.n_comparisons.max(1) as f64;
             let needed = crate::analysis::pooled_cov(base, other)
-                .and_then(|cov| crate::stats::power::runs_for_power_u_test(0.01, cov, a.alpha, 0.8))
+                .filter(|cov| *cov > 0.0)
+                .and_then(|cov| {
+                    use crate::stats::power::{self, ReportTest, PLAN_SEED};
+                    if by_boot {
+                        power::boots_for_power(0.01, cov, level, 0.8, PLAN_SEED)
+                    } else {
+                        power::units_for_power(ReportTest::Rank, 0.01, cov, level, 0.8, PLAN_SEED)
+                    }
+                })
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "n/a".into());
             let _ = writeln!(

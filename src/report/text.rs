@@ -164,7 +164,8 @@ pub fn header(a: &Analysis) -> String {
          needs a Mann-Whitney p < {} after {correction} over {} comparisons, with \
          the mean and the rank (Hodges-Lehmann) shift pointing the same way; \
          otherwise the delta is marked ~ (within noise). The CI is widened for small \
-         samples so that it keeps its level. Unit of replication: {}.",
+         samples so that it keeps its level; below 5 {} a side it is Welch's t \
+         interval of the log ratio.{} Unit of replication: {}.",
         ascii(&a.baseline),
         if by_boot {
             "boots (a boot's value is the mean of its runs)"
@@ -175,6 +176,13 @@ pub fn header(a: &Analysis) -> String {
         a.resamples,
         a.alpha,
         a.n_comparisons,
+        if by_boot { "boots" } else { "runs" },
+        if by_boot {
+            " With fewer than 8 boots a side the test is Welch's t on the boot means \
+             instead of Mann-Whitney, and the mean's direction alone must agree."
+        } else {
+            ""
+        },
         a.unit_of_replication,
     );
     h.push_str(&wrap(&text, ""));

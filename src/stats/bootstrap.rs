@@ -183,8 +183,15 @@ pub fn expanded_confidence(base: &[f64], other: &[f64], confidence: f64) -> f64 
     if !(z_expanded.is_finite() && z_expanded >= z) {
         return confidence;
     }
-    2.0 * normal_cdf(z_expanded) - 1.0
+    // Never exactly 1: a level that rounds to 1 has no quantile inside the
+    // resamples, and the CI would be refused on ordinary data (it was, at 2
+    // a side with unequal spreads). The extremes of the resamples are what
+    // the bootstrap can say; below 5 a side the report does not use it.
+    (2.0 * normal_cdf(z_expanded) - 1.0).min(MAX_EXPANDED_LEVEL)
 }
+
+/// The highest level [`expanded_confidence`] returns.
+pub const MAX_EXPANDED_LEVEL: f64 = 0.9999;
 
 /// Percentile bootstrap CI of mean(other) / mean(base) at exactly
 /// `confidence` (as SciPy computes it); pass

@@ -15,8 +15,13 @@
 //! (d) Adaptive stopping on precision: add one run per side until the CI
 //!     is narrow enough, and compare the runs it uses with the
 //!     known-variance t-test runs.
+//! (e) The edges (issue 31): the CI's coverage at 2-10 units a side, the
+//!     boot-level test's A/A rate and power at 3, 4, 6 and 10 boots for
+//!     between-boot shares 0.2, 0.5 and 0.9, plan-runs' recommendations
+//!     against the report's real power, hosts named in A/A fleets, and the
+//!     heavy-tail cost of the verdict's agreement rule.
 //!
-//! Each part is a file (sim.rs: a and b, real.rs, adaptive.rs), the text
+//! Each part is a file (sim.rs: a and b, real.rs, adaptive.rs, edges.rs), the text
 //! they print is render.rs; this file holds the sizes and the command.
 
 use std::path::Path;
@@ -89,6 +94,7 @@ impl Sizes {
 }
 
 mod adaptive;
+mod edges;
 mod real;
 mod render;
 mod sim;
@@ -96,6 +102,7 @@ mod sim;
 // Every part's public items at the path they have always had
 // (`commands::calibrate::aa_table`, ...), which the tests use.
 pub use adaptive::*;
+pub use edges::*;
 pub use real::*;
 pub use render::*;
 pub use sim::*;
@@ -147,6 +154,9 @@ pub fn run(args: &CalibrateArgs, _store_path: &Path) -> Result<()> {
         .map(|&r| adaptive(r, s.adaptive_trials, s.adaptive_resamples, args.seed))
         .collect();
     emit(&(render_adaptive(&rows) + &took(part)));
+    let part = Instant::now();
+    let e = EdgeSizes::new(args.quick);
+    emit(&(render_edges(&edges(&e, args.seed), &e) + &took(part)));
     emit(&format!("wall time: {:.1} s", t0.elapsed().as_secs_f64()));
     Ok(())
 }

@@ -5,6 +5,7 @@
 use crate::stats::calibrate::Shape;
 
 use super::adaptive::*;
+use super::edges::*;
 use super::real::*;
 use super::sim::*;
 use super::Sizes;
@@ -167,6 +168,118 @@ pub fn render_adaptive(rows: &[AdaptiveResult]) -> String {
             100.0 * a.detection,
             a.mean_runs_aa,
             100.0 * a.false_positive
+        ));
+    }
+    out
+}
+
+/// Part (e): the statistics at the edges (issue 31).
+pub fn render_edges(e: &Edges, s: &EdgeSizes) -> String {
+    let mut out = format!(
+        "(e) The edges: {} experiments per figure, {} resamples per CI.\n\n\
+         \x20   95% CI coverage of the true ratio 1.02 at 2-10 units a side: the\n\
+         \x20   report's CI (Welch's t on the log ratio below 5 a side, the widened\n\
+         \x20   bootstrap from 5) / the widened percentile bootstrap alone, which\n\
+         \x20   cannot leave the hull of the between-side ratios (< below 94%):\n",
+        s.trials, s.resamples
+    );
+    out.push_str(&format!("    {:<12}", "shape"));
+    for n in SMALL_NS {
+        out.push_str(&format!("{:>13}", format!("n={n}")));
+    }
+    out.push('\n');
+    for r in &e.coverage {
+        out.push_str(&format!("    {:<12}", shape_name(r.shape)));
+        for (_, rep, boot) in &r.cells {
+            let mark = if *rep < 0.94 { "<" } else { " " };
+            out.push_str(&format!(
+                "{:>13}",
+                format!("{:.1}{mark}/{:.1}", 100.0 * rep, 100.0 * boot)
+            ));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n    Boot-level test ({} runs per boot, run CoV 1%; Welch's t on boot means\n\
+         \x20   below 8 boots a side, U test from 8): A/A flagged, and power for a\n\
+         \x20   {:.1}% shift (the U test's power at the same boots after the slash).\n",
+        RUNS_PER_BOOT,
+        100.0 * BOOT_SHIFT
+    ));
+    out.push_str(&format!("    {:<8}{:<7}", "share", ""));
+    for b in BOOTS {
+        out.push_str(&format!("{:>13}", format!("{b} boots")));
+    }
+    out.push('\n');
+    for share in SHARES {
+        let row: Vec<&crate::stats::edges::BootLevel> = e
+            .boots
+            .iter()
+            .filter(|b| b.between_share == share)
+            .collect();
+        out.push_str(&format!("    {:<8}{:<7}", format!("{share}"), "A/A"));
+        for b in &row {
+            out.push_str(&format!("{:>13}", banded(b.aa_rate, Some(AA_BAND))));
+        }
+        out.push('\n');
+        out.push_str(&format!("    {:<8}{:<7}", "", "power"));
+        for b in &row {
+            out.push_str(&format!(
+                "{:>13}",
+                format!("{:.1}/{:.1}", 100.0 * b.power, 100.0 * b.rank_power)
+            ));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\n    plan-runs: at the effect where the plan's own power at n is 80%, the\n\
+         \x20   n it recommends and the verdict's power there with other draws\n\
+         \x20   ({} experiments each; band 78-85%):\n",
+        s.plan_trials
+    ));
+    for c in &e.plans {
+        let test = match c.test {
+            crate::stats::power::ReportTest::Rank => "U test",
+            crate::stats::power::ReportTest::Welch => "Welch",
+        };
+        let mark = if (0.78..=0.85).contains(&c.realised) {
+            " "
+        } else {
+            "!"
+        };
+        out.push_str(&format!(
+            "    {test:<7} n={:<3} effect {:.2} sd: recommends {:<3} power {:.1}%{mark}\n",
+            c.n,
+            c.es,
+            c.recommended,
+            100.0 * c.realised
+        ));
+    }
+    out.push_str(&format!(
+        "\n    A/A fleets: reports of {} metrics, {} runs a side per host, {} reports\n\
+         \x20   each; a host named (Holm over the report) / named without correction;\n\
+         \x20   the pooled 95% CI's coverage:\n",
+        FLEET_METRICS, FLEET_RUNS, s.fleet_trials
+    ));
+    for f in &e.fleets {
+        out.push_str(&format!(
+            "    {} hosts: named {} / {:.1}%, pooled coverage {:.1}%\n",
+            f.hosts,
+            banded(f.named, Some((0.0, 0.05))),
+            100.0 * f.named_uncorrected,
+            100.0 * f.pooled_coverage
+        ));
+    }
+    out.push_str(
+        "\n    Heavy right tails (Pareto, n=30 a side): the verdict's power (the mean\n\
+         \x20   must move with the rank shift) / the U test alone (benchstat's rule):\n",
+    );
+    for (tail, shift, v, u) in &e.heavy {
+        out.push_str(&format!(
+            "    tail index {tail}: +{:.0}%: {:.1}% / {:.1}%\n",
+            100.0 * shift,
+            100.0 * v,
+            100.0 * u
         ));
     }
     out

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{count, effective_n, pct, pct_short, power, Row, RunPlan, ALPHA, POWER};
+use super::{count, effective_n, pct, pct_short, power, Row, RunPlan, POWER, POWER_SEED};
 use crate::analysis::Cell;
 
 /// What the variance components of a kernel comparison say about boots and
@@ -68,12 +68,15 @@ fn components(a: &Cell, b: &Cell) -> Option<(f64, f64, f64)> {
 
 /// A kernel row: boots per config from the variance of a boot's mean of m
 /// runs (see the module doc), at m, 2m and unlimited m.
-pub(super) fn boot_row(r: &mut Row, base: &Cell, cfg: &Cell, d: f64) {
+pub(super) fn boot_row(r: &mut Row, base: &Cell, cfg: &Cell, d: f64, alpha: f64) {
     let Some((vb, vw, m)) = components(base, cfg) else {
         return;
     };
     let cov = |m: f64| (vb + vw / m).sqrt();
-    let boots = |c: f64| (c > 0.0).then(|| power::runs_for_power_u_test(d, c, ALPHA, POWER))?;
+    // The test the report applies at the boots recommended: Welch's t on
+    // boot means below 8 a side, the U test from 8 on.
+    let boots =
+        |c: f64| (c > 0.0).then(|| power::boots_for_power(d, c, alpha, POWER, POWER_SEED))?;
     r.cov = Some(cov(m));
     r.note = None;
     if cov(m) == 0.0 {
@@ -83,11 +86,11 @@ pub(super) fn boot_row(r: &mut Row, base: &Cell, cfg: &Cell, d: f64) {
         r.detectable = None;
     } else {
         r.runs_u_test = boots(cov(m));
-        r.runs_t_test = power::runs_for_power(d, cov(m), ALPHA, POWER);
+        r.runs_t_test = power::runs_for_power(d, cov(m), alpha, POWER);
         r.detectable = power::minimum_detectable_effect(
             effective_n(r.n_baseline, r.n_config),
             cov(m),
-            ALPHA,
+            alpha,
             POWER,
         );
     }
@@ -176,15 +179,18 @@ pub(super) fn render_boot_text(p: &RunPlan) -> String {
     ));
     out.push_str(&wrap80(
         &format!(
-            "boots per config for {:.0}% power to detect a {} shift (two-sided, alpha {}, U \
-             test), from the variance components of the boots done (pooled with the \
+            "boots per config for {:.0}% power to detect a {} shift (two-sided, alpha {}, \
+             {:.2e} per comparison: Holm over {} comparisons, its first step; Welch's t on boot \
+             means below 8 boots a side, the U test from 8, power simulated), from the variance components of the boots done (pooled with the \
              baseline's): a boot's mean of m runs has CoV sqrt(B^2 + W^2 / m), B and W the \
              CoVs between boots and between runs of a boot. \
              m: runs per boot; share: between-boot share of the variance; CoV: of a boot's \
              mean; 2m, inf: boots needed with twice or unlimited runs per boot",
             p.power * 100.0,
             pct_short(p.detect),
-            p.alpha
+            p.alpha,
+            p.alpha_per_comparison,
+            p.comparisons
         ),
         "",
     ));

@@ -269,6 +269,17 @@ pub fn analyze(hosts_in: &[HostExperiment], opts: &analysis::Options) -> Result<
         }
     }
 
+    // Which hosts differ is decided over the report's whole family.
+    {
+        let mut pools: Vec<&mut Pooled> = comparisons.iter_mut().map(|c| &mut c.pooled).collect();
+        hosts::correct_differs(&mut pools, opts.confidence);
+    }
+    for c in &mut comparisons {
+        for (row, d) in c.rows.iter_mut().zip(&c.pooled.differs) {
+            row.differs = *d;
+        }
+    }
+
     let prints: Vec<&BTreeMap<String, String>> =
         hosts_in.iter().map(|h| &h.data.info.fingerprint).collect();
     let mut differ: Vec<String> = Vec::new();

@@ -39,7 +39,8 @@ fn method(f: &Fleet) -> String {
          with hosts - 1 degrees of freedom; one host gives no pooled CI); tau is the \
          spread of the change between hosts. A host differs when, with 3 hosts or more, \
          its estimate lies outside its own CI, widened by the other hosts' spread, \
-         around their pooled estimate.",
+         around their pooled estimate, after Holm's correction over every host of \
+         every comparison in this report.",
         f.baseline,
         f.confidence * 100.0,
     )

@@ -203,7 +203,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         o,
         "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
          (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
-         Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way. \
+         Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way{}. \
          <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
          <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
          Each point's change is written beside it. Largest changes first.</p>",
@@ -211,7 +211,12 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         a.confidence * 100.0,
         a.resamples,
         a.alpha,
-        a.n_comparisons
+        a.n_comparisons,
+        if crate::report::boots_text::by_boot(a) {
+            " (with fewer than 8 boots a side: Welch's t on the boot means, and the mean's direction)"
+        } else {
+            ""
+        }
     );
     let overhead = crate::report::overhead::text_lines(a);
     if let Some((head, rest)) = overhead.split_first() {
