@@ -35,7 +35,7 @@ pub fn teardown_after_crash(store: &Store, exp: i64, p: &mut Prepared) -> Result
             return Some(st);
         }
         if let Some(pid) = st.pid {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: waiting for the {} shell (pid {pid}) that was running when sysdelta stopped",
                 st.step
             );

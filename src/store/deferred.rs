@@ -59,6 +59,12 @@ impl Store {
         if !self.db.is_pg() {
             return self.apply(&w);
         }
+        if self.has_writer() {
+            // Kept here, crash-safe, and sent with the next fold: a config
+            // switch waits for no commit on the server.
+            self.deferred.borrow_mut().push(w);
+            return self.keep_deferred();
+        }
         if self.apply_deferred(false)? {
             match self.db.quickly(|| self.apply(&w)) {
                 Err(e) if db::is_unreachable(&e) => self.note_unreachable(&e),
@@ -117,7 +123,7 @@ impl Store {
                 self.deferred.borrow_mut().clear();
                 let aside = super::fold::aside_path(&path);
                 let moved = std::fs::rename(&path, &aside);
-                eprintln!(
+                crate::sys::stderr::say!(
                     "sysdelta: warning: {}: the writes a stopped sysdelta left could not be stored ({e:#}); {}",
                     path.display(),
                     match moved {
@@ -130,7 +136,7 @@ impl Store {
         }
     }
 
-    fn apply(&self, w: &Write) -> Result<()> {
+    pub(super) fn apply(&self, w: &Write) -> Result<()> {
         match w {
             Write::Entered { exp, config } => self.db.execute(
                 "UPDATE experiments SET entered_config = ?2, entered_env = NULL WHERE id = ?1",
@@ -164,9 +170,20 @@ impl Store {
     }
 
     /// Write the deferred writes whole to `<anchor>.deferred` (a
-    /// temporary file renamed into place).
-    fn keep_deferred(&self) -> Result<()> {
+    /// temporary file renamed into place); none: the file is removed.
+    pub(super) fn keep_deferred(&self) -> Result<()> {
         let path = path_for(&self.path);
+        if self.deferred.borrow().is_empty() {
+            return match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e).with_context(|| {
+                    format!(
+                        "{}: cannot remove the writes the server has",
+                        path.display()
+                    )
+                }),
+                _ => Ok(()),
+            };
+        }
         let mut text = String::new();
         for w in self.deferred.borrow().iter() {
             text.push_str(&serde_json::to_string(w)?);
@@ -186,7 +203,7 @@ impl Store {
     /// Say once that the server is out of reach and what waits for it.
     pub(super) fn note_unreachable(&self, e: &anyhow::Error) {
         if !self.unreachable.replace(true) {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: warning: {e:#}; runs wait in {} and other writes in {} until it is back, and the experiment goes on",
                 super::runlog::path_for(&self.path).display(),
                 path_for(&self.path).display()
@@ -197,7 +214,7 @@ impl Store {
     /// Say once that the server answers again.
     pub(super) fn note_reachable(&self) {
         if self.unreachable.replace(false) {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: {}: reachable again; what waited for it is stored",
                 self.shown()
             );

@@ -160,13 +160,18 @@ pub fn path_of(named: &Path) -> Result<PathBuf> {
 /// [`anchor_for`] with the state directory `dir`.
 pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let parsed = Url::parse(url)?;
-    // Connect once, so a wrong password or a server that is not there is
-    // said now, in one line, before anything is prepared or written.
-    drop(super::db::Pg::connect(
-        parsed.config.clone(),
-        parsed.shown.clone(),
-    )?);
     let anchor = parsed.anchor_in(dir);
+    // Connect once, so a wrong password or a server that is not there is
+    // said now, in one line, before anything is prepared or written;
+    // unless this machine already anchors that URL: then what is local
+    // (restore's journal, list's waiting runs, flush) works with the
+    // server out of reach, and the store's open says what is wrong.
+    if let Err(e) = super::db::Pg::connect(parsed.config.clone(), parsed.shown.clone()) {
+        if pointer_url(&anchor).as_deref() == Some(url) {
+            return Ok(anchor);
+        }
+        return Err(e);
+    }
     if pointer_url(&anchor).as_deref() != Some(url) {
         write_anchor(&anchor, url)?;
     }

@@ -2,7 +2,8 @@
 //! each is written once: sizes as people write them (`size`), CPU affinity
 //! through `nix::sched` (`affinity`), `perf_event_open` (`perf`), the mount
 //! table (`mountinfo`) and mounting (`mount`), loop devices (`loopdev`),
-//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`).
+//! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`),
+//! warnings on stderr that never panic (`stderr`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
@@ -13,4 +14,5 @@ pub mod mountinfo;
 pub mod perf;
 pub mod procstat;
 pub mod size;
+pub mod stderr;
 pub mod sysfs;
