@@ -1,0 +1,3 @@
+mod common;
+#[path = "security/outage.rs"]
+mod outage;
