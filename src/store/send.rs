@@ -143,6 +143,19 @@ impl Store {
             if self.caught_up() {
                 return Ok(true);
             }
+            let in_flight = self
+                .writer
+                .borrow()
+                .as_ref()
+                .is_some_and(|w| w.in_flight.is_some());
+            if !in_flight {
+                // Something waits and could not be handed over: the
+                // writer's thread is gone. The rest stays on this machine.
+                return Err(anyhow::anyhow!(
+                    "{}: the store's writer stopped; what waits stays on this machine",
+                    self.shown()
+                ));
+            }
             if give_up(start) {
                 return Ok(false);
             }
