@@ -47,6 +47,25 @@ pub(super) enum Write {
     },
 }
 
+/// Drop from `pending[sent..]` (what the writer has not been handed yet)
+/// the writes `w` makes void: the config entered (and its environment)
+/// of the same experiment, which `w` sets again, so that a second of
+/// config switches leaves one entered config to write, not hundreds.
+fn supersede(pending: &mut Vec<Write>, sent: usize, w: &Write) {
+    let voids = |old: &Write| match (w, old) {
+        (Write::Entered { exp, .. }, Write::Entered { exp: e, .. })
+        | (Write::Entered { exp, .. }, Write::EnteredEnv { exp: e, .. })
+        | (Write::EnteredEnv { exp, .. }, Write::EnteredEnv { exp: e, .. }) => exp == e,
+        _ => false,
+    };
+    let mut i = 0;
+    pending.retain(|old| {
+        let keep = i < sent || !voids(old);
+        i += 1;
+        keep
+    });
+}
+
 /// `<anchor>.deferred`.
 pub(super) fn path_for(store: &Path) -> PathBuf {
     Store::beside(store, ".deferred")
@@ -62,6 +81,8 @@ impl Store {
         if self.has_writer() {
             // Kept here, crash-safe, and sent with the next fold: a config
             // switch waits for no commit on the server.
+            let sent = self.writes_in_flight();
+            supersede(&mut self.deferred.borrow_mut(), sent, &w);
             self.deferred.borrow_mut().push(w);
             return self.keep_deferred();
         }
@@ -219,5 +240,44 @@ impl Store {
                 self.shown()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_entered_again_voids_what_was_not_sent_and_keeps_what_was() {
+        let entered = |c: &str| Write::Entered {
+            exp: 1,
+            config: Some(c.into()),
+        };
+        let env = |e: &str| Write::EnteredEnv {
+            exp: 1,
+            env: e.into(),
+        };
+        let event = Write::Event {
+            exp: 1,
+            kind: "k".into(),
+            message: "m".into(),
+        };
+        let mut pending = vec![
+            entered("a"),
+            env("A"),
+            event.clone(),
+            entered("b"),
+            env("B"),
+        ];
+        // The first two are in flight: they stay, in order.
+        supersede(&mut pending, 2, &entered("c"));
+        assert_eq!(pending, vec![entered("a"), env("A"), event.clone()]);
+        let other = Write::Entered {
+            exp: 2,
+            config: None,
+        };
+        pending.push(other.clone());
+        supersede(&mut pending, 0, &env("C"));
+        assert_eq!(pending, vec![entered("a"), event, other]);
     }
 }

@@ -41,6 +41,15 @@ impl Store {
         Ok(())
     }
 
+    /// How many of the deferred writes the batch in flight holds.
+    pub(super) fn writes_in_flight(&self) -> usize {
+        self.writer
+            .borrow()
+            .as_ref()
+            .and_then(|w| w.in_flight.as_ref())
+            .map_or(0, |f| f.writes)
+    }
+
     /// Whether the background writer writes the server.
     pub(super) fn has_writer(&self) -> bool {
         self.writer.borrow().is_some()
