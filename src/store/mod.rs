@@ -74,6 +74,8 @@ pub struct Store {
     /// The experiment's end stopped waiting for an absent server: what is
     /// left stays on this machine, and nothing more waits for it.
     gave_up: std::cell::Cell<bool>,
+    /// `<anchor>.deferred` open for appending, while the writer runs.
+    deferred_out: RefCell<Option<std::fs::File>>,
     /// Runs left in the run log file when the end gave up.
     left_runs: std::cell::Cell<usize>,
 }

@@ -80,6 +80,7 @@ impl Store {
             unreachable: std::cell::Cell::new(false),
             deferred: RefCell::new(Vec::new()),
             writer: RefCell::new(None),
+            deferred_out: RefCell::new(None),
             gave_up: std::cell::Cell::new(false),
             left_runs: std::cell::Cell::new(0),
         }
