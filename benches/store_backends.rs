@@ -16,7 +16,11 @@
 //!
 //! PostgreSQL is a throwaway server of the bench's own on a Unix socket
 //! (tests/common/pg.rs; root and the PostgreSQL 15 binaries needed, else
-//! the bench says why and stops). Rounds alternate the backends (A B, B A,
+//! the bench says why and stops), with PostgreSQL's default durability
+//! (`fsync`, `synchronous_commit` and `full_page_writes` on): each commit
+//! waits for the disk, as on a team's server. The run path waits for none
+//! of them: a background writer sends the run log's folds and the state
+//! writes (`store::writer`). Rounds alternate the backends (A B, B A,
 //! ...); figures are medians over rounds with min and max, and the
 //! difference is taken pair by pair. Run: `cargo bench --bench
 //! store_backends`.
@@ -151,7 +155,12 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let Some(cluster) = pg::PgCluster::start() else {
+    // PostgreSQL's default durability, as a team's server runs: every
+    // commit waits for its WAL to reach the disk.
+    let Some(cluster) = pg::PgCluster::start_with(pg::Options {
+        durable: true,
+        tcp: false,
+    }) else {
         println!("store_backends: no PostgreSQL server could be started (see the SKIP line above)");
         return;
     };

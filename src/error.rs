@@ -15,6 +15,10 @@
 pub const EXIT_BAD_INPUT: u8 = 2;
 /// Exit code of a runtime failure.
 pub const EXIT_FAILURE: u8 = 1;
+/// Exit code of an experiment whose team store stopped answering and did
+/// not come back before its end: every run is safe on this machine, and
+/// `sysdelta flush` sends them (sysexits' EX_TEMPFAIL, "try again later").
+pub const EXIT_ONLY_LOCAL: u8 = 75;
 /// Exit code of a closed stdout (128 + SIGPIPE).
 pub const EXIT_BROKEN_PIPE: u8 = 141;
 

@@ -6,6 +6,8 @@ mod common;
 
 #[path = "security/files.rs"]
 mod files;
+#[path = "security/outage.rs"]
+mod outage;
 #[path = "security/passwords.rs"]
 mod passwords;
 #[path = "security/resume.rs"]

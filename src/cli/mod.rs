@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 pub mod args;
 pub mod env;
 pub mod fleet;
+pub mod flush;
 pub mod import;
 pub mod output;
 pub mod push;
@@ -79,6 +80,9 @@ pub enum Cmd {
     PlanRuns(crate::commands::plan_runs::PlanRunsArgs),
     /// Check the statistics on this machine and in simulation.
     Calibrate(crate::commands::calibrate::CalibrateArgs),
+    /// Send what waits on this machine for the store: runs and writes an
+    /// experiment kept here while its team store's server did not answer.
+    Flush,
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
@@ -124,6 +128,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Fleet(a) => fleet::run(&a, store),
+        Cmd::Flush => flush::run(store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
         Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),
@@ -163,6 +168,9 @@ fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
 /// The whole program: parse, run, end with the exit code the outcome calls
 /// for.
 pub fn main() -> ExitCode {
+    // Before anything is opened: a closed stderr (`2>&-`) must not make
+    // the run log or the store fd 2, where warnings would land.
+    crate::sys::stderr::keep_std_fds();
     // First, while this is the only thread: no child sysdelta starts
     // (workload, setup, monitor, guest, ssh) inherits the store's URL or
     // password.
@@ -187,12 +195,12 @@ pub fn main() -> ExitCode {
                     &whole[..]
                 };
                 for p in problems {
-                    eprintln!("sysdelta: {}", terminal_safe(p));
+                    crate::sys::stderr::say!("sysdelta: {}", terminal_safe(p));
                 }
                 ExitCode::from(bad.exit_code())
             }
             Some(Error::Failed(_)) | None => {
-                eprintln!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
+                crate::sys::stderr::say!("sysdelta: error: {}", terminal_safe(&format!("{e:#}")));
                 ExitCode::from(error::EXIT_FAILURE)
             }
         },

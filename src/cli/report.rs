@@ -124,8 +124,23 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
 }
 
 /// `sysdelta list`.
+///
+/// A team store whose server is out of reach: one line saying so, and
+/// what waits on this machine for it (from its run log and deferred
+/// writes), with the command that sends it.
 pub fn list(store_path: &Path) -> Result<()> {
-    let store = Store::open(store_path, false)?;
+    let store = match Store::open(store_path, false) {
+        Ok(store) => store,
+        Err(e) if crate::store::pg::pointer_url(store_path).is_some() => {
+            crate::sys::stderr::say!(
+                "sysdelta: {e:#}; shown: what waits on this machine for it (sysdelta flush --store {} sends it)",
+                store_path.display()
+            );
+            let (runs, writes) = crate::store::waiting_here(store_path);
+            return emit(&report::list::render_local(&runs, writes), None);
+        }
+        Err(e) => return Err(e),
+    };
     emit(&report::list::render(&store)?, None)
 }
 

@@ -1,6 +1,8 @@
 //! `sysdelta restore`: put back what the journal next to a store holds (a
 //! crashed or killed run's changes), and say which experiments are left to
-//! resume.
+//! resume. The journal is local: a team store whose server is out of reach
+//! is restored all the same, and only the experiments left to resume go
+//! unlisted.
 
 use std::path::Path;
 
@@ -41,7 +43,18 @@ pub fn run(store_path: &Path) -> Result<()> {
         }
     }
     if store_path.exists() {
-        let store = Store::open(store_path, false)?;
+        let store = match Store::open(store_path, false) {
+            Ok(store) => store,
+            // The journal is this machine's: what it held is back, server
+            // or not. Only the experiments left to resume are the store's.
+            Err(e) if crate::store::pg::pointer_url(store_path).is_some() => {
+                crate::sys::stderr::say!(
+                    "sysdelta: {e:#}; the experiments left to resume are not listed until it answers (sysdelta list)"
+                );
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
         for id in store.experiment_ids()? {
             let mut i = store.info(id)?;
             if let Some(c) = &i.entered_config {

@@ -310,19 +310,35 @@ fn execute(
     };
     let outcome = match experiment::run_plan(store_path, plan, &request)? {
         experiment::Finished::NotStarted => {
-            eprintln!("sysdelta: interrupted before the first run; nothing was stored");
+            crate::sys::stderr::say!(
+                "sysdelta: interrupted before the first run; nothing was stored"
+            );
             return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
         }
         experiment::Finished::Ran(o) => o,
     };
     let id = outcome.experiment_id;
+    if let Some(left) = outcome.left_local {
+        // The server stopped answering and did not come back in time: the
+        // runs are safe here, not yet in the store; no report of a store
+        // that cannot be read.
+        let store_named = crate::store::pg::named(store_path);
+        crate::sys::stderr::say!(
+            "sysdelta: experiment {id} {}: {} measured or warm-up runs done, {} failed; not all stored in {store_named}",
+            outcome.status,
+            outcome.runs_done,
+            outcome.runs_failed
+        );
+        crate::sys::stderr::say!("{}", crate::store::left_local_line(id, store_path, left));
+        return Ok(ExitCode::from(crate::error::EXIT_ONLY_LOCAL));
+    }
     // Counted as the report and `list` count (from the store, measured
     // runs apart from warm-ups); the progress line counted every run.
     let store = Store::open(store_path, false)?;
     let runs = store.load(id)?.runs;
     let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
     let warm = runs.iter().filter(|r| r.warmup).count();
-    eprintln!(
+    crate::sys::stderr::say!(
         "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
         outcome.status,
         runs.len() - ok - warm,
@@ -339,7 +355,9 @@ fn execute(
             true => " --plan PLAN",
             false => "",
         };
-        eprintln!("sysdelta: resume with: sysdelta run --resume {id} --store {named}{again}");
+        crate::sys::stderr::say!(
+            "sysdelta: resume with: sysdelta run --resume {id} --store {named}{again}"
+        );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
     super::report::print_report(&store, id, &e.report, !e.no_report)?;
@@ -347,10 +365,10 @@ fn execute(
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
-        eprintln!("sysdelta: {why}");
+        crate::sys::stderr::say!("sysdelta: {why}");
     }
     for cell in runner::cells_without_success(&store, id)? {
-        eprintln!("sysdelta: no successful run of {cell}");
+        crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
     }
     Ok(if failed {

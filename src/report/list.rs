@@ -51,6 +51,23 @@ pub fn render(store: &Store) -> Result<String> {
     Ok(terminal_safe_lines(&out))
 }
 
+/// What `list` shows of a team store whose server is out of reach: the
+/// runs that wait on this machine per experiment, and the other writes
+/// (config entered, events, status) that wait with them.
+pub fn render_local(runs: &std::collections::BTreeMap<i64, usize>, writes: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{:>4} waiting on this machine", "id");
+    for (id, n) in runs {
+        let _ = writeln!(out, "{id:>4} {n} run{}", if *n == 1 { "" } else { "s" });
+    }
+    let _ = writeln!(
+        out,
+        "     {writes} other write{}",
+        if writes == 1 { "" } else { "s" }
+    );
+    out
+}
+
 /// `a, b, c` in at most `room` characters: as many whole names as fit with
 /// `+N` for the rest (at least the first name, however long).
 fn fit(names: &[String], room: usize) -> String {

@@ -60,7 +60,7 @@ pub fn teardown_after_crash(
             return Some(st);
         }
         if let Some(pid) = st.pid {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: waiting for the {} shell (pid {pid}) that was running when sysdelta stopped",
                 st.step
             );

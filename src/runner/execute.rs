@@ -329,7 +329,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     progress.finish();
     for e in &cleanup_errors {
         let _ = store.add_event(exp, "teardown", e);
-        eprintln!("sysdelta: {e}");
+        crate::sys::stderr::say!("sysdelta: {e}");
     }
 
     let cancelled = opts.cancel.load(Ordering::SeqCst);

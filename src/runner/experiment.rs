@@ -94,7 +94,7 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
             prepared.check_resume(&info)?;
             if let Some(msg) = super::teardown_after_crash(&store, id, &mut prepared, req.checked)?
             {
-                eprintln!("sysdelta: {msg}");
+                crate::sys::stderr::say!("sysdelta: {msg}");
             }
             store.set_status(id, ExperimentStatus::Running)?;
             id

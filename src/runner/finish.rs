@@ -183,6 +183,7 @@ pub(crate) fn finish(
         runs_done,
         runs_failed,
         stopped,
+        left_local: store.left_local(),
     })
 }
 

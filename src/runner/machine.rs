@@ -245,7 +245,7 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
             if !force {
                 return Err(bad(format!("{msg}, or pass --force to run anyway")));
             }
-            eprintln!("sysdelta: warning: {msg} (--force: running anyway)");
+            crate::sys::stderr::say!("sysdelta: warning: {msg} (--force: running anyway)");
         } else if let Some(e) = entry {
             // Nothing left there: the entry has said all it had to say.
             let _ = std::fs::remove_file(e);

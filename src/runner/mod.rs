@@ -222,6 +222,9 @@ pub struct Outcome {
     /// Why the experiment stopped before its end (a cell failing
     /// `max_failures` runs in a row); status "failed".
     pub stopped: Option<String>,
+    /// What a team store's server did not take before the end (it
+    /// stopped answering): on this machine, for `sysdelta flush`.
+    pub left_local: Option<crate::store::LeftLocal>,
 }
 
 pub struct ExecOptions<'a> {

@@ -57,7 +57,7 @@ impl Progress {
                 *done += 1;
                 let due = last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
                 if due || failed || *done == *total {
-                    eprintln!(
+                    crate::sys::stderr::say!(
                         "sysdelta: [{done}/{total}] {}{}",
                         what(),
                         if failed { " FAILED" } else { "" }
@@ -81,7 +81,7 @@ impl Progress {
     pub fn note(&self, msg: &str) {
         match self {
             Progress::Bar(pb) => pb.println(msg),
-            Progress::Lines { .. } => eprintln!("sysdelta: {msg}"),
+            Progress::Lines { .. } => crate::sys::stderr::say!("sysdelta: {msg}"),
             Progress::Quiet => {}
         }
     }

@@ -22,13 +22,13 @@ pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
         .spawn(move || {
             for sig in signals.forever() {
                 if flag.swap(true, Ordering::SeqCst) {
-                    eprintln!("sysdelta: second signal: aborting now; run `sysdelta restore` if a config was entered");
+                    crate::sys::stderr::say!("sysdelta: second signal: aborting now; run `sysdelta restore` if a config was entered");
                     crate::process::kill_current_group();
                     // 130 whatever the signal: the README's one code for
                     // "interrupted".
                     std::process::exit(INTERRUPTED);
                 }
-                eprintln!("sysdelta: signal {sig}: stopping after the current config is torn down (again to abort)");
+                crate::sys::stderr::say!("sysdelta: signal {sig}: stopping after the current config is torn down (again to abort)");
             }
         })?;
     Ok(cancel)

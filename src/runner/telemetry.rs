@@ -57,7 +57,7 @@ pub(crate) fn before_first_block(store: &Store, exp: i64, p: &mut Prepared) -> R
                 Ok(cost) => {
                     let c = RateChoice::choose(cost.per_sample_s, t.budget, t.profile_hz);
                     if c.over_budget() {
-                        eprintln!(
+                        crate::sys::stderr::say!(
                             "warning: profile_hz {} is predicted to cost {:.2}% of a CPU here ({:.1} us a sample), above the budget of {:.2}%; sampling at {} Hz as the plan says",
                             c.hz,
                             c.predicted * 100.0,

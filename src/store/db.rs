@@ -329,6 +329,11 @@ impl Pg {
         })
     }
 
+    /// The connection's settings (the store's writer makes its own).
+    pub fn config(&self) -> &postgres::Config {
+        &self.config
+    }
+
     /// The URL without its password.
     pub fn shown(&self) -> &str {
         &self.shown

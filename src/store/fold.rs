@@ -25,7 +25,9 @@ impl Store {
         let (contents, bytes) = match runlog::Contents::read(&log) {
             Ok(read) => read,
             Err(e) => {
-                eprintln!("sysdelta: warning: {e:#}; the runs in it are not in the store");
+                crate::sys::stderr::say!(
+                    "sysdelta: warning: {e:#}; the runs in it are not in the store"
+                );
                 return Ok(());
             }
         };
@@ -35,7 +37,7 @@ impl Store {
         let refused = match self.fold_records(&contents.records) {
             Ok(refused) => refused,
             Err(e) => {
-                eprintln!(
+                crate::sys::stderr::say!(
                     "sysdelta: warning: {}: the runs a stopped sysdelta left could not be added to the store ({e:#}); the log stays for the next open",
                     log.display()
                 );
@@ -119,7 +121,7 @@ impl Store {
         } else {
             format!("lines {}-{}", lines.start(), lines.end())
         };
-        eprintln!(
+        crate::sys::stderr::say!(
             "sysdelta: warning: {what}; {} before it {} in the store; {}",
             plural(folded, "run"),
             if folded == 1 { "is" } else { "are" },
@@ -151,7 +153,7 @@ impl Store {
             }
         }
         if missing > 0 {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: warning: {}: {} a stopped sysdelta left {} not in the store and not shown until someone with write access opens it ({why})",
                 log.display(),
                 plural(missing, "run"),
@@ -241,10 +243,15 @@ impl Store {
     /// From now on [`Store::record_run`] appends to the run log (opened or
     /// created next to the store) instead of committing each run. The
     /// caller holds the store's lock for as long as the log is open.
+    ///
+    /// On PostgreSQL, the server is from then on written by a background
+    /// writer (see `writer`), so that a server that stops answering
+    /// holds up no run.
     pub fn log_runs(&self) -> Result<()> {
         let log = runlog::RunLog::open(&runlog::path_for(&self.path))?;
         *self.log.borrow_mut() = Some(log);
-        self.flush_runs()
+        self.flush_runs()?;
+        self.start_writer()
     }
 
     /// Fold the run log into the tables now, if it holds anything
@@ -252,6 +259,18 @@ impl Store {
     /// reach is waited for, up to the database's patience), after the
     /// state writes that waited for it.
     pub fn flush_runs(&self) -> Result<()> {
+        if self.has_writer() {
+            // Once the experiment's end gave up on the server, what is
+            // left stays on this machine.
+            if self.gave_up.get() || self.catch_up(|start| start.elapsed() >= db::PATIENCE)? {
+                return Ok(());
+            }
+            return Err(db::Unreachable {
+                url: self.shown(),
+                why: format!("no answer for {} s", db::PATIENCE.as_secs()),
+            }
+            .into());
+        }
         self.apply_deferred(true)?;
         let mut guard = self.log.borrow_mut();
         let Some(log) = guard.as_mut() else {
@@ -271,6 +290,22 @@ impl Store {
     pub(super) fn fold_when_reachable(&self) -> Result<()> {
         if !self.db.is_pg() {
             return self.flush_runs();
+        }
+        if self.has_writer() {
+            self.send_waiting();
+            // A log grown this big while the server answers (runs faster
+            // than its commits, so never emptied between two): wait once
+            // for the writer to catch up, so that the file is emptied.
+            let big = self
+                .log
+                .borrow()
+                .as_ref()
+                .is_some_and(|l| l.used() >= runlog::FOLD_AT_BYTES);
+            if big && !self.unreachable.get() {
+                let wait = std::time::Duration::from_secs(1);
+                self.catch_up(|start| start.elapsed() >= wait)?;
+            }
+            return Ok(());
         }
         // One quick try to reconnect: the next fold tries again.
         let folded = self.db.quickly(|| {
@@ -302,7 +337,17 @@ impl Store {
 
     /// Fold what is left, remove the log file, and go back to committing
     /// each run. The log stays if the fold fails, for the next open.
+    ///
+    /// With the background writer, a server out of reach is waited for a
+    /// bounded time (see [`Store::catch_up_at_end`]); then the log stays,
+    /// its runs only on this machine (see [`Store::left_local`]).
     pub fn close_run_log(&self) -> Result<()> {
+        if self.has_writer() && !self.catch_up_at_end()? {
+            if let Some(log) = self.log.borrow_mut().take() {
+                self.left_runs.set(self.left_runs.get() + log.pending.len());
+            }
+            return Ok(());
+        }
         self.flush_runs()?;
         if let Some(log) = self.log.borrow_mut().take() {
             match std::fs::remove_file(log.path()) {

@@ -33,8 +33,11 @@ pub mod pgpass;
 mod read;
 pub mod runlog;
 pub mod schema;
+mod send;
+pub use send::{left_local_line, waiting_here, LeftLocal};
 pub mod whole;
 mod write;
+mod writer;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashSet};
@@ -64,8 +67,19 @@ pub struct Store {
     read_only: Option<String>,
     /// A PostgreSQL server was out of reach at the last try (said once).
     unreachable: std::cell::Cell<bool>,
-    /// State writes waiting for a PostgreSQL server out of reach.
+    /// State writes waiting for a PostgreSQL server out of reach, or,
+    /// while the writer runs, for it to send them.
     deferred: RefCell<Vec<deferred::Write>>,
+    /// A PostgreSQL store's background writer, while an experiment runs
+    /// (see `writer`).
+    writer: RefCell<Option<writer::Writer>>,
+    /// The experiment's end stopped waiting for an absent server: what is
+    /// left stays on this machine, and nothing more waits for it.
+    gave_up: std::cell::Cell<bool>,
+    /// `<anchor>.deferred` open for appending, while the writer runs.
+    deferred_out: RefCell<Option<std::fs::File>>,
+    /// Runs left in the run log file when the end gave up.
+    left_runs: std::cell::Cell<usize>,
 }
 
 pub struct NewExperiment<'a> {

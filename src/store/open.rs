@@ -111,7 +111,7 @@ impl Store {
         Ok(())
     }
 
-    fn with(db: Db, path: &Path, read_only: Option<String>) -> Store {
+    pub(super) fn with(db: Db, path: &Path, read_only: Option<String>) -> Store {
         Store {
             db,
             path: path.to_path_buf(),
@@ -119,6 +119,10 @@ impl Store {
             read_only,
             unreachable: std::cell::Cell::new(false),
             deferred: RefCell::new(Vec::new()),
+            writer: RefCell::new(None),
+            deferred_out: RefCell::new(None),
+            gave_up: std::cell::Cell::new(false),
+            left_runs: std::cell::Cell::new(0),
         }
     }
 
@@ -193,7 +197,7 @@ impl Store {
     pub(super) fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
         let wal = Store::beside(path, "-wal");
         if !wal_is_shared(path) && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
-            eprintln!(
+            crate::sys::stderr::say!(
                 "sysdelta: warning: {}: the store's last changes are in its write-ahead log, which cannot be read without write access; they are not shown until someone with write access opens the store",
                 wal.display()
             );

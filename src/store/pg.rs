@@ -244,11 +244,16 @@ pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     }
     crate::sys::trust::check(&anchor).map_err(bad)?;
     // Connect once, so a wrong password or a server that is not there is
-    // said now, in one line, before anything is prepared or written.
-    drop(super::db::Pg::connect(
-        parsed.config.clone(),
-        parsed.shown.clone(),
-    )?);
+    // said now, in one line, before anything is prepared or written;
+    // unless this machine already anchors that URL: then what is local
+    // (restore's journal, list's waiting runs, flush) works with the
+    // server out of reach, and the store's open says what is wrong.
+    if let Err(e) = super::db::Pg::connect(parsed.config.clone(), parsed.shown.clone()) {
+        if pointer_url(&anchor).as_deref() == Some(parsed.kept.as_str()) {
+            return Ok(anchor);
+        }
+        return Err(e);
+    }
     if pointer_url(&anchor).as_deref() != Some(parsed.kept.as_str()) {
         write_anchor(&anchor, &parsed.kept)?;
     }

@@ -158,7 +158,7 @@ impl RunRow {
 /// Initial size of the log file, which is mapped into memory.
 const INITIAL_BYTES: usize = 1 << 20;
 /// Fold once the rows since the last fold take this much.
-const FOLD_AT_BYTES: usize = 8 << 20;
+pub const FOLD_AT_BYTES: usize = 8 << 20;
 
 /// The open log of a running experiment.
 ///
@@ -341,6 +341,22 @@ impl RunLog {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The first `n` pending rows are in the tables (the store's writer
+    /// said so). Once none is left the file is emptied; until then the
+    /// stored rows stay in it too, which a fold after a crash skips.
+    pub fn acked(&mut self, n: usize) -> Result<()> {
+        self.pending.drain(..n.min(self.pending.len()));
+        match self.pending.is_empty() {
+            true => self.emptied(),
+            false => Ok(()),
+        }
+    }
+
+    /// Bytes of rows in the file (stored ones included).
+    pub fn used(&self) -> usize {
+        self.used
     }
 
     /// A fold failed (a server out of reach): the rows stay, and the next

@@ -58,6 +58,12 @@ impl Store {
     /// Record one run already in its run-log shape (a guest's run, which
     /// arrives as a row): as [`Store::record_run`].
     pub fn record_row(&self, row: runlog::RunRow) -> Result<()> {
+        if self.has_writer() {
+            // What the writer stored since the last run leaves the log
+            // before this run is appended (no wait: the answer is there
+            // or not).
+            self.take_answer(std::time::Duration::ZERO)?;
+        }
         let due = match self.log.borrow_mut().as_mut() {
             Some(log) => {
                 log.append(row)?;
@@ -229,6 +235,18 @@ impl Store {
         status: ExperimentStatus,
         self_usage: Option<&serde_json::Value>,
     ) -> Result<()> {
+        if self.has_writer() {
+            // After the runs, through the writer; a server out of reach
+            // is waited for a bounded time, then it is left on this
+            // machine with them (see `send`).
+            self.state_write(deferred::Write::Finish {
+                exp,
+                status: status.as_str().to_string(),
+                self_usage: self_usage.map(|v| v.to_string()),
+            })?;
+            self.catch_up_at_end()?;
+            return Ok(());
+        }
         // The experiment's runs go into the tables before it is marked
         // done; its status is recorded even when that fails (the log stays
         // for the next open, and the error is returned).

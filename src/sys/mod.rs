@@ -4,8 +4,9 @@
 //! table (`mountinfo`) and mounting (`mount`), loop devices (`loopdev`),
 //! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`),
 //! removing a cgroup that may still be busy (`cgroup`), opening the state
-//! files beside a store only when they are ours (`trust`), and the
-//! machine's run directory that only its owner can use (`private_dir`).
+//! files beside a store only when they are ours (`trust`), the machine's
+//! run directory that only its owner can use (`private_dir`), and
+//! warnings on stderr that never panic (`stderr`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
@@ -18,5 +19,6 @@ pub mod perf;
 pub mod private_dir;
 pub mod procstat;
 pub mod size;
+pub mod stderr;
 pub mod sysfs;
 pub mod trust;

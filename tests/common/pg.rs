@@ -34,6 +34,20 @@ pub struct PgCluster {
     password: String,
 }
 
+/// How a cluster is set up beyond the defaults of [`PgCluster::start`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// PostgreSQL's own durability (fsync, synchronous commits, full page
+    /// writes): what a team's server runs with, for the benchmark. Off by
+    /// default: a test's cluster is thrown away.
+    pub durable: bool,
+    /// Also listen on TCP 127.0.0.1:[`PORT`] (scram-sha-256, as initdb's
+    /// host lines say): only inside a network namespace of the test's
+    /// own, where that port is free and packets to it can be dropped
+    /// (see [`PgCluster::tcp_url`]).
+    pub tcp: bool,
+}
+
 /// `psql`: PostgreSQL 15's own, else the one in PATH.
 pub fn psql_bin() -> PathBuf {
     let own = Path::new(PG_BIN).join("psql");
@@ -74,6 +88,11 @@ impl PgCluster {
     /// `SKIP: ...`) when not root or the binaries are missing. Panics when
     /// a step fails on a machine that has them.
     pub fn start() -> Option<PgCluster> {
+        PgCluster::start_with(Options::default())
+    }
+
+    /// [`PgCluster::start`] set up as `o` says.
+    pub fn start_with(o: Options) -> Option<PgCluster> {
         if !super::is_root() {
             std::io::Write::write_fmt(
                 &mut std::io::stderr(),
@@ -140,21 +159,27 @@ impl PgCluster {
             .append(true)
             .open(pg.data_dir().join("postgresql.conf"))
             .unwrap();
-        // Socket only; durability traded for speed (a test's cluster is
-        // thrown away, and a crash test kills the server, not the kernel).
+        // Socket only (unless asked); durability traded for speed unless
+        // asked (a test's cluster is thrown away, and a crash test kills
+        // the server, not the kernel).
         write!(
             conf,
             "\n# tests/common/pg.rs\n\
-             listen_addresses = ''\n\
+             listen_addresses = '{}'\n\
              unix_socket_directories = '{}'\n\
              port = {PORT}\n\
-             fsync = off\n\
-             synchronous_commit = off\n\
-             full_page_writes = off\n\
              shared_buffers = 32MB\n",
+            if o.tcp { "127.0.0.1" } else { "" },
             pg.socket_dir().display()
         )
         .unwrap();
+        if !o.durable {
+            write!(
+                conf,
+                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
+            )
+            .unwrap();
+        }
         drop(conf);
         pg.start_again();
         pg.psql_in("postgres", "CREATE DATABASE sysdelta");
@@ -201,6 +226,15 @@ impl PgCluster {
     /// The URL of database `sysdelta` as superuser `postgres`.
     pub fn url(&self) -> String {
         self.url_for("sysdelta", &self.password)
+    }
+
+    /// The URL of database `sysdelta` over TCP, 127.0.0.1:[`PORT`] (a
+    /// cluster started with [`Options::tcp`]).
+    pub fn tcp_url(&self) -> String {
+        format!(
+            "postgresql://{USER}:{}@127.0.0.1:{PORT}/sysdelta",
+            encode(&self.password)
+        )
     }
 
     /// `url()` with another password (to see a wrong one refused).
