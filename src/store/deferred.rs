@@ -200,23 +200,16 @@ impl Store {
     /// crash, they end in the same state.
     fn append_deferred(&self, w: &Write) -> Result<()> {
         use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt;
         let path = path_for(&self.path);
         let mut out = self.deferred_out.borrow_mut();
         if out.is_none() {
-            *out = Some(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .with_context(|| {
-                        format!(
-                            "{}: cannot keep the writes waiting for the server",
-                            path.display()
-                        )
-                    })?,
-            );
+            // Through the checks on files beside a store: made 0600, never
+            // through a link, refused when another user's.
+            *out = Some(crate::sys::trust::open_write(&path, true).map_err(|e| {
+                crate::error::bad(format!(
+                    "cannot keep the writes waiting for the server: {e}"
+                ))
+            })?);
         }
         let mut line = serde_json::to_string(w)?;
         line.push('\n');

@@ -226,8 +226,18 @@ pub fn waiting_here(anchor: &Path) -> (BTreeMap<i64, usize>, usize) {
             *runs.entry(r.row.experiment_id).or_insert(0) += 1;
         }
     }
-    let writes = std::fs::read_to_string(deferred::path_for(anchor))
-        .map(|t| t.lines().filter(|l| !l.trim().is_empty()).count())
+    // Read as every file beside a store is (not through a link, not
+    // another user's); one that fails the checks counts as nothing here,
+    // and the store's open refuses it in one line.
+    let writes = crate::sys::trust::read(&deferred::path_for(anchor))
+        .ok()
+        .flatten()
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count()
+        })
         .unwrap_or(0);
     (runs, writes)
 }

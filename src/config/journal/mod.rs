@@ -169,6 +169,15 @@ impl Journal {
         })
     }
 
+    /// A journal with no file behind it, for building kinds only to ask
+    /// them what they would do (`changes_system`), never to enter them.
+    pub fn detached() -> JournalHandle {
+        Arc::new(Mutex::new(Journal {
+            path: PathBuf::from("/dev/null"),
+            state: JournalFile::default(),
+        }))
+    }
+
     /// Open a journal and wrap it for sharing between kinds.
     pub fn open_shared(path: &Path) -> Result<JournalHandle> {
         Ok(Arc::new(Mutex::new(Journal::open(path)?)))
