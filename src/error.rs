@@ -102,7 +102,11 @@ pub fn bad_all(problems: Vec<String>) -> anyhow::Error {
 /// The [`Error`] an anyhow error carries (itself, under context, or
 /// anywhere in its chain), or None for any other error.
 pub fn of(e: &anyhow::Error) -> Option<&Error> {
-    e.chain().find_map(|c| c.downcast_ref::<Error>())
+    // anyhow's own downcast sees an [`Error`] given as context (which the
+    // chain's plain `dyn Error`s do not): a store's "cannot connect" is
+    // bad input as context over the `Unreachable` that says why.
+    e.downcast_ref::<Error>()
+        .or_else(|| e.chain().find_map(|c| c.downcast_ref::<Error>()))
 }
 
 /// The problems of a bad-input error, or None for any other error.

@@ -217,6 +217,17 @@ fn trust_fleet(
         if given(&h.name) {
             continue;
         }
+        // Where the host's sysdelta runs, and how ssh gets there: a row
+        // that points a host elsewhere (its own server, a known-hosts file
+        // that vouches for it) would be sent the store's password.
+        beside.push((
+            format!("host '{}''s ssh destination and options", h.name),
+            shlex::try_join(
+                std::iter::once(h.destination.as_str())
+                    .chain(h.ssh_options.iter().map(String::as_str)),
+            )
+            .unwrap_or_default(),
+        ));
         if !h.env.is_empty() {
             let env: Vec<String> = h.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
             beside.push((
@@ -356,8 +367,20 @@ mod tests {
         // Nothing said: refused (a team store is never the user's own).
         let msg = refused(check(&args(None, false, &[])));
         assert!(msg.contains("--trust-stored-plan"), "{msg}");
-        // The plan given again with its run flags: the hosts are told so.
-        let c = check(&args(Some(&same), false, &["--runs", "3"])).unwrap();
+        // The plan given again with its run flags: the stored hosts (where
+        // ssh goes, with which options) still need the confirmation...
+        let msg = refused(check(&args(Some(&same), false, &["--runs", "3"])));
+        assert!(msg.contains("ssh destination"), "{msg}");
+        // ...unless given again in a hosts file: the hosts are told so.
+        let from_file = fleet::hosts::from_list(&["h1".to_string()]).unwrap();
+        let c = trust_fleet(
+            &args(Some(&same), false, &["--runs", "3"]),
+            &i,
+            &asked,
+            Some(&from_file),
+            "postgresql://s/db",
+        )
+        .unwrap();
         assert!(c.plan_given && !c.trust_stored);
         // Another plan, or other run flags: refused.
         refused(check(&args(Some(&other), false, &["--runs", "3"])));

@@ -56,7 +56,7 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<()> {
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
     let store = Store::open(store_path, true)?;
     let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;
-    eprintln!(
+    crate::sys::stderr::say!(
         "sysdelta: imported {} runs of {} configs as experiment {id} in {}",
         imp.runs.len(),
         imp.configs.len(),

@@ -95,7 +95,7 @@ fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
         };
         println!("experiment {id}: {what}");
     }
-    eprintln!(
+    crate::sys::stderr::say!(
         "sysdelta: {} -> {}: {new} new, {grown} grown, {same} already there",
         from.shown(),
         to.shown()

@@ -131,7 +131,10 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
 pub fn list(store_path: &Path) -> Result<()> {
     let store = match Store::open(store_path, false) {
         Ok(store) => store,
-        Err(e) if crate::store::pg::pointer_url(store_path).is_some() => {
+        Err(e)
+            if crate::store::db::is_unreachable(&e)
+                && crate::store::pg::pointer_url(store_path).is_some() =>
+        {
             crate::sys::stderr::say!(
                 "sysdelta: {e:#}; shown: what waits on this machine for it (sysdelta flush --store {} sends it)",
                 store_path.display()
@@ -155,7 +158,7 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     use std::io::IsTerminal as _;
     if !std::io::stdout().is_terminal() {
         for w in &c.warnings {
-            eprintln!("sysdelta: warning: {w}");
+            crate::sys::stderr::say!("sysdelta: warning: {w}");
         }
     }
     // Analyzed once, however many formats are written.

@@ -47,7 +47,10 @@ pub fn run(store_path: &Path) -> Result<()> {
             Ok(store) => store,
             // The journal is this machine's: what it held is back, server
             // or not. Only the experiments left to resume are the store's.
-            Err(e) if crate::store::pg::pointer_url(store_path).is_some() => {
+            Err(e)
+                if crate::store::db::is_unreachable(&e)
+                    && crate::store::pg::pointer_url(store_path).is_some() =>
+            {
                 crate::sys::stderr::say!(
                     "sysdelta: {e:#}; the experiments left to resume are not listed until it answers (sysdelta list)"
                 );

@@ -151,7 +151,7 @@ pub fn decide(stored: &Stored, not_owned: Option<String>, consent: Consent) -> R
     };
     if consent.trust_stored {
         show(stored, !plan_given);
-        eprintln!(
+        crate::sys::stderr::say!(
             "sysdelta: {} comes from {why}; running it as shown (--trust-stored-plan)",
             stored.what
         );
@@ -180,17 +180,17 @@ pub fn decide(stored: &Stored, not_owned: Option<String>, consent: Consent) -> R
 /// is in it), then what runs beside it; terminal-safe.
 fn show(stored: &Stored, with_plan: bool) {
     if with_plan {
-        eprintln!(
+        crate::sys::stderr::say!(
             "sysdelta: {}: the stored plan ({}), which would run:",
             stored.what,
             terminal_safe(stored.plan_source)
         );
         for line in stored.plan_text.lines() {
-            eprintln!("  | {}", terminal_safe(line));
+            crate::sys::stderr::say!("  | {}", terminal_safe(line));
         }
     }
     for (what, value) in &stored.beside {
-        eprintln!(
+        crate::sys::stderr::say!(
             "sysdelta: {}: and, not in the plan, {what}: {}",
             stored.what,
             terminal_safe(value)

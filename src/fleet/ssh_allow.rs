@@ -553,8 +553,9 @@ mod tests {
             .is_err()
         {
             let why = "SKIP: ssh is not installed (scripts/install-team-tools.sh)";
-            println!("{why}");
-            eprintln!("{why}");
+            // Past libtest's capture, so that CI's log shows the skip.
+            std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{why}\n"))
+                .unwrap_or(());
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -87,7 +87,7 @@ pub fn run(store_path: &Path, r: NewRun) -> Result<Outcome> {
     })?;
     let info = store.fleet(&id.to_string())?;
     let _lock = FleetLock::take(&team, &info)?;
-    eprintln!(
+    crate::sys::stderr::say!(
         "sysdelta: fleet {id}: plan {} on {} hosts ({}), store {}",
         info.plan_source,
         ready.len(),
@@ -179,10 +179,10 @@ pub fn resume(
     }
     for h in &hosts {
         if !todo.iter().any(|t| t.name == h.name) {
-            eprintln!("sysdelta: {}: complete, left alone", h.shown());
+            crate::sys::stderr::say!("sysdelta: {}: complete, left alone", h.shown());
         }
     }
-    eprintln!(
+    crate::sys::stderr::say!(
         "sysdelta: fleet {}: resuming {} of {} hosts ({}), store {}",
         info.id,
         ready.len(),
@@ -291,7 +291,7 @@ fn start<'f>(
                 Ok(conn) => Part::running(r, conn),
                 Err(why) => {
                     let why = format!("lost: {why}");
-                    eprintln!("sysdelta: {}: {why}", r.host.shown());
+                    crate::sys::stderr::say!("sysdelta: {}: {why}", r.host.shown());
                     Part::ended(&r.host, End::Lost(why))
                 }
             }
@@ -310,15 +310,11 @@ struct FleetLock {
 
 impl FleetLock {
     fn take(team: &Team, info: &FleetInfo) -> Result<FleetLock> {
+        super::team::check_uid(&info.uid)?;
         let path = Store::beside(&team.anchor, &format!(".fleet-{}.lock", info.uid));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| {
-                anyhow::anyhow!("{}: cannot open the fleet's lock: {e}", path.display())
-            })?;
+        // 0600, not through a link, refused when another user's.
+        let file = crate::sys::trust::open_write(&path, true)
+            .map_err(|e| crate::error::bad(format!("cannot open the fleet's lock: {e}")))?;
         match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
             Ok(l) => Ok(FleetLock { path, _lock: l }),
             Err(_) => Err(bad(format!(
@@ -337,7 +333,7 @@ impl Drop for FleetLock {
 
 fn say_resume(outcome: Outcome, id: i64, team: &Team) {
     if outcome != Outcome::Complete {
-        eprintln!(
+        crate::sys::stderr::say!(
             "sysdelta: resume with: sysdelta fleet resume {id} --store {} --plan PLAN -- RUN FLAGS (the plan and flags given again; docs/plan.md, \"Resuming\")",
             team.shown()
         );

@@ -100,7 +100,7 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
         if n > seen_signals {
             seen_signals = n;
             if n == 1 {
-                eprintln!(
+                crate::sys::stderr::say!(
                     "sysdelta: stopping every host after its config is torn down (again to end the connections)"
                 );
                 for p in parts.iter_mut() {
@@ -109,7 +109,9 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
                     }
                 }
             } else {
-                eprintln!("sysdelta: second signal: ending every host's connection now");
+                crate::sys::stderr::say!(
+                    "sysdelta: second signal: ending every host's connection now"
+                );
                 for p in parts.iter_mut() {
                     if let Some(c) = &mut p.conn {
                         let _ = c.child.kill();
@@ -136,9 +138,9 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
                 "lost"
             };
             let why = format!("{word}: {}", why_lost(st, &tail));
-            eprintln!("sysdelta: {}: {why}", p.host.shown());
+            crate::sys::stderr::say!("sysdelta: {}: {why}", p.host.shown());
             if let Err(e) = record_loss(store, fleet, &p.host, &why) {
-                eprintln!(
+                crate::sys::stderr::say!(
                     "sysdelta: {}: could not record it in the store: {e:#}",
                     p.host.shown()
                 );
@@ -150,7 +152,9 @@ pub fn watch(store: &Store, fleet: i64, parts: &mut [Part]) -> Result<Outcome> {
             last_tick = Some(Instant::now());
             match store.fleet_members(fleet) {
                 Ok(m) => members = m,
-                Err(e) => eprintln!("sysdelta: the store cannot say how the hosts stand: {e:#}"),
+                Err(e) => crate::sys::stderr::say!(
+                    "sysdelta: the store cannot say how the hosts stand: {e:#}"
+                ),
             }
             let block = progress(parts, &members);
             if block != last_block && !done {

@@ -161,8 +161,22 @@ pub struct HostPaths {
     pub url: String,
 }
 
+/// A fleet's uid comes from its row, which any writer of the team store
+/// can change, and goes into paths made (and chmod'ed) here and on every
+/// host: only what sysdelta makes (32 hex digits) is taken.
+pub fn check_uid(fleet_uid: &str) -> Result<()> {
+    if fleet_uid.len() != 32 || !fleet_uid.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(bad(format!(
+            "the fleet's stored uid '{}' is not one sysdelta makes (32 hex digits); refused",
+            fleet_uid.escape_debug()
+        )));
+    }
+    Ok(())
+}
+
 impl HostPaths {
     pub fn new(team: &Team, workdir: &str, fleet_uid: &str) -> Result<HostPaths> {
+        check_uid(fleet_uid)?;
         let w = workdir.trim_end_matches('/');
         let socket_dir = format!("{w}/pg-{fleet_uid}");
         let socket = format!("{socket_dir}/.s.PGSQL.{}", team.port);
@@ -225,8 +239,13 @@ mod tests {
     fn host_urls_keep_user_password_database() {
         let t = team("postgresql://al%40ce:p%20w@/team?host=/run/pg&port=5433");
         assert_eq!(t.target, "/run/pg/.s.PGSQL.5433");
-        let p = HostPaths::new(&t, "/w/", "0123").unwrap();
-        assert_eq!(p.socket, "/w/pg-0123/.s.PGSQL.5433");
+        let uid = "0123456789abcdef0123456789abcdef";
+        let p = HostPaths::new(&t, "/w/", uid).unwrap();
+        assert_eq!(p.socket, format!("/w/pg-{uid}/.s.PGSQL.5433"));
+        // A uid a row's writer made up never becomes a path.
+        for bad in ["0123", "/../../../../usr", &"g".repeat(32)] {
+            assert!(HostPaths::new(&t, "/w/", bad).is_err(), "{bad}");
+        }
         assert!(
             !p.url.contains("p%20w") && !p.url.contains("p w"),
             "{}",
@@ -238,7 +257,7 @@ mod tests {
         assert_eq!(u.config.get_dbname(), Some("team"));
         assert_eq!(
             u.config.get_hosts(),
-            [postgres::config::Host::Unix("/w/pg-0123".into())]
+            [postgres::config::Host::Unix(format!("/w/pg-{uid}").into())]
         );
         assert_eq!(u.config.get_ports(), [5433]);
         assert!(p.anchor.starts_with("/w/state/pg-"), "{}", p.anchor);

@@ -317,7 +317,21 @@ impl Pg {
     /// Connect; an error names the URL (without its password).
     pub fn connect(config: postgres::Config, shown: String) -> Result<Pg> {
         let client = config.connect(postgres::NoTls).map_err(|e| {
-            crate::error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e)))
+            let said =
+                crate::error::Error::bad(format!("{shown}: cannot connect: {}", pg_reason(&e)));
+            if lost(&e) {
+                // Bad input all the same (exit 2, one line), but known as a
+                // server out of reach ([`is_unreachable`]): what is local
+                // (restore's journal, list's waiting runs) goes on without
+                // it, where a refused password or a bad setting does not.
+                anyhow::Error::new(Unreachable {
+                    url: shown.clone(),
+                    why: pg_reason(&e),
+                })
+                .context(said)
+            } else {
+                anyhow::Error::new(said)
+            }
         })?;
         Ok(Pg {
             client: RefCell::new(client),

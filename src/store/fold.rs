@@ -69,7 +69,7 @@ impl Store {
                 if contents.end > contents.used {
                     // A cut-short last line (a kill mid-append, or
                     // garbage): no run of it is stored; say so.
-                    eprintln!(
+                    crate::sys::stderr::say!(
                         "sysdelta: warning: {}:{}: a cut-short line ({} bytes) that is no run record was dropped with the log",
                         log.display(),
                         contents.lines,

@@ -239,17 +239,20 @@ pub fn anchor_in(url: &str, dir: &Path) -> Result<PathBuf> {
     let anchor = parsed.anchor_in(dir);
     // A state directory or an anchor that is not ours is refused before
     // anything is read, sent or written.
+    // (No directory yet: no anchor either; write_anchor makes both.)
     if dir.exists() {
         crate::sys::trust::check_dir(dir).map_err(bad)?;
+        crate::sys::trust::check(&anchor).map_err(bad)?;
     }
-    crate::sys::trust::check(&anchor).map_err(bad)?;
     // Connect once, so a wrong password or a server that is not there is
     // said now, in one line, before anything is prepared or written;
     // unless this machine already anchors that URL: then what is local
     // (restore's journal, list's waiting runs, flush) works with the
     // server out of reach, and the store's open says what is wrong.
     if let Err(e) = super::db::Pg::connect(parsed.config.clone(), parsed.shown.clone()) {
-        if pointer_url(&anchor).as_deref() == Some(parsed.kept.as_str()) {
+        if super::db::is_unreachable(&e)
+            && pointer_url(&anchor).as_deref() == Some(parsed.kept.as_str())
+        {
             return Ok(anchor);
         }
         return Err(e);

@@ -214,11 +214,32 @@ fn parent_of(path: &Path) -> PathBuf {
     abs.parent().unwrap_or(Path::new("/")).to_path_buf()
 }
 
+/// The files sysdelta obeys (their entries are undone, their commands
+/// and environments run, their URL connected to), by how their names
+/// end: a shared directory lets teammates share a store's data, never
+/// these, which must be the user's or root's even there.
+const OBEYED: &[&str] = &[
+    ".journal",
+    ".runlog",
+    ".deferred",
+    ".step",
+    ".setup-env",
+    ".store",
+];
+
+/// Whether `path` is one of the files sysdelta obeys ([`OBEYED`]).
+fn obeyed(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    OBEYED.iter().any(|end| name.ends_with(end))
+}
+
 /// The facts of `path`'s directory, after judging it; and whether it is
-/// an accepted shared directory.
+/// an accepted shared directory for `path` (never for a file sysdelta
+/// obeys).
 fn dir_of(path: &Path) -> Result<(Facts, bool), Refusal> {
     let dir = parent_of(path);
-    check_dir(&dir)
+    let (facts, shared) = check_dir(&dir)?;
+    Ok((facts, shared && !obeyed(path)))
 }
 
 /// Judge the directory `dir` itself (followed if a link: a store's
@@ -426,6 +447,29 @@ mod tests {
         Facts {
             private_group: true,
             ..f
+        }
+    }
+
+    #[test]
+    fn in_a_shared_directory_only_the_stores_data_may_be_a_teammates() {
+        for p in [
+            "/s/sysdelta.db.journal",
+            "/s/x.db.runlog",
+            "/s/x.db.deferred",
+            "/s/x.db.step",
+            "/s/x.db.setup-env",
+            "/s/pg-a@h:5432-d.store",
+            "/s/pg-a@h:5432-d.store.deferred",
+        ] {
+            assert!(obeyed(Path::new(p)), "{p}");
+        }
+        for p in [
+            "/s/sysdelta.db",
+            "/s/sysdelta.db-wal",
+            "/s/sysdelta.db-shm",
+            "/s/sysdelta.db-journal",
+        ] {
+            assert!(!obeyed(Path::new(p)), "{p}");
         }
     }
 

@@ -423,8 +423,19 @@ fn a_shared_team_directory_works_only_once_named_in_sysdelta_shared_dirs() {
         .output()
         .unwrap();
     assert!(report.status.success(), "{}", stderr(&report));
+    // The store's data may be a teammate's there; what sysdelta obeys
+    // (journal, run log, deferred writes, step, setup-env, anchors) never.
     let planted = b.path("sysdelta.db.journal");
     std::fs::write(&planted, "").unwrap();
+    b.chmod(&planted, 0o600);
+    std::os::unix::fs::lchown(&planted, Some(NOBODY), Some(NOBODY)).unwrap();
+    let out = b
+        .cmd(&b.store(), &args)
+        .env("SYSDELTA_SHARED_DIRS", b.dir())
+        .output()
+        .unwrap();
+    refused_in_one_line(&out, "is owned by uid 65534");
+    std::os::unix::fs::lchown(&planted, Some(0), Some(0)).unwrap();
     b.chmod(&planted, 0o666);
     let out = b
         .cmd(&b.store(), &args)

@@ -42,13 +42,15 @@ const OWN_PROGRAMS: &[&str] = &["perf", "qemu", "virtiofsd"];
 pub fn permitted(undo: &UndoAction) -> Result<(), String> {
     let ok = match undo {
         UndoAction::WriteFile { path, contents } => {
-            writable(path)
+            (writable(path) && !names_a_program(path, contents))
                 || (clean(path)
                     && path.starts_with("/sys/fs/cgroup")
                     && name(path) == "cgroup.subtree_control"
                     && contents.trim() == "-memory")
         }
-        UndoAction::WriteLines { path, .. } => writable(path),
+        UndoAction::WriteLines { path, lines } => {
+            writable(path) && !names_a_program(path, &lines.join("\n"))
+        }
         UndoAction::Unmount { target, source } => {
             (target == Path::new(crate::sys::sysfs::TRACEFS)
                 && source.as_deref() == Some("tracefs"))
@@ -122,6 +124,21 @@ fn writable(p: &Path) -> bool {
                 && p.ends_with("trace/enable")))
 }
 
+/// Whether writing `contents` to `path` would name a program the kernel
+/// later runs as root (a core dump's pipe, the modprobe, hotplug and
+/// poweroff helpers, binfmt_misc interpreters, the usermode-helper
+/// switches): no undo sysdelta records does, and a planted journal that
+/// did would be root for whoever restores it.
+fn names_a_program(path: &Path, contents: &str) -> bool {
+    let key = path.strip_prefix("/proc/sys").unwrap_or(path);
+    key.starts_with("fs/binfmt_misc")
+        || key.starts_with("kernel/usermodehelper")
+        || ["kernel/modprobe", "kernel/hotplug", "kernel/poweroff_cmd"]
+            .iter()
+            .any(|k| key == Path::new(k))
+        || (key == Path::new("kernel/core_pattern") && contents.trim_start().starts_with('|'))
+}
+
 /// The runner's scratch directory: `sysdelta-` and 12 letters or digits.
 fn scratch_shaped(n: &str) -> bool {
     n.strip_prefix("sysdelta-")
@@ -172,7 +189,14 @@ fn own_process(pid: i32, start_time: u64) -> bool {
     let leader = nix::unistd::getpgid(Some(nix::unistd::Pid::from_raw(pid)))
         .is_ok_and(|g| g.as_raw() == pid);
     let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-    leader && OWN_PROGRAMS.iter().any(|p| comm.trim().starts_with(p))
+    // Ours: a process another user runs (libvirt's QEMU, say) was never
+    // started by this sysdelta, whatever its name.
+    let mine = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(format!("/proc/{pid}"))
+            .is_ok_and(|m| m.uid() == nix::unistd::geteuid().as_raw())
+    };
+    leader && mine && OWN_PROGRAMS.iter().any(|p| comm.trim().starts_with(p))
 }
 
 #[cfg(test)]
@@ -184,6 +208,25 @@ mod tests {
             path: p.into(),
             recursive,
         }
+    }
+
+    #[test]
+    fn writes_that_name_a_program_the_kernel_runs_are_refused() {
+        let w = |p: &str, c: &str| UndoAction::WriteFile {
+            path: p.into(),
+            contents: c.into(),
+        };
+        for (p, c) in [
+            ("/proc/sys/kernel/core_pattern", "|/home/m/x %p"),
+            ("/proc/sys/kernel/modprobe", "/home/m/x"),
+            ("/proc/sys/kernel/hotplug", "/home/m/x"),
+            ("/proc/sys/kernel/poweroff_cmd", "/home/m/x"),
+            ("/proc/sys/fs/binfmt_misc/register", ":x:E::x::/home/m/x:"),
+        ] {
+            assert!(permitted(&w(p, c)).is_err(), "{p}");
+        }
+        assert!(permitted(&w("/proc/sys/kernel/core_pattern", "core")).is_ok());
+        assert!(permitted(&w("/proc/sys/vm/swappiness", "60")).is_ok());
     }
 
     #[test]
