@@ -293,10 +293,19 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
         "the 0.1 s cell ran 20 x 0.05 s at most: {c:?}"
     );
     let events = sb.json_report("last")["events"].to_string();
-    assert!(
-        events.contains("the most --min-time") && events.contains("sleep_0.1"),
-        "{events}"
-    );
+    // Whether the fast cell was still short of --min-time when the slow
+    // one stopped depends on the machine: on a loaded one ten `sleep 0`
+    // runs under a shell last longer than 0.05 s. Either way the stop
+    // event says which it was.
+    let fast_wall = c.iter().map(|x| x.2).fold(f64::INFINITY, f64::min);
+    if fast_wall < 0.05 {
+        assert!(
+            events.contains("the most --min-time") && events.contains("sleep_0.1"),
+            "{events}"
+        );
+    } else {
+        assert!(events.contains("every cell ran at least"), "{events}");
+    }
     // An exact count is exact.
     let out = sb.run(&[
         "ab",
