@@ -66,22 +66,11 @@ pub fn not_owned(store: &Store) -> Option<String> {
     sqlite_not_owned(store.path())
 }
 
-/// The uids whose files the user trusts: their own, root's, and, for root
-/// under sudo, the user who ran sudo (who could write the row anyway).
-fn trusted_uids() -> Vec<u32> {
-    let me = nix::unistd::geteuid().as_raw();
-    let mut uids = vec![me, 0];
-    if me == 0 {
-        if let Some(u) = std::env::var("SUDO_UID").ok().and_then(|v| v.parse().ok()) {
-            uids.push(u);
-        }
-    }
-    uids
-}
-
 /// Rule (a) for an SQLite file: why not, or None.
 pub fn sqlite_not_owned(path: &Path) -> Option<String> {
-    let uids = trusted_uids();
+    // Their own, root's, and for root under sudo the user who ran sudo
+    // (who could write the row anyway): the same owners sys::trust takes.
+    let uids = crate::sys::trust::trusted_uids();
     let real = match fs::canonicalize(path) {
         Ok(p) => p,
         Err(e) => {
