@@ -6,25 +6,25 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
-use crate::error::{bad, Error};
+use crate::error::Error;
 use crate::import;
 use crate::store::Store;
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum ImportFormat {
-    /// hyperfine --export-json: each command a config.
-    Hyperfine,
-    /// go test -bench output: each file a config.
-    Gobench,
-    /// LMbench 3 results/<os>/<host>.N files: each file a run, configs by <os>/<host>.
-    Lmbench,
+/// The formats `import` takes, from the importers' registry, each with
+/// its line of help.
+fn formats() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        import::IMPORTERS
+            .iter()
+            .map(|i| clap::builder::PossibleValue::new(i.name).help(i.help)),
+    )
 }
 
 #[derive(Args)]
 pub struct ImportArgs {
     /// What the files hold.
-    #[arg(value_enum)]
-    pub format: ImportFormat,
+    #[arg(value_parser = formats())]
+    pub format: String,
     /// The files to import.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -42,17 +42,11 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<()> {
     for f in &a.files {
         files.push((f.display().to_string(), import::read(f)?));
     }
-    let imp = match a.format {
-        ImportFormat::Hyperfine => {
-            let [(p, t)] = files.as_slice() else {
-                return Err(bad("import hyperfine takes one JSON file"));
-            };
-            import::hyperfine::parse(p, t, &a.workload)
-        }
-        ImportFormat::Gobench => import::gobench::parse(&files),
-        ImportFormat::Lmbench => import::lmbench::parse(&files),
-    }
-    .map_err(Error::into_bad_input)?;
+    let importer = import::find(&a.format).expect("clap takes only registered formats");
+    let options = import::ImportOptions {
+        workload: &a.workload,
+    };
+    let imp = (importer.parse)(&files, &options).map_err(Error::into_bad_input)?;
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
     let store = Store::open(store_path, true)?;
     let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;

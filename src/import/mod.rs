@@ -19,12 +19,58 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::error::bad;
+use crate::error::{bad, Error};
 use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
 use crate::overrides::{Order, Overrides};
 use crate::store::whole::WholeExperiment;
 use crate::store::{NewExperiment, RunRecord, RunResult, Store};
+
+/// What `sysdelta import` was given besides the format and the files.
+#[derive(Clone, Debug)]
+pub struct ImportOptions<'a> {
+    /// hyperfine: the workload name of the imported `wall` metric.
+    pub workload: &'a str,
+}
+
+/// One import format: the one declaration `sysdelta import`'s format
+/// argument, its `--help` and the parsing read. Adding one is its file and
+/// one entry in [`IMPORTERS`].
+pub struct Importer {
+    /// Its name on the command line (`sysdelta import NAME FILES...`).
+    pub name: &'static str,
+    /// One line for `--help`: what the files are and what becomes a config.
+    pub help: &'static str,
+    /// Parse the files, each (path, text), checking every value.
+    pub parse: fn(&[(String, String)], &ImportOptions) -> Result<Imported, Error>,
+}
+
+/// Every import format, in the order `--help` lists them.
+pub const IMPORTERS: &[Importer] = &[
+    Importer {
+        name: "hyperfine",
+        help: "hyperfine --export-json: each command a config",
+        parse: |files, o| match files {
+            [(p, t)] => hyperfine::parse(p, t, o.workload),
+            _ => Err(Error::bad("import hyperfine takes one JSON file")),
+        },
+    },
+    Importer {
+        name: "gobench",
+        help: "go test -bench output: each file a config",
+        parse: |files, _| gobench::parse(files),
+    },
+    Importer {
+        name: "lmbench",
+        help: "LMbench 3 results/<os>/<host>.N files: each file a run, configs by <os>/<host>",
+        parse: |files, _| lmbench::parse(files),
+    },
+];
+
+/// The import format `name`, if there is one.
+pub fn find(name: &str) -> Option<&'static Importer> {
+    IMPORTERS.iter().find(|i| i.name == name)
+}
 
 /// One imported run: one execution of one workload under one config.
 #[derive(Clone, Debug, PartialEq)]

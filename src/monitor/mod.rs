@@ -26,8 +26,47 @@ use crate::metric::MetricSpec;
 pub use control::{control_config, CONTROL_SUFFIX};
 pub use profile::Profile;
 
-/// Names accepted in a plan's `monitors = [...]`.
-pub const NAMES: &[&str] = &["vmstat", "meminfo", "profile", "counters"];
+/// One monitor a plan can name: the one declaration the plan's
+/// validation, the runner's construction and preflight, and the report's
+/// telemetry family read. Adding a monitor is one file and one entry in
+/// [`MONITORS`].
+pub struct MonitorDef {
+    /// Its name in `monitors = [...]`, the name [`Monitor::name`] returns,
+    /// and the prefix of the metrics it adds (`vmstat.cs_per_s`).
+    pub name: &'static str,
+    /// Build it, sampling every `interval` (at least [`MIN_INTERVAL`]).
+    pub build: fn(Duration) -> Box<dyn Monitor>,
+}
+
+/// Every monitor a plan can name, in the order messages list them.
+pub const MONITORS: &[MonitorDef] = &[
+    MonitorDef {
+        name: "vmstat",
+        build: |i| Box::new(vmstat::VmstatMonitor::new(i)),
+    },
+    MonitorDef {
+        name: "meminfo",
+        build: |i| Box::new(meminfo::MeminfoMonitor::new(i)),
+    },
+    MonitorDef {
+        name: "profile",
+        build: |i| Box::new(profile::ProfileMonitor::new(profile::DEFAULT_HZ, i)),
+    },
+    MonitorDef {
+        name: "counters",
+        build: |_| Box::new(counters::CountersMonitor::new()),
+    },
+];
+
+/// Every monitor's name, in [`MONITORS`]' order.
+pub fn names() -> Vec<&'static str> {
+    MONITORS.iter().map(|m| m.name).collect()
+}
+
+/// Whether a plan can name monitor `name`.
+pub fn is_known(name: &str) -> bool {
+    MONITORS.iter().any(|m| m.name == name)
+}
 
 /// True for a metric a monitor added to a run (`vmstat.cs_per_s`,
 /// `profile.kernel_pct`, ...): telemetry, which the report corrects as a
@@ -36,7 +75,7 @@ pub const NAMES: &[&str] = &["vmstat", "meminfo", "profile", "counters"];
 pub fn is_telemetry_metric(metric: &str) -> bool {
     metric
         .split_once('.')
-        .is_some_and(|(prefix, _)| NAMES.contains(&prefix))
+        .is_some_and(|(prefix, _)| is_known(prefix))
 }
 
 /// Shortest sampling interval accepted: below it the monitor itself becomes
@@ -96,17 +135,11 @@ pub fn build(name: &str, interval: Duration) -> Result<Box<dyn Monitor>, Error> 
             "monitor {name:?}: interval {interval:?} is below the minimum of 10ms"
         )));
     }
-    match name {
-        "vmstat" => Ok(Box::new(vmstat::VmstatMonitor::new(interval))),
-        "meminfo" => Ok(Box::new(meminfo::MeminfoMonitor::new(interval))),
-        "profile" => Ok(Box::new(profile::ProfileMonitor::new(
-            profile::DEFAULT_HZ,
-            interval,
-        ))),
-        "counters" => Ok(Box::new(counters::CountersMonitor::new())),
-        _ => Err(Error::bad(format!(
+    match MONITORS.iter().find(|m| m.name == name) {
+        Some(m) => Ok((m.build)(interval)),
+        None => Err(Error::bad(format!(
             "unknown monitor {name:?}; known monitors: {}",
-            NAMES.join(", ")
+            names().join(", ")
         ))),
     }
 }

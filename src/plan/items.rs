@@ -67,26 +67,15 @@ pub(super) fn build_config(
         }
         env.push((k.clone(), val));
     }
-    let mut kinds = Vec::new();
-    let decls = [
-        ("ftrace", &rc.ftrace),
-        ("trace_reader", &rc.trace_reader),
-        ("perf_record", &rc.perf_record),
-        ("blktrace", &rc.blktrace),
-        ("sysctl", &rc.sysctl),
-        ("cpus", &rc.cpus),
-        ("memory_limit", &rc.memory_limit),
-        ("swap", &rc.swap),
-    ];
-    for (kind, v) in decls {
-        if let Some(v) = v {
-            kinds.push(KindDecl {
-                kind: kind.to_string(),
-                value: v.get_ref().clone(),
-                at: origin.at(v.span().start, format!("config '{name}', {kind}")),
-            });
-        }
-    }
+    let kinds = rc
+        .kinds
+        .iter()
+        .map(|(k, v)| KindDecl {
+            kind: k.name.to_string(),
+            value: v.get_ref().clone(),
+            at: origin.at(v.span().start, format!("config '{name}', {}", k.name)),
+        })
+        .collect();
     let kernel = rc
         .kernel
         .as_ref()
@@ -94,13 +83,13 @@ pub(super) fn build_config(
         .transpose()?;
     let mut monitors = Vec::new();
     for m in rc.monitors.iter().flatten() {
-        if !crate::monitor::NAMES.contains(&m.get_ref().as_str()) {
+        if !crate::monitor::is_known(m.get_ref()) {
             return Err(origin.bad_at(
                 m.span().start,
                 format!(
                     "unknown monitor '{}'; known monitors: {}",
                     m.get_ref(),
-                    crate::monitor::NAMES.join(", ")
+                    crate::monitor::names().join(", ")
                 ),
             ));
         }

@@ -1,6 +1,6 @@
 //! A plan's `matrix` key: `matrix = { n = [1, 2, 4] }` on a workload or a
 //! config makes one item per value, with `{n}` in its name, command,
-//! setup, teardown, params, env and kind tables replaced by the value (the
+//! setup, teardown, params, env, kernel and every config kind's value replaced by the value (the
 //! name gets `-VALUE` appended when it has no placeholder), as `ab`'s
 //! `-P`/`-L` do on the command line.
 
@@ -140,19 +140,11 @@ pub(super) fn configs(
                     })
                     .collect()
             });
-            for t in [
-                &mut x.ftrace,
-                &mut x.trace_reader,
-                &mut x.perf_record,
-                &mut x.blktrace,
-                &mut x.sysctl,
-                &mut x.cpus,
-                &mut x.memory_limit,
-                &mut x.swap,
-                &mut x.kernel,
-            ] {
-                *t = fill_spanned(&s, v, t);
+            // Every kind the config declares, whichever: they are one list.
+            for (_, t) in &mut x.kinds {
+                *t = Spanned::new(t.span(), fill_value(&s, v, t.get_ref()));
             }
+            x.kernel = fill_spanned(&s, v, &x.kernel);
             out.push(Spanned::new(span.clone(), x));
         }
     }

@@ -13,6 +13,7 @@ mod matrix;
 pub mod model;
 pub mod position;
 mod raw;
+mod raw_config;
 pub mod scan;
 pub mod shorthand;
 pub mod telemetry;

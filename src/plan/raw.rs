@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::config::kinds::KindDef;
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawPlan {
@@ -77,8 +79,11 @@ impl<'de> Deserialize<'de> for WideInt {
     }
 }
 
-#[derive(Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One `[[config]]` as read. Its built-in kinds are not fields of their
+/// own: every key that names a kind in `config::kinds::KINDS` is one, so a
+/// kind declared there is a plan key here with nothing else to add (see
+/// `raw_config` for how the keys are read).
+#[derive(Clone)]
 pub(super) struct RawConfig {
     pub(super) name: Spanned<String>,
     /// One config per value of a parameter (see `plan::matrix`).
@@ -90,14 +95,9 @@ pub(super) struct RawConfig {
     pub(super) teardown: Option<Spanned<String>>,
     pub(super) env: Option<BTreeMap<String, Spanned<toml::Value>>>,
     pub(super) workdir: Option<Spanned<String>>,
-    pub(super) ftrace: Option<Spanned<toml::Value>>,
-    pub(super) trace_reader: Option<Spanned<toml::Value>>,
-    pub(super) perf_record: Option<Spanned<toml::Value>>,
-    pub(super) blktrace: Option<Spanned<toml::Value>>,
-    pub(super) sysctl: Option<Spanned<toml::Value>>,
-    pub(super) cpus: Option<Spanned<toml::Value>>,
-    pub(super) memory_limit: Option<Spanned<toml::Value>>,
-    pub(super) swap: Option<Spanned<toml::Value>>,
+    /// The built-in kinds it declares with their plan values, in
+    /// `KINDS`' order (the order they are entered), not the plan's.
+    pub(super) kinds: Vec<(&'static KindDef, Spanned<toml::Value>)>,
     /// The kernel this config boots (its runs happen in a VM).
     pub(super) kernel: Option<Spanned<toml::Value>>,
 }

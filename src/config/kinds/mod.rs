@@ -22,17 +22,83 @@ pub mod tracefs;
 use crate::config::journal::JournalHandle;
 use crate::config::kind::ConfigKind;
 
-/// The kind names `build` accepts, as plan keys under `[[config]]`.
-pub const KIND_NAMES: &[&str] = &[
-    "ftrace",
-    "trace_reader",
-    "perf_record",
-    "blktrace",
-    "sysctl",
-    "cpus",
-    "memory_limit",
-    "swap",
+/// One built-in config kind: the one declaration every path a plan takes
+/// reads (the plan's raw keys, their validation, `matrix` expansion, the
+/// runner's construction and preflight). Adding a kind is one file and one
+/// entry in [`KINDS`].
+pub struct KindDef {
+    /// Its key under `[[config]]` (`[config.NAME]` or `NAME = ...`), and
+    /// the name its [`ConfigKind::kind`] returns.
+    pub name: &'static str,
+    /// Build it from its plan value, with the journal its enter records
+    /// into. Nothing is changed: the system is touched only by `enter`.
+    pub build: fn(&toml::Value, JournalHandle) -> Result<Box<dyn ConfigKind>, Error>,
+    /// A typical value as a plan writes it after `NAME = ` (TOML, inline),
+    /// valid on any machine: the registry's tests generate a plan with it.
+    pub example: &'static str,
+}
+
+/// The box every `build` returns: one place for the coercion.
+fn boxed<K: ConfigKind + 'static>(k: Result<K, Error>) -> Result<Box<dyn ConfigKind>, Error> {
+    Ok(Box::new(k?))
+}
+
+/// Every built-in config kind, in the order a config enters them (and
+/// leaves them in reverse), whatever order the plan writes them in: the
+/// tracer is set up before the reader that drains it, the memory limit
+/// before the swap it may push pages to.
+pub const KINDS: &[KindDef] = &[
+    KindDef {
+        name: "ftrace",
+        build: |v, j| boxed(ftrace::Ftrace::from_value(v, j)),
+        example: r#"{ events = ["sched"], tracer = "nop" }"#,
+    },
+    KindDef {
+        name: "trace_reader",
+        build: |v, j| boxed(trace_reader::TraceReader::from_value(v, j)),
+        example: r#"{ dir = "/var/tmp/sysdelta-trace" }"#,
+    },
+    KindDef {
+        name: "perf_record",
+        build: |v, j| boxed(perf_record::PerfRecord::from_value(v, j)),
+        example: r#"{ event = "cpu-clock" }"#,
+    },
+    KindDef {
+        name: "blktrace",
+        build: |v, j| boxed(blktrace::Blktrace::from_value(v, j)),
+        example: r#"{ devices = ["loop0"] }"#,
+    },
+    KindDef {
+        name: "sysctl",
+        build: |v, j| boxed(sysctl::Sysctl::from_value(v, j)),
+        example: r#"{ "vm.swappiness" = 10 }"#,
+    },
+    KindDef {
+        name: "cpus",
+        build: |v, _| boxed(cpus::Cpus::from_value(v)),
+        example: r#""0""#,
+    },
+    KindDef {
+        name: "memory_limit",
+        build: |v, j| boxed(memory_limit::MemoryLimit::from_value(v, j)),
+        example: r#""64M""#,
+    },
+    KindDef {
+        name: "swap",
+        build: |v, j| boxed(swap::Swap::from_value(v, j)),
+        example: r#"{ size = "64M", device = "zram" }"#,
+    },
 ];
+
+/// The declaration of kind `name`, if there is one.
+pub fn find(name: &str) -> Option<&'static KindDef> {
+    KINDS.iter().find(|k| k.name == name)
+}
+
+/// Every kind's name, in [`KINDS`]' order.
+pub fn names() -> Vec<&'static str> {
+    KINDS.iter().map(|k| k.name).collect()
+}
 
 /// Build a config kind from its plan value. The error is one line about
 /// the value (the plan loader adds file:line:col).
@@ -41,22 +107,13 @@ pub fn build(
     value: &toml::Value,
     journal: JournalHandle,
 ) -> Result<Box<dyn ConfigKind>, Error> {
-    Ok(match kind {
-        "ftrace" => Box::new(ftrace::Ftrace::from_value(value, journal)?),
-        "trace_reader" => Box::new(trace_reader::TraceReader::from_value(value, journal)?),
-        "perf_record" => Box::new(perf_record::PerfRecord::from_value(value, journal)?),
-        "blktrace" => Box::new(blktrace::Blktrace::from_value(value, journal)?),
-        "sysctl" => Box::new(sysctl::Sysctl::from_value(value, journal)?),
-        "cpus" => Box::new(cpus::Cpus::from_value(value)?),
-        "memory_limit" => Box::new(memory_limit::MemoryLimit::from_value(value, journal)?),
-        "swap" => Box::new(swap::Swap::from_value(value, journal)?),
-        other => {
-            return Err(Error::bad(format!(
-                "unknown config kind `{other}` (known: {})",
-                KIND_NAMES.join(", ")
-            )))
-        }
-    })
+    match find(kind) {
+        Some(k) => (k.build)(value, journal),
+        None => Err(Error::bad(format!(
+            "unknown config kind `{kind}` (known: {})",
+            names().join(", ")
+        ))),
+    }
 }
 
 /// Helpers for reading a kind's table with one-line errors.
@@ -290,22 +347,13 @@ mod tests {
     }
 
     #[test]
-    fn every_kind_name_builds_from_a_typical_value() {
+    fn every_kind_builds_from_its_example_and_says_its_name() {
         let (_d, j) = journal();
-        let typical = [
-            ("ftrace", "events = [\"sched\"]"),
-            ("trace_reader", "dir = \"/var/tmp/x\""),
-            ("perf_record", "event = \"cpu-clock\""),
-            ("blktrace", "devices = [\"loop0\"]"),
-            ("sysctl", "\"vm.swappiness\" = 10"),
-        ];
-        for (k, src) in typical {
-            let v: toml::Value = toml::from_str(src).unwrap();
-            let c = build(k, &v, j.clone()).unwrap_or_else(|e| panic!("{k}: {e}"));
-            assert_eq!(c.kind(), k);
+        for k in KINDS {
+            let v: toml::Value = toml::from_str(&format!("v = {}", k.example)).unwrap();
+            let c = build(k.name, &v["v"], j.clone()).unwrap_or_else(|e| panic!("{}: {e}", k.name));
+            assert_eq!(c.kind(), k.name);
         }
-        let c = build("cpus", &toml::Value::String("0".into()), j).unwrap();
-        assert_eq!(c.kind(), "cpus");
     }
 
     #[test]
