@@ -60,7 +60,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "memsweep",
         build: |p, _| boxed(crate::workload::memsweep::MemsweepWorkload::from_params(p)),
-        example: "{}",
+        example: r#"{ working_set = "1M", duration = "1s" }"#,
         doc: "docs/monitors.md",
     },
     Builtin {

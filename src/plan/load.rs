@@ -83,7 +83,109 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         ));
     }
 
-    // Where the run count was set, for the schedule-size error.
+    let mut counts = run_counts(origin, &raw, ov)?;
+    let order = order_of(origin, &raw, ov)?;
+    let seed = match (ov.seed, &raw.seed) {
+        (Some(s), _) => s,
+        (None, Some(s)) => bounded(origin, s, "seed", 0, u64::MAX)?,
+        (None, None) => DEFAULT_SEED,
+    };
+    let timeout = match &raw.timeout {
+        Some(t) => timeout_at(origin, t)?,
+        None => DEFAULT_TIMEOUT,
+    };
+
+    let mut configs = Vec::new();
+    let mut seen = HashSet::new();
+    for c in &raw.config {
+        configs.push(build_config(origin, c, &mut seen)?);
+    }
+    let boots = kernel_boots(origin, &raw, &configs, ov)?;
+    if boots > 0 {
+        fit_to_boots(&mut counts, boots, ov)?;
+    }
+    let mut workloads = Vec::new();
+    let mut seen = HashSet::new();
+    let defaults = super::launch::Defaults {
+        shell: raw.shell.as_ref(),
+        prepare: raw.prepare.as_ref(),
+        conclude: raw.conclude.as_ref(),
+    };
+    for w in std::mem::take(&mut raw.workload) {
+        workloads.push(build_workload(
+            origin, w, timeout, defaults, ov.quick, &mut seen,
+        )?);
+    }
+    // Kernel configs warm up in every boot; on the host, once per cell.
+    let warmups = u64::from(counts.warmup) * u64::from(boots.max(1));
+    let baseline = baseline_of(origin, &raw, &configs)?;
+    let (monitors, monitor_interval) = monitors_of(origin, &mut raw)?;
+
+    let telemetry = super::telemetry::parse(
+        origin,
+        &raw.profile_hz,
+        &raw.monitor_budget,
+        &raw.monitor_control,
+    )?;
+    super::telemetry::add_control(
+        &mut configs,
+        &mut workloads,
+        &baseline,
+        &monitors,
+        &telemetry,
+    );
+    let cells = super::model::cells_of(&configs, &workloads, counts.runs);
+    check_schedule_size(
+        origin,
+        counts.runs_at,
+        configs.len(),
+        workloads.len(),
+        cells.len(),
+        warmups + u64::from(counts.most_runs),
+    )?;
+
+    let name = raw
+        .name
+        .map(|n| n.into_inner())
+        .unwrap_or_else(|| default_name(&origin.name));
+    Ok(Plan {
+        name,
+        source_name: origin.name.clone(),
+        text: origin.text.clone(),
+        runs: counts.runs,
+        warmup: counts.warmup,
+        order,
+        seed,
+        baseline,
+        setup: raw.setup.map(|s| s.into_inner()),
+        teardown: raw.teardown.map(|s| s.into_inner()),
+        configs,
+        workloads,
+        monitors,
+        monitor_interval,
+        telemetry,
+        overrides: ov.clone(),
+        boots,
+    })
+}
+
+/// How many runs a plan asks for, as the plan and the flags decide it.
+struct RunCounts {
+    /// Measured runs per cell to schedule first.
+    runs: u32,
+    /// Where the run count was set (0: by a flag), for the schedule-size
+    /// error.
+    runs_at: usize,
+    warmup: u32,
+    /// The most measured runs per cell the schedule may reach (adaptive
+    /// stopping and --min-time add blocks up to it).
+    most_runs: u32,
+}
+
+/// The run and warm-up counts: the plan's, its `quick` table's under
+/// `--quick`, then the flags', with adaptive stopping's and --min-time's
+/// bounds.
+fn run_counts(origin: &Origin, raw: &RawPlan, ov: &Overrides) -> Result<RunCounts, Error> {
     let mut runs_at = raw.runs.as_ref().map_or(0, |r| r.span().start);
     let mut runs = match &raw.runs {
         Some(r) => bounded(origin, r, "runs", 1, MAX_RUNS)?,
@@ -116,8 +218,22 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         runs = flag_bounded("--runs", r, 1, MAX_RUNS)?;
         runs_at = 0;
     }
-    // The most measured runs per cell the schedule may reach.
-    let mut most_runs = runs;
+    let mut counts = RunCounts {
+        runs,
+        runs_at,
+        warmup,
+        most_runs: runs,
+    };
+    stopping_bounds(&mut counts, ov)?;
+    if let Some(w) = ov.warmup {
+        counts.warmup = flag_bounded("--warmup", w, 0, MAX_WARMUP)?;
+    }
+    Ok(counts)
+}
+
+/// What --until, --min-time, --min-runs and --max-runs make of the run
+/// counts, and the contradictions between them.
+fn stopping_bounds(c: &mut RunCounts, ov: &Overrides) -> Result<(), Error> {
     if ov.until_ci.is_some() {
         if ov.runs.is_some() {
             return Err(Error::bad("--until and --runs contradict each other: --until decides the runs (bound them with --max-runs)"));
@@ -128,12 +244,12 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             2,
             MAX_RUNS,
         )?;
-        runs = match ov.min_runs {
+        c.runs = match ov.min_runs {
             Some(m) => flag_bounded("--min-runs", m, 2, max)?,
             None => ADAPTIVE_MIN_RUNS.min(max),
         };
-        most_runs = max;
-        runs_at = 0;
+        c.most_runs = max;
+        c.runs_at = 0;
     } else if ov.min_time.is_some_and(|t| t > 0.0) {
         if ov.runs.is_some() {
             return Err(Error::bad("--min-time and --runs contradict each other: --min-time decides the runs (bound them with --min-runs and --max-runs)"));
@@ -145,23 +261,27 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             MAX_RUNS,
         )?;
         if let Some(m) = ov.min_runs {
-            runs = flag_bounded("--min-runs", m, 1, max)?;
-            runs_at = 0;
+            c.runs = flag_bounded("--min-runs", m, 1, max)?;
+            c.runs_at = 0;
         }
-        runs = runs.min(max);
-        most_runs = max;
+        c.runs = c.runs.min(max);
+        c.most_runs = max;
     } else if ov.max_runs.is_some() {
         return Err(Error::bad("--max-runs goes with --until or --min-time"));
     } else if let Some(m) = ov.min_runs {
         if ov.runs.is_some() {
             return Err(Error::bad("--min-runs and --runs contradict each other"));
         }
-        runs = flag_bounded("--min-runs", m, 1, MAX_RUNS)?;
-        runs_at = 0;
+        c.runs = flag_bounded("--min-runs", m, 1, MAX_RUNS)?;
+        c.most_runs = c.runs;
+        c.runs_at = 0;
     }
-    if let Some(w) = ov.warmup {
-        warmup = flag_bounded("--warmup", w, 0, MAX_WARMUP)?;
-    }
+    Ok(())
+}
+
+/// The order of runs: the flag's, else the plan's, else random blocks;
+/// adaptive stopping and --min-time need random blocks.
+fn order_of(origin: &Origin, raw: &RawPlan, ov: &Overrides) -> Result<Order, Error> {
     let order = match (&ov.order, &raw.order) {
         (Some(o), _) => *o,
         (None, Some(o)) => Order::parse(o.get_ref()).ok_or_else(|| {
@@ -188,58 +308,36 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             ));
         }
     }
-    let seed = match (ov.seed, &raw.seed) {
-        (Some(s), _) => s,
-        (None, Some(s)) => bounded(origin, s, "seed", 0, u64::MAX)?,
-        (None, None) => DEFAULT_SEED,
-    };
-    let timeout = match &raw.timeout {
-        Some(t) => timeout_at(origin, t)?,
-        None => DEFAULT_TIMEOUT,
-    };
+    Ok(order)
+}
 
-    let mut configs = Vec::new();
-    let mut seen = HashSet::new();
-    for c in &raw.config {
-        configs.push(build_config(origin, c, &mut seen)?);
+/// Each boot runs whole rounds (every workload once per round), so the
+/// runs per cell are a multiple of the boots: the next one up, or the one
+/// below when that would pass the bound on runs. Adaptive stopping and
+/// --min-time do not work with boots.
+fn fit_to_boots(c: &mut RunCounts, boots: u32, ov: &Overrides) -> Result<(), Error> {
+    c.runs = c.runs.div_ceil(boots) * boots;
+    if c.runs > MAX_RUNS {
+        c.runs -= boots;
     }
-    let boots = kernel_boots(origin, &raw, &configs, ov)?;
-    if boots > 0 {
-        // Each boot runs whole rounds (every workload once per round), so
-        // the runs per cell are a multiple of the boots: the next one up,
-        // or the one below when that would pass the bound on runs.
-        runs = runs.div_ceil(boots) * boots;
-        if runs > MAX_RUNS {
-            runs -= boots;
-        }
-        most_runs = runs;
-        if ov.min_time.is_some_and(|t| t > 0.0) {
-            return Err(Error::bad(
-                "--min-time does not work with kernel configs: give --runs and --boots",
-            ));
-        }
-        if ov.until_ci.is_some() {
-            return Err(Error::bad(
-                "--until does not work with kernel configs yet: give --runs and --boots",
-            ));
-        }
+    c.most_runs = c.runs;
+    if ov.min_time.is_some_and(|t| t > 0.0) {
+        return Err(Error::bad(
+            "--min-time does not work with kernel configs: give --runs and --boots",
+        ));
     }
-    let mut workloads = Vec::new();
-    let mut seen = HashSet::new();
-    let defaults = super::launch::Defaults {
-        shell: raw.shell.as_ref(),
-        prepare: raw.prepare.as_ref(),
-        conclude: raw.conclude.as_ref(),
-    };
-    for w in raw.workload {
-        workloads.push(build_workload(
-            origin, w, timeout, defaults, ov.quick, &mut seen,
-        )?);
+    if ov.until_ci.is_some() {
+        return Err(Error::bad(
+            "--until does not work with kernel configs yet: give --runs and --boots",
+        ));
     }
-    // Kernel configs warm up in every boot; on the host, once per cell.
-    let warmups = u64::from(warmup) * u64::from(boots.max(1));
+    Ok(())
+}
 
-    let baseline = match &raw.baseline {
+/// The baseline config: the plan's `baseline`, which must be one of its
+/// configs, else the first.
+fn baseline_of(origin: &Origin, raw: &RawPlan, configs: &[ConfigDef]) -> Result<String, Error> {
+    match &raw.baseline {
         Some(b) => {
             if !configs.iter().any(|c| c.name == *b.get_ref()) {
                 return Err(origin.bad_at(
@@ -247,12 +345,14 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
                     format!("baseline '{}' is not one of the configs", b.get_ref()),
                 ));
             }
-            b.get_ref().clone()
+            Ok(b.get_ref().clone())
         }
-        None => configs[0].name.clone(),
-    };
+        None => Ok(configs[0].name.clone()),
+    }
+}
 
-    let monitor_decls = raw.monitors.unwrap_or_default();
+/// The plan's monitors (each known, none twice) and their interval.
+fn monitors_of(origin: &Origin, raw: &mut RawPlan) -> Result<(Vec<String>, Duration), Error> {
     let monitor_interval = match &raw.monitor_interval {
         Some(v) => duration_at(
             origin,
@@ -264,7 +364,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         None => Duration::from_secs(1),
     };
     let mut monitors = Vec::new();
-    for m in monitor_decls {
+    for m in raw.monitors.take().unwrap_or_default() {
         crate::monitor::build(m.get_ref(), monitor_interval)
             .map_err(|e| origin.bad_at(m.span().start, e))?;
         if monitors.contains(m.get_ref()) {
@@ -275,53 +375,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
         }
         monitors.push(m.into_inner());
     }
-
-    let telemetry = super::telemetry::parse(
-        origin,
-        &raw.profile_hz,
-        &raw.monitor_budget,
-        &raw.monitor_control,
-    )?;
-    super::telemetry::add_control(
-        &mut configs,
-        &mut workloads,
-        &baseline,
-        &monitors,
-        &telemetry,
-    );
-    let cells = super::model::cells_of(&configs, &workloads, runs);
-    check_schedule_size(
-        origin,
-        runs_at,
-        configs.len(),
-        workloads.len(),
-        cells.len(),
-        warmups + u64::from(most_runs),
-    )?;
-
-    let name = raw
-        .name
-        .map(|n| n.into_inner())
-        .unwrap_or_else(|| default_name(&origin.name));
-    Ok(Plan {
-        name,
-        source_name: origin.name.clone(),
-        text: origin.text.clone(),
-        runs,
-        warmup,
-        order,
-        seed,
-        baseline,
-        setup: raw.setup.map(|s| s.into_inner()),
-        teardown: raw.teardown.map(|s| s.into_inner()),
-        configs,
-        workloads,
-        monitors,
-        monitor_interval,
-        telemetry,
-        overrides: ov.clone(),
-        boots,
-    })
+    Ok((monitors, monitor_interval))
 }
 
 /// Boots per kernel config: 0 when no config names a kernel. Either every
@@ -392,4 +446,44 @@ fn kernel_boots(
         boots = flag_bounded("--boots", b, 1, MAX_BOOTS)?;
     }
     Ok(boots)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A plan of one config and `n` workloads running `true`.
+    fn plan(n: usize) -> String {
+        let mut t = String::from("[[config]]\nname = \"a\"\n");
+        for i in 0..n {
+            t.push_str(&format!(
+                "[[workload]]\nname = \"w{i}\"\ncommand = \"true\"\n"
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn min_runs_alone_counts_in_the_schedules_size() {
+        // --min-runs alone sets the runs every cell gets: a schedule it
+        // makes too large is refused like one --runs makes too large.
+        for ov in [
+            Overrides {
+                min_runs: Some(MAX_RUNS),
+                ..Default::default()
+            },
+            Overrides {
+                runs: Some(MAX_RUNS),
+                ..Default::default()
+            },
+        ] {
+            let e = parse("p.toml", &plan(11), &ov).err().unwrap().to_string();
+            assert!(e.contains("the schedule is too large"), "{e}");
+        }
+        let ov = Overrides {
+            min_runs: Some(MAX_RUNS),
+            ..Default::default()
+        };
+        assert_eq!(parse("p.toml", &plan(2), &ov).unwrap().runs, MAX_RUNS);
+    }
 }
