@@ -18,13 +18,16 @@ pub struct Builtin {
     pub name: &'static str,
     /// Build it from its `params` (with `BuildContext::default()` only
     /// checked: no side effects).
-    pub build: fn(&toml::Value, &BuildContext) -> Result<Box<dyn Workload>, Error>,
+    pub build: BuildFn,
     /// Typical `params` (TOML, inline) that validate on any machine: the
     /// registry's tests generate a plan with them.
     pub example: &'static str,
     /// The document that gives its parameters.
     pub doc: &'static str,
 }
+
+/// How a built-in is made from its `params`.
+pub type BuildFn = fn(&toml::Value, &BuildContext) -> Result<Box<dyn Workload>, Error>;
 
 /// The box every `build` returns: one place for the coercion.
 fn boxed<W: Workload + 'static>(w: Result<W, Error>) -> Result<Box<dyn Workload>, Error> {

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use sysdelta::monitor::profile::{print_diff, print_top};
-use sysdelta::monitor::{build, MonitorData, NAMES};
+use sysdelta::monitor::{build, names, MonitorData};
 
 fn busy(d: Duration) -> u64 {
     let t = Instant::now();
@@ -44,7 +44,7 @@ fn bad_names_and_intervals_are_one_clear_error() {
         e.to_string().contains("iostat") && e.to_string().contains("vmstat, meminfo, profile"),
         "{e}"
     );
-    for n in NAMES {
+    for n in names() {
         assert!(build(n, Duration::from_millis(10)).is_ok());
     }
 }

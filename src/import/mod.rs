@@ -42,8 +42,11 @@ pub struct Importer {
     /// One line for `--help`: what the files are and what becomes a config.
     pub help: &'static str,
     /// Parse the files, each (path, text), checking every value.
-    pub parse: fn(&[(String, String)], &ImportOptions) -> Result<Imported, Error>,
+    pub parse: ParseFn,
 }
+
+/// How an importer reads its files, each (path, text).
+pub type ParseFn = fn(&[(String, String)], &ImportOptions) -> Result<Imported, Error>;
 
 /// Every import format, in the order `--help` lists them.
 pub const IMPORTERS: &[Importer] = &[

@@ -1,9 +1,7 @@
-//! Built-in config kinds, one file each, built from their plan value.
-//!
-//! Plan syntax (inside one `[[config]]`):
-//! `[config.ftrace]`, `[config.trace_reader]`, `[config.perf_record]`,
-//! `[config.blktrace]`, `[config.sysctl]` tables, and `cpus = "0-1"` or
-//! `cpus = [0, 1]`. See docs/configs.md.
+//! Built-in config kinds, one file each, built from their plan value, and
+//! [`KINDS`], the one list of them: a kind declared there is a plan key
+//! (`[config.NAME]` or `NAME = ...` inside a `[[config]]`) with nothing
+//! else to add. See docs/configs.md.
 
 use crate::error::Error;
 pub mod blktrace;
@@ -32,11 +30,14 @@ pub struct KindDef {
     pub name: &'static str,
     /// Build it from its plan value, with the journal its enter records
     /// into. Nothing is changed: the system is touched only by `enter`.
-    pub build: fn(&toml::Value, JournalHandle) -> Result<Box<dyn ConfigKind>, Error>,
+    pub build: BuildFn,
     /// A typical value as a plan writes it after `NAME = ` (TOML, inline),
     /// valid on any machine: the registry's tests generate a plan with it.
     pub example: &'static str,
 }
+
+/// How a kind is made from its plan value.
+pub type BuildFn = fn(&toml::Value, JournalHandle) -> Result<Box<dyn ConfigKind>, Error>;
 
 /// The box every `build` returns: one place for the coercion.
 fn boxed<K: ConfigKind + 'static>(k: Result<K, Error>) -> Result<Box<dyn ConfigKind>, Error> {
