@@ -100,7 +100,7 @@ fn ab_keeping_failed_commands() {
     let stored = sb.sql_number("SELECT COUNT(*) FROM runs WHERE warmup = 0 AND exit_code = 1");
     if stored != runs {
         fails.push(format!(
-            "store: experiment ab-i, gen exit status: runs stored with exit code 1 (grep found nothing): {stored}, expected {runs}"
+            "store: experiment ab-i, grep exit status: runs stored with exit code 1 (grep found nothing): {stored}, expected {runs}"
         ));
     }
     for format in ["text", "markdown", "html", "json"] {
@@ -151,6 +151,8 @@ fn gobench_keeps_each_benchmarks_identity() {
         &id,
         "--name",
         "gobench",
+        "--dir",
+        sb.path("oracle-gobench").to_str().unwrap(),
         "--files",
         old.to_str().unwrap(),
         new.to_str().unwrap(),
@@ -246,4 +248,65 @@ fn boots_are_the_unit() {
     let (store, exp) = kernels::store_with(&sb.store(), &ks, &shape);
     drop(store);
     oracle::assert_none(&oracle::check(&sb, &exp.to_string(), "boots"));
+}
+
+/// One host's part of a fleet run, as `sysdelta fleet` stores it: `wall`
+/// around 10 ms in `base`, `effect` more in `patched`, with a fixed
+/// pseudo-random spread.
+fn fleet_host(store: &Store, fleet: i64, host: &str, effect: f64, seed: u64) {
+    let fp = std::collections::BTreeMap::new();
+    let on = common::On {
+        label: Some("fleet-1"),
+        host: &format!("node-{host}"),
+        fingerprint: &fp,
+    };
+    let spec = [MetricSpec::new("wall", "s", Direction::Lower)];
+    let exp = common::create_experiment_on(store, "fleet", &on, &["base", "patched"], 10, &spec);
+    let mut noise = kernels::Noise::new(seed);
+    for block in 0..10u32 {
+        for (seq, config) in ["base", "patched"].into_iter().enumerate() {
+            let level = if config == "patched" {
+                1.0 + effect
+            } else {
+                1.0
+            };
+            let samples = [MetricSamples {
+                metric: "wall".into(),
+                values: vec![0.010 * level * (0.99 + 0.02 * noise.uniform())],
+            }];
+            let rec = common::run_record(exp, block, seq as u32, config, RunResult::Ok(&samples));
+            store.record_run(&rec).unwrap();
+        }
+    }
+    store
+        .set_status(exp, sysdelta::status::ExperimentStatus::Complete)
+        .unwrap();
+    store.set_fleet(exp, fleet, host).unwrap();
+}
+
+/// A fleet of three hosts: each host's row recomputed from its samples
+/// and checked against that host's own report, the hosts pooled again
+/// (DerSimonian-Laird, HKSJ) from the rows, in text, Markdown and JSON.
+#[test]
+fn a_fleet_of_three_hosts() {
+    if !oracle::ready() {
+        return;
+    }
+    let sb = Sandbox::sqlite();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let fleet = store
+        .create_fleet(&sysdelta::store::fleet::NewFleet {
+            name: "fleet",
+            plan_source: "test",
+            plan_text: "",
+            overrides: "{}",
+            hosts: "[]",
+        })
+        .unwrap();
+    for (host, effect, seed) in [("a", 0.05, 1), ("b", 0.04, 2), ("c", 0.35, 3)] {
+        fleet_host(&store, fleet, host, effect, seed);
+    }
+    drop(store);
+    let fails = oracle::check_fleet(&sb, fleet, "fleet");
+    oracle::assert_none(&fails);
 }

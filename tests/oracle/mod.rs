@@ -98,3 +98,55 @@ pub fn last_id(sb: &Sandbox) -> String {
     let last = text.lines().last().unwrap_or("");
     last.split_whitespace().next().unwrap_or("").to_string()
 }
+
+/// Fleet run `fleet` of the sandbox's store: the fleet report in text,
+/// Markdown and JSON (rendered through the library, as the fleet tests
+/// do: `fleet report` needs a PostgreSQL store, which the script does not
+/// read), and each host's own `report --format json`, checked by the
+/// script: the failed checks, one line each.
+pub fn check_fleet(sb: &Sandbox, fleet: i64, name: &str) -> Vec<String> {
+    use sysdelta::report::{fleet, Format, ReportOptions};
+    let dir = sb.path(&format!("oracle-{name}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = sysdelta::store::Store::open(&sb.store(), false).unwrap();
+    let members = store.fleet_members(fleet).unwrap();
+    let hosts: Vec<fleet::HostExperiment> = members
+        .iter()
+        .map(|m| {
+            let mut data = store.load(m.experiment).unwrap();
+            // The store does not read fleet hosts yet (as tests/fleet_report.rs).
+            data.info.fleet_host = Some(m.host.clone());
+            fleet::HostExperiment::new(data)
+        })
+        .collect();
+    for (format, file) in [
+        (Format::Text, "fleet.txt"),
+        (Format::Markdown, "fleet.md"),
+        (Format::Json, "fleet.json"),
+    ] {
+        let opts = ReportOptions {
+            format,
+            detail: false,
+            trim: None,
+            time_unit: None,
+            analysis: Default::default(),
+        };
+        std::fs::write(dir.join(file), fleet::render(&hosts, &opts).unwrap()).unwrap();
+    }
+    for m in &members {
+        let out = sb.run(&["report", &m.experiment.to_string(), "--format", "json"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        std::fs::write(dir.join(format!("host-{}.json", m.host)), &out.stdout).unwrap();
+    }
+    run_script(&[
+        "fleet",
+        "--store",
+        sb.store().to_str().unwrap(),
+        "--id",
+        &fleet.to_string(),
+        "--dir",
+        dir.to_str().unwrap(),
+        "--name",
+        name,
+    ])
+}

@@ -195,7 +195,7 @@ def verdict_ok(m, d, printed):
 
 class Checks:
     def __init__(self, name):
-        self.name, self.fails = name, []
+        self.name, self.fails, self.count = name, [], {}
 
     def fail(self, fmt, metric, what, got, want):
         self.fails.append(f"{fmt}: experiment {self.name}, {metric}: {what}: printed {got}, expected {want}")
@@ -205,6 +205,7 @@ class Checks:
         the printed precision (half its last digit) or `tol` (relative)."""
         if want is None or (isinstance(want, float) and math.isnan(want)):
             return
+        self.count[fmt] = self.count.get(fmt, 0) + 1
         if isinstance(printed, str):
             s = printed.strip().replace("%", "").replace("+", "")
             try:
@@ -503,7 +504,10 @@ def check_html(ck, exp, html, cis):
             if unescape(mt.group(2)) != m["display"]:
                 ck.fail("html", lab, "unit", unescape(mt.group(2)), m["display"])
             colour = {}
-            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", sec.split("</table>")[0]):
+            table = sec.split("</table>")[0]
+            th = [unescape(re.sub(r"<[^>]+>", "", h)) for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+            col = {h: i for i, h in enumerate(th)}
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table):
                 cells = [unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
                 if not cells:
                     continue
@@ -511,15 +515,20 @@ def check_html(ck, exp, html, cis):
                 cfg = cells[0].split(" ", 1)[1].strip() if " " in cells[0] else cells[0]
                 if c:
                     colour[c.group(1).upper()] = cfg
-                if cfg not in m["summary"] or len(cells) < 7:
+                if cfg not in m["summary"] or len(cells) != len(th):
                     continue
                 s, f = m["summary"][cfg], m["factor"]
-                ck.num("html", lab, f"{cfg} n", cells[1], float(s["n"]))
-                ck.num("html", lab, f"{cfg} median ({m['display']})", cells[2], s["median"] * f)
-                ck.num("html", lab, f"{cfg} mean ({m['display']})", cells[4], s["mean"] * f)
+                cell = lambda h: cells[col[h]] if h in col else ""
+                if "n" in col:
+                    ck.num("html", lab, f"{cfg} n", cell("n"), float(s["n"]))
+                if "median" in col:
+                    ck.num("html", lab, f"{cfg} median ({m['display']})", cell("median"), s["median"] * f)
+                if "mean" in col:
+                    ck.num("html", lab, f"{cfg} mean ({m['display']})", cell("mean"), s["mean"] * f)
                 d = m["cmp"].get(cfg)
-                if d:
-                    check_shown_delta(ck, "html", m, cfg, d, cells[5] + " " + cells[7], cells[6], cis)
+                if d and "delta" in col:
+                    check_shown_delta(ck, "html", m, cfg, d, cell("delta") + " " + cell("verdict"),
+                                      cell("CI"), cis)
             svg = re.search(r"<svg.*?</svg>", sec, re.S)
             if svg:
                 check_svg(ck, m, svg.group(0), colour)
@@ -556,6 +565,7 @@ def check_svg(ck, m, svg, colour):
             if ys:
                 ck.fail("html", lab, f"{cfg} points in the per-config plot", len(ys), len(want))
             continue
+        ck.count["html"] = ck.count.get("html", 0) + len(ys)
         for a, b, v in zip(ys, want, sorted(vals)):
             if abs(a - b) > tol + yl.slack(v * f):
                 inv = yl.value
@@ -580,6 +590,7 @@ def check_svg(ck, m, svg, colour):
         cfg, v = m["order"][i]
         want = yr(v * f)
         seen += 1
+        ck.count["html"] = ck.count.get("html", 0) + 1
         if abs(y - want) > tol + yr.slack(v * f):
             bad.append((i, cfg, y, v, want))
     if bad:
@@ -646,11 +657,26 @@ def go_benchmarks(path):
     return out
 
 
-def check_gobench(db, exp_id, name, files):
+def check_gobench(db, exp_id, name, files, d):
     """Each benchmark of each file is a cell of its own: its values, and
-    no other benchmark's, in one (workload, metric) of that file's config."""
-    exp = load(db, exp_id)
+    no other benchmark's, in one (workload, metric) of that file's config.
+    Go's time units scale as any time unit does (docs/reports.md: `ns/op`
+    is shown as `us/op` when its values are microseconds), in text and
+    Markdown headers alike."""
+    exp = expected(load(db, exp_id))
     fails = []
+    text, md = open(f"{d}/report.txt").read(), open(f"{d}/report.md").read()
+    for m in exp["metrics"]:
+        go_unit = m["unit"] or m["name"]
+        if not re.match(r"^(ns|us|ms|s|B|KiB|MiB)/op$", go_unit):
+            continue
+        want, _ = display_scale(go_unit, [x["mean"] for x in m["summary"].values()])
+        if want not in text:
+            fails.append(f"text: experiment {name}, {mlabel(m)}: unit: printed {m['display'] or '(none)'}"
+                         f" ({go_unit} stored as unit {m['unit']!r}), expected {want}")
+        head = re.search(r"\| " + re.escape(m["name"]) + r" \(([^)]*)\)", md.replace("\\", ""))
+        if head and head.group(1) != want:
+            fails.append(f"markdown: experiment {name}, {mlabel(m)}: unit: printed ({head.group(1)}), expected ({want})")
     for path in files:
         cfg = re.sub(r"\.[^.]*$", "", path.rsplit("/", 1)[-1])
         for ((bench, keys), unit), want in go_benchmarks(path).items():
@@ -661,6 +687,95 @@ def check_gobench(db, exp_id, name, files):
                              f"printed values {dict((w, v) for w, v in cells.items() if v)}, expected "
                              f"a cell of its own holding {want}")
     return fails
+
+
+# ------------------------------------------------------------------ fleet
+
+def pool(y, se):
+    """DerSimonian-Laird's between-host variance and the Hartung-Knapp-
+    Sidik-Jonkman CI of the pooled log ratio (Student's t, k - 1 df)."""
+    y, se = np.asarray(y), np.asarray(se)
+    k = len(y)
+    w = 1 / se**2
+    m = np.sum(w * y) / np.sum(w)
+    q = np.sum(w * (y - m) ** 2)
+    tau2 = max(0.0, (q - (k - 1)) / (np.sum(w) - np.sum(w**2) / np.sum(w)))
+    ws = 1 / (se**2 + tau2)
+    mu = np.sum(ws * y) / np.sum(ws)
+    var = np.sum(ws * (y - mu) ** 2) / ((k - 1) * np.sum(ws))
+    t = stats.t.ppf(0.975, k - 1)
+    return {"mu": mu, "tau2": tau2, "q": q, "lo": mu - t * math.sqrt(var), "hi": mu + t * math.sqrt(var)}
+
+
+def check_fleet(db, fleet, d, name):
+    """Each host's row recomputed from its samples (means, delta) and taken
+    from its own report (the bootstrap CI, verdict); the hosts pooled again
+    from the rows; the text, Markdown and JSON fleet reports against both."""
+    ck = Checks(name)
+    c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    members = list(c.execute(
+        "SELECT fleet_host, MAX(id) FROM experiments WHERE fleet_id=? GROUP BY fleet_host ORDER BY fleet_host",
+        (fleet,)))
+    hosts = {h: (expected(load(db, e)), json.load(open(f"{d}/host-{h}.json"))) for h, e in members}
+    j = json.load(open(f"{d}/fleet.json"))
+    text, md = open(f"{d}/fleet.txt").read(), open(f"{d}/fleet.md").read()
+    for cmpj in j["comparisons"]:
+        w, metric, cfg = cmpj["workload"], cmpj["metric"], cmpj["config"]
+        lab = f"{w}/{metric}"
+        truth, ys, ses = {}, [], []
+        for h, (exp, hj) in hosts.items():
+            m = next(x for x in exp["metrics"] if (x["workload"], x["name"]) == (w, metric))
+            hc = next(x for x in next(x for x in hj["analysis"]["metrics"]
+                                      if (x["workload"], x["name"]) == (w, metric))["comparisons"]
+                      if x["config"] == cfg)
+            base, mean = m["summary"][exp["baseline"]]["mean"], m["summary"][cfg]["mean"]
+            truth[h] = (m, base, mean, m["cmp"][cfg], hc)
+            ys.append(math.log(mean / base))
+            ses.append((math.log(hc["ratio_ci"][1]) - math.log(hc["ratio_ci"][0])) / (2 * stats.norm.ppf(0.975)))
+        for row in cmpj["rows"]:
+            m, base, mean, dd, hc = truth[row["host"]]
+            who = f"host {row['host']}"
+            ck.num("json", lab, f"{who} baseline_mean", row["baseline_mean"], base)
+            ck.num("json", lab, f"{who} mean", row["mean"], mean)
+            ck.num("json", lab, f"{who} delta_mean_pct", row["delta_mean_pct"], dd["delta_mean_pct"])
+            for i, end in enumerate(("low", "high")):
+                ck.num("json", lab, f"{who} CI {end}, against the host's own report",
+                       row["delta_ci_pct"][i], hc["delta_ci_pct"][i], 1e-12)
+            if row["verdict"] != hc["verdict"]:
+                ck.fail("json", lab, f"{who} verdict, against the host's own report", row["verdict"], hc["verdict"])
+        p = pool(ys, ses)
+        pj = cmpj["pooled"]
+        ck.num("json", lab, "pooled tau2", pj["fit"]["tau2"], p["tau2"], 1e-6)
+        ck.num("json", lab, "pooled delta %", pj["delta_pct"], (math.exp(p["mu"]) - 1) * 100, 1e-6)
+        ck.num("json", lab, "pooled CI low %", pj["delta_ci_pct"][0], (math.exp(p["lo"]) - 1) * 100, 1e-6)
+        ck.num("json", lab, "pooled CI high %", pj["delta_ci_pct"][1], (math.exp(p["hi"]) - 1) * 100, 1e-6)
+        unit, f = display_scale(m["unit"], [t[1] for t in truth.values()] + [t[2] for t in truth.values()])
+        for fmt, body in (("text", text), ("markdown", md.replace("\\", ""))):
+            head = re.search(re.escape(lab) + r" \(([^,]*), \w+ is better\)", body)
+            if head and head.group(1) != unit:
+                ck.fail(fmt, lab, "unit", head.group(1), unit)
+            for h, (m, base, mean, dd, hc) in truth.items():
+                row = re.search(r"^\s*\|?\s*" + re.escape(h) + r"\s*\|?\s+(" + NUM + r")\s*\|?\s+(" + NUM
+                                + r")\s*\|?\s+(" + NUM + r")%[^[]*(\[[^]]*\])", body, re.M)
+                if not row:
+                    ck.fail(fmt, lab, f"host {h}'s row", "missing", "present")
+                    continue
+                ck.num(fmt, lab, f"host {h} baseline mean ({unit})", row.group(1), base * f)
+                ck.num(fmt, lab, f"host {h} {cfg} mean ({unit})", row.group(2), mean * f)
+                ck.num(fmt, lab, f"host {h} delta %", row.group(3), dd["delta_mean_pct"])
+                lo, hi = re.findall(NUM, row.group(4))
+                ck.num(fmt, lab, f"host {h} CI low", lo, hc["delta_ci_pct"][0])
+                ck.num(fmt, lab, f"host {h} CI high", hi, hc["delta_ci_pct"][1])
+            pl = re.search(r"pooled:\*?\*? (" + NUM + r")% \[(" + NUM + r"),(" + NUM + r")\].*?tau (" + NUM + ")%", body)
+            if not pl:
+                ck.fail(fmt, lab, "pooled line", "missing", "present")
+                continue
+            ck.num(fmt, lab, "pooled delta %", pl.group(1), (math.exp(p["mu"]) - 1) * 100)
+            ck.num(fmt, lab, "pooled CI low %", pl.group(2), (math.exp(p["lo"]) - 1) * 100)
+            ck.num(fmt, lab, "pooled CI high %", pl.group(3), (math.exp(p["hi"]) - 1) * 100)
+            ck.num(fmt, lab, "pooled tau %", pl.group(4), math.sqrt(p["tau2"]) * 100)
+    print(f"oracle: experiment {name}: numbers checked per format: {ck.count}", file=sys.stderr)
+    return ck.fails
 
 
 # ----------------------------------------------------------------- driver
@@ -677,6 +792,7 @@ def check(db, exp_id, d, name):
     check_micro_summary(ck, exp, text, "text")
     check_markdown(ck, exp, open(f"{d}/report.md").read(), cis)
     check_html(ck, exp, open(f"{d}/report.html").read(), cis)
+    print(f"oracle: experiment {name}: numbers checked per format: {ck.count}", file=sys.stderr)
     return ck.fails
 
 
@@ -706,6 +822,21 @@ def selftest():
     # Labels to 0.01 over 66 px: 0.005 moves 3.1 by 0.66 px * (1 + 2 * 0.9 / 0.5).
     assert abs(ymap.slack(3.1) - 0.66 * 4.6) < 1e-9
     assert _close("22,204", 22204.0) and not _close("22.204", 22204.0)
+    # Three hosts agreeing exactly: no between-host variance, a CI of width 0.
+    p = pool([0.1, 0.1, 0.1], [0.01, 0.02, 0.03])
+    assert p["tau2"] == 0 and abs(p["mu"] - 0.1) < 1e-15 and abs(p["hi"] - p["lo"]) < 1e-15
+    # Two hosts at 0 and 1, se 1 each: Q = 0.5 < k - 1, so tau2 = 0, mu = 0.5,
+    # HKSJ variance (0.25 + 0.25) / (1 * 2) = 0.25, CI 0.5 -+ t(0.975, 1) * 0.5.
+    p = pool([0.0, 1.0], [1.0, 1.0])
+    assert (p["tau2"], p["mu"], p["q"]) == (0.0, 0.5, 0.5)
+    assert abs(p["hi"] - (0.5 + 12.706204736174698 * 0.5)) < 1e-9
+    # A Go file: the pkg and the -N suffix are part of a benchmark's name.
+    import tempfile
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as t:
+        t.write("pkg: a\nBenchmarkX-2 10 5 ns/op\npkg: b\nBenchmarkX-2 10 7 ns/op\nBenchmarkX-4 10 9 ns/op 3 B/op\n")
+    g = go_benchmarks(t.name)
+    __import__("os").unlink(t.name)
+    assert sorted(v for v in g.values()) == [[3.0], [5.0], [7.0], [9.0]], g
     print("oracle self-test ok")
 
 
@@ -713,10 +844,16 @@ def main(argv):
     if argv[1:2] == ["selftest"]:
         selftest()
         return 0
+    if argv[1:2] == ["fleet"]:
+        args = dict(zip(argv[2::2], argv[3::2]))
+        fails = check_fleet(args["--store"], int(args["--id"]), args["--dir"], args["--name"])
+        for f in fails:
+            print(f)
+        return 1 if fails else 0
     if argv[1:2] == ["gobench"]:
         files = argv[argv.index("--files") + 1:]
         args = dict(zip(argv[2:argv.index("--files")][::2], argv[3:argv.index("--files")][::2]))
-        fails = check_gobench(args["--store"], int(args["--id"]), args["--name"], files)
+        fails = check_gobench(args["--store"], int(args["--id"]), args["--name"], files, args["--dir"])
         for f in fails:
             print(f)
         return 1 if fails else 0
