@@ -310,3 +310,34 @@ fn a_fleet_of_three_hosts() {
     let fails = oracle::check_fleet(&sb, fleet, "fleet");
     oracle::assert_none(&fails);
 }
+
+/// An LMbench result whose value is not a number sysdelta can take (NaN,
+/// infinite, negative) is refused as bad input, as the hyperfine and Go
+/// importers refuse theirs: not dropped while the rest is imported.
+#[test]
+fn lmbench_values_that_are_no_numbers_are_refused() {
+    let sb = Sandbox::sqlite();
+    let good = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/lmbench/x86_64-linux-gnu/bench1.0",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let mut fails = Vec::new();
+    for bad in ["nan", "inf", "-0.0433"] {
+        let text = good.replace(
+            "Simple syscall: 0.0433 microseconds",
+            &format!("Simple syscall: {bad} microseconds"),
+        );
+        let file = sb.write("bench1.0", &text);
+        let out = sb.run(&["import", "lmbench", file.to_str().unwrap()]);
+        let code = out.status.code().unwrap_or(-1);
+        if code != 2 {
+            fails.push(format!(
+                "import: experiment lmbench-{bad}, Simple syscall: exit status printed {code} \
+                 (imported as experiment {}), expected 2 (bad input, nothing stored)",
+                common::stdout(&out).trim()
+            ));
+        }
+    }
+    oracle::assert_none(&fails);
+}
