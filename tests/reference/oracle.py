@@ -25,7 +25,9 @@ import math
 import os
 import sys
 
-# The script's own directory, wherever it is run from, holds its parts.
+# The script's own directory, wherever it is run from, holds its parts;
+# no __pycache__ is left in the source tree.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402

@@ -53,10 +53,11 @@ def check_json(ck, exp, j):
 
 def check_ci_loosely(ck, fmt, exp, m, cfg, ci):
     """sysdelta's bootstrap uses its own seeded RNG, so its CI equals
-    SciPy's only loosely: each end within half of SciPy's width plus 2
+    SciPy's only loosely: each end within SciPy's width plus 2
     points. sysdelta widens the level for small samples (the expanded
-    confidence), and the two take different resamples; a CI off by the
-    unit factor or taken of the wrong cells is far outside that."""
+    confidence), and the two take different resamples: this catches a CI of
+    other cells or of the wrong sign, not a small bias (the formats' CIs
+    are checked exactly against the JSON's instead)."""
     x, y = m["cells"].get(exp["baseline"], []), m["cells"].get(cfg, [])
     if ci is None or min(len(x), len(y)) < 5 or np.mean(x) == 0:
         return
@@ -65,7 +66,7 @@ def check_ci_loosely(ck, fmt, exp, m, cfg, ci):
                           n_resamples=4000, method="percentile", random_state=1,
                           vectorized=True)
     lo, hi = (res.confidence_interval.low - 1) * 100, (res.confidence_interval.high - 1) * 100
-    slack = (hi - lo) / 2 + 2
+    slack = (hi - lo) + 2
     if not (abs(ci[0] - lo) <= slack and abs(ci[1] - hi) <= slack):
         ck.fail(fmt, mlabel(m), f"{cfg} delta CI against SciPy's bootstrap (±{slack:.2g} points)",
                 f"[{ci[0]:.3g}, {ci[1]:.3g}]", f"[{lo:.3g}, {hi:.3g}]")
