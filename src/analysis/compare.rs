@@ -18,9 +18,7 @@ use super::Analysis;
 use crate::error::{bad, Error};
 use crate::monitor::fingerprint;
 use crate::status::ExperimentStatus;
-use crate::store::{
-    ExperimentData, ExperimentInfo, SeriesRecord, Store, StoredMetric, StoredRun,
-};
+use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store, StoredMetric, StoredRun};
 use crate::sys::visible::terminal_safe as safe;
 
 /// Fingerprint keys that are expected to differ across a kernel comparison.

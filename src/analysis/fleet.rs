@@ -429,4 +429,3 @@ fn host_row(
     }
     row
 }
-

@@ -81,26 +81,7 @@ pub fn history_on(
     alpha: f64,
     host: Option<&str>,
 ) -> Result<History> {
-    let mut exps = store.labelled(prefix)?;
-    if let Some(h) = host {
-        let ids = store.experiments_on(h)?;
-        exps.retain(|(id, _)| ids.contains(id));
-        if exps.is_empty() {
-            return Err(bad(format!(
-                "no experiment on host {} has a label starting with '{}' in {}",
-                safe(h),
-                safe(prefix),
-                safe(&store.path().display().to_string())
-            )));
-        }
-    }
-    if exps.is_empty() {
-        return Err(bad(format!(
-            "no experiment has a label starting with '{}' in {}",
-            safe(prefix),
-            safe(&store.path().display().to_string())
-        )));
-    }
+    let exps = labelled_on(store, prefix, host)?;
     // METRIC alone, or WORKLOAD/METRIC: both names may hold '/' (an `ab`
     // workload `./bench`, a Go metric `ns/op`), so the whole text is
     // matched against each stored pair rather than split at a '/'.
@@ -160,13 +141,9 @@ pub fn history_on(
             .runs
             .iter()
             .filter(|r| r.is_measured_ok() && r.workload == m.workload && r.config == cfg)
-            .filter_map(|r| {
-                r.samples
-                    .get(&m.spec.name)
-                    .and_then(|v| median(v))
-            })
+            .filter_map(|r| r.samples.get(&m.spec.name).and_then(|v| median(v)))
             .collect();
-        let Some(median) = median(&values) else {
+        let Some(mid) = median(&values) else {
             h.skipped.push(format!("{label} (#{id})"));
             continue;
         };
@@ -175,7 +152,7 @@ pub fn history_on(
             label,
             config: cfg,
             n: values.len(),
-            median,
+            median: mid,
             values,
         });
     }
@@ -195,16 +172,51 @@ pub fn history_on(
         )));
     }
     h.skipped.extend(without_config);
-    let medians: Vec<f64> = h.points.iter().map(|p| p.median).collect();
-    for (index, p) in binary_segmentation(&medians, alpha, h.permutations, SEED) {
+    h.change_points = change_points(&h.points, alpha, h.permutations);
+    Ok(h)
+}
+
+/// The ids and labels of the experiments whose label starts with
+/// `prefix`, oldest first, of host `host` only when one is given; bad input
+/// when there are none.
+fn labelled_on(store: &Store, prefix: &str, host: Option<&str>) -> Result<Vec<(i64, String)>> {
+    let mut exps = store.labelled(prefix)?;
+    if let Some(h) = host {
+        let ids = store.experiments_on(h)?;
+        exps.retain(|(id, _)| ids.contains(id));
+        if exps.is_empty() {
+            return Err(bad(format!(
+                "no experiment on host {} has a label starting with '{}' in {}",
+                safe(h),
+                safe(prefix),
+                safe(&store.path().display().to_string())
+            )));
+        }
+    }
+    if exps.is_empty() {
+        return Err(bad(format!(
+            "no experiment has a label starting with '{}' in {}",
+            safe(prefix),
+            safe(&store.path().display().to_string())
+        )));
+    }
+    Ok(exps)
+}
+
+/// The change points of the points' medians, each with the median of the
+/// medians before and after it.
+fn change_points(points: &[HistoryPoint], alpha: f64, permutations: usize) -> Vec<ChangePoint> {
+    let mut out = Vec::new();
+    let medians: Vec<f64> = points.iter().map(|p| p.median).collect();
+    for (index, p) in binary_segmentation(&medians, alpha, permutations, SEED) {
         let before = median(&medians[..index]).unwrap_or(f64::NAN);
         let after = median(&medians[index..]).unwrap_or(f64::NAN);
-        h.change_points.push(ChangePoint {
+        out.push(ChangePoint {
             index,
             p,
             median_before: before,
             median_after: after,
         });
     }
-    Ok(h)
+    out
 }

@@ -170,3 +170,25 @@ pub fn binary_segmentation(xs: &[f64], alpha: f64, perms: usize, seed: u64) -> V
     out.sort_by_key(|c| c.0);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::binary_segmentation;
+
+    #[test]
+    fn a_step_in_a_short_sequence_is_found_where_it_is_and_a_level_has_none() {
+        // Ten medians with a 10% step after the fifth, noise well below it.
+        let noise = [0.3, -0.2, 0.1, -0.4, 0.2, -0.1, 0.4, -0.3, 0.0, 0.2];
+        let step: Vec<f64> = (0..10)
+            .map(|i| if i < 5 { 100.0 } else { 110.0 } + noise[i])
+            .collect();
+        let found = binary_segmentation(&step, 0.05, 999, 7);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 5);
+        assert!(found[0].1 < 0.05);
+        let level: Vec<f64> = noise.iter().map(|e| 100.0 + e).collect();
+        assert!(binary_segmentation(&level, 0.05, 999, 7).is_empty());
+        // Equal values give no split statistic at all.
+        assert!(binary_segmentation(&[3.0; 8], 0.05, 999, 7).is_empty());
+    }
+}

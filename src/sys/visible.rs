@@ -65,4 +65,3 @@ pub fn terminal_safe_lines(s: &str) -> String {
     }
     escape_where(s, |c| c != '\n' && acts(c))
 }
-
