@@ -14,17 +14,9 @@ use serde::Serialize;
 
 use super::model::MetricAnalysis;
 use crate::stats::special::{normal_quantile, normal_sf, t_quantile};
-use crate::store::ExperimentInfo;
 
 mod random_effects;
 pub use random_effects::{random_effects, RandomEffects};
-
-/// The host an experiment ran on: its name in the fleet when it is one
-/// host's part of a fleet run (`fleet_host`), else the machine's name it
-/// recorded (`host`). Fleet reports and the `--host` filters go by this.
-pub fn host_of(info: &ExperimentInfo) -> &str {
-    info.ran_on()
-}
 
 /// One host's estimate of one config against the baseline, for one
 /// workload and metric: the ratio of means and its CI, as that host's own

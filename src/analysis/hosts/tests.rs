@@ -1,6 +1,7 @@
 //! The pooling's tests, against statsmodels' reference values.
 
 use super::*;
+use crate::store::ExperimentInfo;
 
 fn est(ratio: f64, lo: f64, hi: f64) -> Option<HostEstimate> {
     Some(HostEstimate {
@@ -249,9 +250,9 @@ fn the_fleet_name_is_the_host_when_there_is_one() {
         fleet_host: None,
         fleet_id: None,
     };
-    assert_eq!(host_of(&info), "node-7.example");
+    assert_eq!(info.ran_on(), "node-7.example");
     info.fleet_host = Some("c".into());
-    assert_eq!(host_of(&info), "c");
+    assert_eq!(info.ran_on(), "c");
 }
 
 #[test]
