@@ -241,8 +241,8 @@ fn compare_and_history_are_terminal_safe_and_their_errors_one_line() {
     assert!(text.contains("\\x1b]0;pwned"), "{text}");
     // `history --json` prints through main; the library's JSON of it:
     let store = Store::open(&sb.store(), false).unwrap();
-    let h = sysdelta::report::compare::history(&store, &metric, "=lab", None, 0.05).unwrap();
-    let json = sysdelta::report::compare::history_json(&h).unwrap();
+    let h = sysdelta::analysis::history::history(&store, &metric, "=lab", None, 0.05).unwrap();
+    let json = sysdelta::report::history::json(&h).unwrap();
     assert_terminal_safe("history json", json.as_bytes());
     let back: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(back["points"][0]["label"], label(1));

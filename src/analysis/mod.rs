@@ -10,9 +10,13 @@ use serde::Serialize;
 
 pub mod boots;
 mod cis;
+pub mod compare;
 pub mod families;
+pub mod fleet;
 pub mod geomean;
+pub mod history;
 pub mod hosts;
+pub mod list;
 mod model;
 pub mod overhead;
 pub mod shell_cost;

@@ -283,14 +283,14 @@ fn report(r: &FleetReportArgs, store_path: &Path) -> Result<ExitCode> {
     let hosts = members
         .iter()
         .map(|m| {
-            Ok(crate::report::fleet::HostExperiment {
+            Ok(crate::analysis::fleet::HostExperiment {
                 host: m.host.clone(),
                 data: store.load(m.experiment)?,
             })
         })
         .collect::<Result<Vec<_>>>()?;
     // Analysed once, however many formats are written.
-    let analysed = crate::report::fleet::analyze(&hosts, &opts.analysis)?;
+    let analysed = crate::analysis::fleet::analyze(&hosts, &opts.analysis)?;
     for (format, path) in formats {
         opts.format = format;
         super::output::emit(

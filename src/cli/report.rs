@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::args::{report_options, ReportFlags};
 use super::output::{emit, existing_dir};
+use crate::analysis;
 use crate::error::bad;
 use crate::report::{self, Format};
 use crate::store::Store;
@@ -144,7 +145,7 @@ pub fn list(store_path: &Path) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    emit(&report::list::render(&store)?, None)
+    emit(&report::list::render(&analysis::list::list(&store)?), None)
 }
 
 /// `sysdelta compare`.
@@ -152,7 +153,7 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
-    let c = report::compare::build_on(&store, &a.experiments, a.host.as_deref())?;
+    let c = analysis::compare::build_on(&store, &a.experiments, a.host.as_deref())?;
     // Text on a terminal already leads with the warnings: stderr repeats
     // them only where stdout is not what the user is reading.
     use std::io::IsTerminal as _;
@@ -162,11 +163,11 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
         }
     }
     // Analyzed once, however many formats are written.
-    let analysis = report::compare::analyze(&c, &opts.analysis)?;
+    let view = analysis::compare::analyze(c, &opts.analysis)?;
     let mut opts = opts;
     for (format, path) in outputs(&a.flags, true) {
         opts.format = format;
-        emit(&report::compare::render(&c, &analysis, &opts)?, path)?;
+        emit(&report::compare::render(&view, &opts)?, path)?;
     }
     Ok(())
 }
@@ -180,7 +181,7 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
         )));
     }
     let store = Store::open(store_path, false)?;
-    let h = report::compare::history_on(
+    let h = analysis::history::history_on(
         &store,
         &a.metric,
         &a.label_prefix,
@@ -189,8 +190,8 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
         a.host.as_deref(),
     )?;
     let render = |f: HistoryFormat| match f {
-        HistoryFormat::Text => Ok(report::compare::history_text(&h)),
-        HistoryFormat::Json => report::compare::history_json(&h),
+        HistoryFormat::Text => Ok(report::history::text(&h)),
+        HistoryFormat::Json => report::history::json(&h),
         HistoryFormat::Html => report::html::history_page(&h),
     };
     // Every output is rendered before any is written, so a failing one

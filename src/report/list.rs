@@ -2,10 +2,8 @@
 
 use std::fmt::Write as _;
 
-use anyhow::Result;
-
 use super::escape::{terminal_safe, terminal_safe_lines};
-use crate::store::Store;
+use crate::analysis::list::ListRow;
 
 /// The width `list` keeps to.
 const WIDTH: usize = 80;
@@ -17,17 +15,14 @@ const WIDTH: usize = 80;
 /// name is ever cut. Stored strings are shown terminal-safe (an escape
 /// sequence in a name is printed as `\x1b`, not sent to the terminal; a
 /// newline as `\n`, so each experiment stays one line).
-pub fn render(store: &Store) -> Result<String> {
+pub fn render(rows: &[ListRow]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "{:>4} {:<16} {:<11} {:>6} {:<10} {:<12} configs",
         "id", "created (UTC)", "status", "ok", "host", "label"
     );
-    for id in store.experiment_ids()? {
-        let d = store.load(id)?;
-        let i = &d.info;
-        let ok = d.runs.iter().filter(|r| r.is_measured_ok()).count();
+    for i in rows {
         // "2026-11-26T16:16:48Z" -> "2026-11-26 16:16".
         let created: String = i
             .created_at
@@ -40,7 +35,7 @@ pub fn render(store: &Store) -> Result<String> {
             i.id,
             terminal_safe(&created),
             terminal_safe(i.status.as_str()),
-            ok,
+            i.runs_ok,
             terminal_safe(&i.host),
             terminal_safe(i.label.as_deref().unwrap_or("-")),
         );
@@ -48,7 +43,7 @@ pub fn render(store: &Store) -> Result<String> {
         let room = WIDTH.saturating_sub(head.chars().count());
         let _ = writeln!(out, "{head}{}", fit(&configs, room));
     }
-    Ok(terminal_safe_lines(&out))
+    terminal_safe_lines(&out)
 }
 
 /// What `list` shows of a team store whose server is out of reach: the

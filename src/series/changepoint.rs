@@ -1,5 +1,7 @@
 //! Change points in the mean of a series: PELT (Killick, Fearnhead & Eckley
-//! 2012) with a Gaussian mean-shift cost.
+//! 2012) with a Gaussian mean-shift cost for a run's long per-interval
+//! series, and binary segmentation with a permutation test
+//! ([`binary_segmentation`]) for a history's few per-experiment medians.
 //!
 //! Cost of a segment = sum of squared deviations from its mean, divided by
 //! sigma^2, where sigma is estimated robustly from the first differences
@@ -106,4 +108,87 @@ pub fn change_points(xs: &[f64]) -> Vec<usize> {
     }
     cps.reverse();
     cps
+}
+
+/// The split statistic of `x` at `k`: |mean(x[..k]) - mean(x[k..])| *
+/// sqrt(k (n-k) / n) (a standardised CUSUM), maximised over k; (k, stat).
+fn best_split(x: &[f64]) -> (usize, f64) {
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let n = x.len() as f64;
+    (1..x.len())
+        .map(|k| {
+            let (l, r) = x.split_at(k);
+            let s = (mean(l) - mean(r)).abs() * ((k as f64) * (n - k as f64) / n).sqrt();
+            (k, s)
+        })
+        .fold((0, f64::NEG_INFINITY), |b, c| if c.1 > b.1 { c } else { b })
+}
+
+/// Change points of a short sequence of independent values (a history's
+/// per-experiment medians) by binary segmentation, where [`change_points`]
+/// (PELT) would need a noise scale that a handful of values cannot give:
+/// the best split of a segment (see [`best_split`]) is kept when a
+/// permutation test (the segment's values shuffled `perms` times, seeded)
+/// finds a split statistic at least as large in fewer than `alpha` of the
+/// orderings; both halves are then searched again. A segment needs at
+/// least 5 values before any split can reach p < 0.05 (4! = 24
+/// orderings). Returns (index of the first value after the change, p), in
+/// increasing order of index.
+///
+/// Assumes the values are exchangeable when there is no change (checked by
+/// nothing: the permutation test is exact under that assumption only).
+pub fn binary_segmentation(xs: &[f64], alpha: f64, perms: usize, seed: u64) -> Vec<(usize, f64)> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    let mut out = Vec::new();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut stack = vec![(0usize, xs.len())];
+    while let Some((lo, hi)) = stack.pop() {
+        if hi - lo < 2 {
+            continue;
+        }
+        let seg = &xs[lo..hi];
+        let (k, obs) = best_split(seg);
+        if obs.is_nan() || obs <= 0.0 {
+            continue;
+        }
+        let mut shuffled = seg.to_vec();
+        let mut ge = 0usize;
+        for _ in 0..perms {
+            shuffled.shuffle(&mut rng);
+            if best_split(&shuffled).1 >= obs * (1.0 - 1e-12) {
+                ge += 1;
+            }
+        }
+        let p = (ge + 1) as f64 / (perms + 1) as f64;
+        if p < alpha {
+            out.push((lo + k, p));
+            stack.push((lo, lo + k));
+            stack.push((lo + k, hi));
+        }
+    }
+    out.sort_by_key(|c| c.0);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::binary_segmentation;
+
+    #[test]
+    fn a_step_in_a_short_sequence_is_found_where_it_is_and_a_level_has_none() {
+        // Ten medians with a 10% step after the fifth, noise well below it.
+        let noise = [0.3, -0.2, 0.1, -0.4, 0.2, -0.1, 0.4, -0.3, 0.0, 0.2];
+        let step: Vec<f64> = (0..10)
+            .map(|i| if i < 5 { 100.0 } else { 110.0 } + noise[i])
+            .collect();
+        let found = binary_segmentation(&step, 0.05, 999, 7);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].0, 5);
+        assert!(found[0].1 < 0.05);
+        let level: Vec<f64> = noise.iter().map(|e| 100.0 + e).collect();
+        assert!(binary_segmentation(&level, 0.05, 999, 7).is_empty());
+        // Equal values give no split statistic at all.
+        assert!(binary_segmentation(&[3.0; 8], 0.05, 999, 7).is_empty());
+    }
 }

@@ -6,7 +6,8 @@
 //! removing a cgroup that may still be busy (`cgroup`), opening the state
 //! files beside a store only when they are ours (`trust`), the machine's
 //! run directory that only its owner can use (`private_dir`), and
-//! warnings on stderr that never panic (`stderr`).
+//! warnings on stderr that never panic (`stderr`), stored strings made
+//! visible for a terminal (`visible`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
@@ -22,3 +23,4 @@ pub mod size;
 pub mod stderr;
 pub mod sysfs;
 pub mod trust;
+pub mod visible;

@@ -1,407 +1,28 @@
-//! The fleet report: one plan run on several hosts, one experiment per
-//! host, shown together. Per workload/metric and config: a row per host
-//! (its own analysis: delta and CI against the baseline, runs) and the
-//! hosts pooled (`analysis::hosts`: random-effects on the log ratio, HKSJ
-//! CI), with the hosts that differ from the others named; the hosts'
-//! fingerprints side by side where they differ, and a warning when they
-//! differ in what changes a measurement (kernel, CPU, governor,
-//! mitigations, SMT, THP). In text (80 columns), markdown and JSON.
+//! The fleet report (one plan's experiments on several hosts, analysed by
+//! `analysis::fleet`) in text (80 columns), markdown and JSON.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use anyhow::Result;
-use serde::Serialize;
 
 use super::cells::{clip, delta_cell, fmt_num, fmt_pct, fmt_pct_bare, WIDTH};
 use super::escape::{self, ascii};
-use super::{units, Analyzed, Format, ReportOptions};
-use crate::analysis::hosts::{self, HostEstimate, Pooled};
-use crate::analysis::{self, MetricAnalysis, Verdict};
+use super::{units, Format, ReportOptions};
+use crate::analysis;
 use crate::error::bad;
-use crate::metric::Direction;
-use crate::monitor::fingerprint;
 use crate::status::ExperimentStatus;
-use crate::store::ExperimentData;
+
+pub use crate::analysis::fleet::{
+    Fleet, FleetComparison, FleetHost, HostExperiment, HostRow, CONFOUNDERS,
+};
 
 mod words;
 
-/// One host's experiment of a fleet: the host's name in the fleet and
-/// everything stored about its experiment.
-pub struct HostExperiment {
-    pub host: String,
-    pub data: ExperimentData,
-}
-
-impl HostExperiment {
-    /// `data` under its host's name (`analysis::hosts::host_of`: the fleet
-    /// host name, else the recorded host).
-    pub fn new(data: ExperimentData) -> HostExperiment {
-        HostExperiment {
-            host: hosts::host_of(&data.info).to_string(),
-            data,
-        }
-    }
-}
-
-/// Fingerprint keys whose difference between hosts changes what a run
-/// measures, with the words the warning uses.
-pub const CONFOUNDERS: &[(&str, &str)] = &[
-    ("kernel", "kernel release"),
-    ("cpu_model", "CPU model"),
-    ("cpufreq_governor", "cpufreq governor"),
-    ("mitigations", "vulnerability mitigations"),
-    ("smt", "SMT"),
-    ("thp", "THP"),
-];
-
-/// Fingerprint keys that differ between hosts by definition.
-const HOST_KEYS: &[&str] = &["host"];
-
-/// One host of the fleet, as the report shows it.
-#[derive(Clone, Debug, Serialize)]
-pub struct FleetHost {
-    pub host: String,
-    pub experiment_id: i64,
-    pub status: ExperimentStatus,
-    /// Successful measured runs.
-    pub runs_ok: usize,
-    /// Runs the plan asked for (None for an adaptive run count, or when
-    /// the host's experiment could not be analysed).
-    pub runs_planned: Option<usize>,
-    /// The host's own analysis' warnings.
-    pub warnings: Vec<String>,
-    /// Why the host's experiment could not be analysed (a missing
-    /// baseline config), when it could not.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(skip)]
-    analyzed: Option<Analyzed>,
-}
-
-impl FleetHost {
-    /// The host's own analysis (as `sysdelta report` renders it), when
-    /// its experiment could be analysed.
-    pub fn analyzed(&self) -> Option<&Analyzed> {
-        self.analyzed.as_ref()
-    }
-}
-
-/// One host's row of a comparison.
-#[derive(Clone, Debug, Serialize)]
-pub struct HostRow {
-    pub host: String,
-    /// Runs (for kernel configs, boots) with a value: baseline, config.
-    pub n_baseline: usize,
-    pub n: usize,
-    /// Means in the metric's stored unit.
-    pub baseline_mean: Option<f64>,
-    pub mean: Option<f64>,
-    pub delta_mean_pct: Option<f64>,
-    pub delta_ci_pct: Option<(f64, f64)>,
-    pub ratio_ci: Option<(f64, f64)>,
-    /// The host's own verdict (`worse`, `better`, `noise`, `undefined`).
-    pub verdict: Verdict,
-    /// Why the host has no estimate or no CI, when it has none.
-    pub note: Option<String>,
-    /// Whether the host's estimate is in the pooled one.
-    pub pooled: bool,
-    /// `analysis::hosts::Pooled::differs` of this host.
-    pub differs: Option<bool>,
-    /// Its studentized deleted residual.
-    pub residual: Option<f64>,
-}
-
-/// One config against the baseline on one workload/metric, across hosts.
-#[derive(Clone, Debug, Serialize)]
-pub struct FleetComparison {
-    pub workload: String,
-    pub metric: String,
-    pub unit: String,
-    pub direction: Direction,
-    pub config: String,
-    pub rows: Vec<HostRow>,
-    pub pooled: Pooled,
-}
-
-/// A fleet analysed: every host's own analysis and the comparisons
-/// pooled across them. Computed once, rendered in any format.
-#[derive(Clone, Debug, Serialize)]
-pub struct Fleet {
-    /// The fleet run, when every host's experiment names the same one.
-    pub fleet_id: Option<i64>,
-    /// The plan's name (the first host's experiment's).
-    pub name: String,
-    pub baseline: String,
-    pub confidence: f64,
-    pub hosts: Vec<FleetHost>,
-    /// Fingerprint keys whose values differ between hosts (the host name
-    /// aside), each with every host's value (None: not recorded there).
-    pub fingerprint_differences: BTreeMap<String, Vec<Option<String>>>,
-    /// Keys some hosts recorded and others did not.
-    pub fingerprint_unrecorded: Vec<String>,
-    /// The keys of `fingerprint_differences` that change a measurement.
-    pub confounders: Vec<String>,
-    pub comparisons: Vec<FleetComparison>,
-    /// What the reader must know first (confounders, hosts not analysed).
-    pub warnings: Vec<String>,
-}
-
-/// Analyse every host's experiment (`report::analyze`, as `sysdelta
-/// report` does) against one baseline (`opts.baseline`, else the first
-/// host's) and pool each comparison across hosts.
-pub fn analyze(hosts_in: &[HostExperiment], opts: &analysis::Options) -> Result<Fleet> {
-    let Some(first) = hosts_in.first() else {
-        return Err(bad("a fleet report needs at least one host's experiment"));
-    };
-    for (i, h) in hosts_in.iter().enumerate() {
-        if hosts_in[..i].iter().any(|o| o.host == h.host) {
-            return Err(bad(format!(
-                "host '{}' is named twice in the fleet",
-                escape::terminal_safe(&h.host)
-            )));
-        }
-    }
-    let baseline = opts
-        .baseline
-        .clone()
-        .unwrap_or_else(|| first.data.info.baseline.clone());
-    let opts = analysis::Options {
-        baseline: Some(baseline.clone()),
-        ..opts.clone()
-    };
-    let mut hosts: Vec<FleetHost> = Vec::new();
-    for h in hosts_in {
-        let info = &h.data.info;
-        let (analyzed, error) = match super::analyze(&h.data, &opts) {
-            Ok(x) => (Some(x), None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        let adaptive =
-            info.overrides.until_ci.is_some() || info.overrides.min_time.is_some_and(|t| t > 0.0);
-        let (runs_ok, planned, warnings) = match &analyzed {
-            Some(x) => (
-                x.analysis.runs_ok,
-                (!adaptive).then_some(x.analysis.runs_planned),
-                x.analysis.warnings.clone(),
-            ),
-            None => (
-                h.data.runs.iter().filter(|r| r.is_measured_ok()).count(),
-                None,
-                Vec::new(),
-            ),
-        };
-        hosts.push(FleetHost {
-            host: h.host.clone(),
-            experiment_id: info.id,
-            status: info.status,
-            runs_ok,
-            runs_planned: planned,
-            warnings,
-            error,
-            analyzed,
-        });
-    }
-
-    // Workload/metric pairs and configs in the order the hosts have them.
-    let mut metrics: Vec<(String, String)> = Vec::new();
-    let mut configs: Vec<String> = Vec::new();
-    for x in hosts.iter().filter_map(|h| h.analyzed.as_ref()) {
-        for m in &x.analysis.metrics {
-            let key = (m.workload.clone(), m.spec.name.clone());
-            if !metrics.contains(&key) {
-                metrics.push(key);
-            }
-        }
-        for c in &x.analysis.configs[1..] {
-            if !configs.contains(c) {
-                configs.push(c.clone());
-            }
-        }
-    }
-    let mut comparisons = Vec::new();
-    for (workload, metric) in &metrics {
-        for config in &configs {
-            // Per host: its metric and the index of the config's comparison.
-            let found: Vec<Option<(&MetricAnalysis, usize)>> = hosts
-                .iter()
-                .map(|h| {
-                    let a = &h.analyzed.as_ref()?.analysis;
-                    let m = a
-                        .metrics
-                        .iter()
-                        .find(|m| m.workload == *workload && m.spec.name == *metric)?;
-                    let ci = a.configs.iter().position(|c| c == config)?;
-                    Some((m, ci.checked_sub(1)?))
-                })
-                .collect();
-            let Some(spec) = found.iter().flatten().map(|(m, _)| &m.spec).next() else {
-                continue;
-            };
-            let estimates: Vec<Option<HostEstimate>> = found
-                .iter()
-                .map(|f| f.and_then(|(m, ci)| HostEstimate::from_comparison(m, ci)))
-                .collect();
-            let pooled = hosts::pool(&estimates, opts.confidence);
-            let rows = hosts
-                .iter()
-                .zip(&found)
-                .enumerate()
-                .map(|(i, (h, f))| {
-                    host_row(
-                        h,
-                        *f,
-                        estimates[i].is_some(),
-                        pooled.differs[i],
-                        pooled.residual[i],
-                    )
-                })
-                .collect();
-            comparisons.push(FleetComparison {
-                workload: workload.clone(),
-                metric: metric.clone(),
-                unit: spec.unit.clone(),
-                direction: spec.direction,
-                config: config.clone(),
-                rows,
-                pooled,
-            });
-        }
-    }
-
-    // Which hosts differ is decided over the report's whole family.
-    {
-        let mut pools: Vec<&mut Pooled> = comparisons.iter_mut().map(|c| &mut c.pooled).collect();
-        hosts::correct_differs(&mut pools, opts.confidence);
-    }
-    for c in &mut comparisons {
-        for (row, d) in c.rows.iter_mut().zip(&c.pooled.differs) {
-            row.differs = *d;
-        }
-    }
-
-    let prints: Vec<&BTreeMap<String, String>> =
-        hosts_in.iter().map(|h| &h.data.info.fingerprint).collect();
-    let mut differ: Vec<String> = Vec::new();
-    let mut unrecorded: Vec<String> = Vec::new();
-    for (i, a) in prints.iter().enumerate() {
-        for b in &prints[i + 1..] {
-            differ.extend(fingerprint::differences(a, b));
-            unrecorded.extend(fingerprint::unrecorded(a, b));
-        }
-    }
-    for v in [&mut differ, &mut unrecorded] {
-        v.retain(|k| !HOST_KEYS.contains(&k.as_str()));
-        v.sort();
-        v.dedup();
-    }
-    unrecorded.retain(|k| !differ.contains(k));
-    let fingerprint_differences: BTreeMap<String, Vec<Option<String>>> = differ
-        .iter()
-        .map(|k| {
-            let values = prints
-                .iter()
-                .map(|p| fingerprint::known(p, k).map(str::to_string))
-                .collect();
-            (k.clone(), values)
-        })
-        .collect();
-    let confounders: Vec<String> = CONFOUNDERS
-        .iter()
-        .filter(|(k, _)| differ.iter().any(|d| d == k))
-        .map(|(k, _)| k.to_string())
-        .collect();
-    let mut warnings = Vec::new();
-    if !confounders.is_empty() {
-        let words: Vec<&str> = CONFOUNDERS
-            .iter()
-            .filter(|(k, _)| confounders.iter().any(|c| c == k))
-            .map(|(_, w)| *w)
-            .collect();
-        warnings.push(format!(
-            "the hosts differ in {} ({}): a host's delta that differs from the others' \
-             may come from these, and the pooled delta averages over them",
-            words.join(", "),
-            confounders.join(", ")
-        ));
-    }
-    for h in &hosts {
-        if let Some(e) = &h.error {
-            warnings.push(format!(
-                "host {} (experiment {}) is not analysed: {}",
-                escape::terminal_safe(&h.host),
-                h.experiment_id,
-                escape::terminal_safe(e)
-            ));
-        }
-    }
-    let ids: Vec<Option<i64>> = hosts_in.iter().map(|h| h.data.info.fleet_id).collect();
-    let fleet_id = ids[0].filter(|_| ids.iter().all(|i| *i == ids[0]));
-    Ok(Fleet {
-        fleet_id,
-        name: first.data.info.name.clone(),
-        baseline,
-        confidence: opts.confidence,
-        hosts,
-        fingerprint_differences,
-        fingerprint_unrecorded: unrecorded,
-        confounders,
-        comparisons,
-        warnings,
-    })
-}
-
-/// The row of host `h`, whose metric and comparison index are `found`.
-fn host_row(
-    h: &FleetHost,
-    found: Option<(&MetricAnalysis, usize)>,
-    pooled: bool,
-    differs: Option<bool>,
-    residual: Option<f64>,
-) -> HostRow {
-    let mut row = HostRow {
-        host: h.host.clone(),
-        n_baseline: 0,
-        n: 0,
-        baseline_mean: None,
-        mean: None,
-        delta_mean_pct: None,
-        delta_ci_pct: None,
-        ratio_ci: None,
-        verdict: Verdict::Undefined,
-        note: None,
-        pooled,
-        differs,
-        residual,
-    };
-    let Some((m, ci)) = found else {
-        row.note = Some(match &h.error {
-            Some(_) => "not analysed".into(),
-            None => "no runs of this metric and config".into(),
-        });
-        return row;
-    };
-    let (base, cell) = (&m.cells[0], &m.cells[ci + 1]);
-    let c = &m.comparisons[ci];
-    row.n_baseline = base.values.len();
-    row.n = cell.values.len();
-    row.baseline_mean = base.summary.as_ref().map(|s| s.mean);
-    row.mean = cell.summary.as_ref().map(|s| s.mean);
-    row.delta_mean_pct = c.delta_mean_pct;
-    row.delta_ci_pct = c.delta_ci_pct;
-    row.ratio_ci = c.ratio_ci;
-    row.verdict = c.verdict;
-    row.note = c.ci_note.clone().or_else(|| c.note.clone());
-    if !pooled && row.note.is_none() {
-        row.note = Some("no estimate to pool".into());
-    }
-    row
-}
-
-/// The fleet of `hosts` in `opts.format` (text, markdown or JSON).
+/// The fleet of `hosts` in `opts.format` (text, markdown or JSON),
+/// analysed and rendered at once.
 pub fn render(hosts: &[HostExperiment], opts: &ReportOptions) -> Result<String> {
     check_format(opts.format)?;
-    render_analyzed(&analyze(hosts, &opts.analysis)?, opts)
+    render_analyzed(&analysis::fleet::analyze(hosts, &opts.analysis)?, opts)
 }
 
 /// A fleet report has no CSV or HTML form: bad input, said before
@@ -419,14 +40,24 @@ pub fn check_format(f: Format) -> Result<()> {
 pub fn render_analyzed(f: &Fleet, opts: &ReportOptions) -> Result<String> {
     check_format(opts.format)?;
     Ok(match opts.format {
-        Format::Text => escape::terminal_safe_lines(&super::text::fit(&words::text(f, opts))),
-        Format::Markdown => escape::terminal_safe_lines(&words::markdown(f, opts)),
+        Format::Text => text(f, opts),
+        Format::Markdown => markdown(f, opts),
         _ => json(f)?,
     })
 }
 
+/// Mail-ready text within 80 columns, in the units the values read best in.
+pub fn text(f: &Fleet, opts: &ReportOptions) -> String {
+    escape::terminal_safe_lines(&super::text::fit(&words::text(f, opts)))
+}
+
+/// Markdown, in the units the values read best in.
+pub fn markdown(f: &Fleet, opts: &ReportOptions) -> String {
+    escape::terminal_safe_lines(&words::markdown(f, opts))
+}
+
 /// JSON: the [`Fleet`] as it is (stored units), terminal-safe.
-fn json(f: &Fleet) -> Result<String> {
+pub fn json(f: &Fleet) -> Result<String> {
     let mut v = serde_json::to_value(f)?;
     v["format"] = "sysdelta-fleet-report-1".into();
     Ok(escape::json_text(serde_json::to_string_pretty(&v)?) + "\n")

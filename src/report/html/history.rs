@@ -10,7 +10,8 @@ use plotters::style::text_anchor::HPos;
 
 use super::plot::{self, err, figure, PLOT_WIDTH};
 use super::{esc, page::CSS};
-use crate::report::history::{config_phrase, History};
+use crate::analysis::history::History;
+use crate::report::history::config_phrase;
 use crate::report::text::fmt_num;
 
 const RED: RGBColor = RGBColor(0xb2, 0x18, 0x2b);
