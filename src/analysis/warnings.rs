@@ -1,8 +1,54 @@
 //! The report's warnings about the data: what a reader needs to know
 //! before trusting the table.
 
+use std::collections::BTreeMap;
+
 use super::model::{MetricAnalysis, NOT_ESTIMABLE};
 use crate::stats;
+use crate::store::StoredRun;
+
+/// One warning counting the measured runs kept as results although their
+/// command exited with a non-zero status (`-i`, as hyperfine warns): their
+/// times are a failing command's, which a reader must know before trusting
+/// them (the README's own `grep -q x FILE` failed every run silently).
+pub(super) fn exit_status_warnings(runs: &[StoredRun]) -> Vec<String> {
+    // (config, workload) -> (runs that exited non-zero, their statuses).
+    let mut cells: BTreeMap<(&str, &str), (usize, Vec<i32>)> = BTreeMap::new();
+    let mut measured = 0usize;
+    for r in runs.iter().filter(|r| r.is_measured_ok()) {
+        measured += 1;
+        if let Some(code) = r.exit_code.filter(|c| *c != 0) {
+            let cell = cells.entry((&r.config, &r.workload)).or_default();
+            cell.0 += 1;
+            if !cell.1.contains(&code) {
+                cell.1.push(code);
+            }
+        }
+    }
+    let nonzero: usize = cells.values().map(|(n, _)| n).sum();
+    if nonzero == 0 {
+        return Vec::new();
+    }
+    let items = cells
+        .into_iter()
+        .map(|((c, w), (n, mut codes))| {
+            codes.sort_unstable();
+            let codes: Vec<String> = codes.iter().map(i32::to_string).collect();
+            let s = if codes.len() == 1 { "" } else { "es" };
+            format!("{c}/{w}: {n} (exit status{s} {})", codes.join(", "))
+        })
+        .collect();
+    let mut out = Vec::new();
+    push_grouped(
+        &mut out,
+        &format!(
+            "{nonzero} of {measured} measured runs exited with a non-zero status and were kept \
+             as results (-i, --ignore-failure): their times are those of a failing command"
+        ),
+        items,
+    );
+    out
+}
 
 /// One warning line listing the comparisons whose CI is not estimable, with
 /// the reason of each (the table marks them "not estimable").

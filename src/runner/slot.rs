@@ -18,6 +18,9 @@ use super::Prepared;
 /// What one run produced, before it is stored.
 pub struct Measured {
     pub outcome: RunOutcome,
+    /// The status the workload's process exited with
+    /// ([`crate::workload::Workload::exit_status`]), kept with an ok run.
+    pub exit_code: Option<i32>,
     pub monitor_data: Vec<MonitorData>,
     /// Lines to record as events: monitors that failed to start or stop.
     pub monitor_errors: Vec<String>,
@@ -35,6 +38,7 @@ impl Measured {
                 stderr_tail: String::new(),
                 exit_code: None,
             },
+            exit_code: None,
             monitor_data: Vec::new(),
             monitor_errors: Vec::new(),
             notes: Vec::new(),
@@ -102,6 +106,7 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
         }
     }
     let out = workload.run(&ctx);
+    let exit_code = workload.exit_status();
     let notes = workload
         .notes()
         .into_iter()
@@ -147,6 +152,7 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
     };
     Measured {
         outcome,
+        exit_code,
         monitor_data,
         monitor_errors,
         notes,
@@ -219,10 +225,17 @@ pub fn extras(
     }
 }
 
-/// A run's outcome as the store records it.
-pub fn result_of(o: &RunOutcome) -> RunResult<'_> {
-    match o {
-        RunOutcome::Ok(s) => RunResult::Ok(s),
+/// A run's outcome as the store records it: an ok run with the status its
+/// process exited with, where it has one; a failed run with its own.
+pub fn result_of(m: &Measured) -> RunResult<'_> {
+    match &m.outcome {
+        RunOutcome::Ok(s) => match m.exit_code {
+            Some(exit_code) => RunResult::Exited {
+                samples: s,
+                exit_code,
+            },
+            None => RunResult::Ok(s),
+        },
         RunOutcome::Failed {
             reason,
             stderr_tail,
