@@ -227,3 +227,48 @@ fn p_text(p: f64) -> String {
         format!("{p:.decimals$}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::RunStatus;
+
+    fn run(config: &str, warmup: bool, status: RunStatus, exit_code: Option<i32>) -> StoredRun {
+        StoredRun {
+            id: 0,
+            block: 0,
+            seq: 0,
+            config: config.into(),
+            workload: "w".into(),
+            warmup,
+            status,
+            reason: None,
+            stderr_tail: None,
+            exit_code,
+            started_at: 0.0,
+            samples: Default::default(),
+            boot_id: None,
+        }
+    }
+
+    #[test]
+    fn only_measured_ok_runs_that_exited_non_zero_count() {
+        let ok = RunStatus::Ok;
+        let runs = vec![
+            run("a", false, ok, Some(1)),
+            run("a", false, ok, Some(2)),
+            run("a", true, ok, Some(1)),
+            run("a", false, RunStatus::Failed, Some(1)),
+            run("b", false, ok, Some(0)),
+            run("b", false, ok, None),
+        ];
+        let w = exit_status_warnings(&runs);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("2 of 4 measured runs exited with a non-zero status"),
+            "{w:?}"
+        );
+        assert!(w[0].ends_with(": a/w: 2 (exit statuses 1, 2)"), "{w:?}");
+        assert!(exit_status_warnings(&runs[4..]).is_empty());
+    }
+}
