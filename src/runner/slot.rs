@@ -247,3 +247,52 @@ pub fn result_of(m: &Measured) -> RunResult<'_> {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::runlog::RunRow;
+    use crate::store::RunRecord;
+
+    /// The row a run becomes, on the host's run log and in the guest's
+    /// message alike.
+    fn row_of(m: &Measured) -> RunRow {
+        RunRow::of(&RunRecord {
+            experiment_id: 1,
+            block: 0,
+            seq: 0,
+            config: "a",
+            workload: "w",
+            warmup: false,
+            started_at: 0.0,
+            result: result_of(m),
+            series: &[],
+            profile: &[],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn an_ok_run_keeps_its_exit_status_and_a_failed_run_its_own() {
+        let samples = vec![MetricSamples {
+            metric: "wall".into(),
+            values: vec![0.5],
+        }];
+        let mut m = Measured::failed(String::new());
+        m.outcome = RunOutcome::Ok(samples);
+        m.exit_code = Some(3);
+        let r = row_of(&m);
+        assert_eq!((r.status.as_str(), r.exit_code), ("ok", Some(3)));
+        m.exit_code = None;
+        assert_eq!(row_of(&m).exit_code, None, "a built-in has none");
+        // A conclude hook that failed the run: its status, not the command's.
+        m.outcome = RunOutcome::Failed {
+            reason: "conclude failed".into(),
+            stderr_tail: String::new(),
+            exit_code: Some(7),
+        };
+        m.exit_code = Some(0);
+        let r = row_of(&m);
+        assert_eq!((r.status.as_str(), r.exit_code), ("failed", Some(7)));
+    }
+}
