@@ -436,3 +436,57 @@ fn the_run_line_the_report_and_list_count_runs_alike() {
     let row = list.lines().nth(1).unwrap();
     assert!(row.split_whitespace().any(|w| w == "6"), "{list}");
 }
+
+/// `-i` keeps a command's non-zero exit as a result, so the store keeps
+/// every run's exit status and every format's warnings count the runs that
+/// exited non-zero (the README's `grep -q x FILE` failed all its runs and
+/// the report said nothing).
+#[test]
+fn ignore_failure_stores_each_exit_status_and_every_format_counts_the_non_zero() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "-i",
+        "-r",
+        "4",
+        "--config",
+        "a=",
+        "--config",
+        "b=export SD_OK=1",
+        "--",
+        "[ \"$SD_OK\" = 1 ]",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = sb.json_report("last");
+    let codes: Vec<(String, serde_json::Value)> = r["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["warmup"] == false)
+        .map(|r| {
+            (
+                r["config"].as_str().unwrap().to_string(),
+                r["exit_code"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(codes.len(), 8, "{codes:?}");
+    for (config, code) in &codes {
+        let want = if config == "a" { 1 } else { 0 };
+        assert_eq!(code, &serde_json::json!(want), "{codes:?}");
+    }
+    let want = "4 of 8 measured runs exited with a non-zero status";
+    let warnings = r["analysis"]["warnings"].to_string();
+    assert!(warnings.contains(want), "json: {warnings}");
+    assert!(warnings.contains("a/"), "json names the cell: {warnings}");
+    assert!(!warnings.contains("b/"), "b's runs exited 0: {warnings}");
+    for format in ["text", "markdown", "html"] {
+        let out = sb.run(&["report", "last", "--format", format]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        // Text wraps warnings at 80 columns: compare words.
+        let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(words.contains(want), "{format}: {text}");
+    }
+}

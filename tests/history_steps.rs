@@ -273,7 +273,7 @@ fn long_labels_keep_lines_within_80_columns() {
 
 #[test]
 fn names_with_a_slash_are_found_whole() {
-    // Go's metrics are named by their unit (`ns/op`), and `ab -- ./bench`
+    // Go's metrics are named as benchstat names them (`sec/op`), and `ab -- ./bench`
     // names its workload `./bench`: neither may be split at its '/'.
     let sb = Sandbox::new();
     let old = concat!(
@@ -284,17 +284,17 @@ fn names_with_a_slash_are_found_whole() {
         let out = sb.run(&["import", "gobench", old, "--label", label]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    // Alone, ns/op is in several workloads: the error names the metric whole.
-    let out = sb.run(&["history", "ns/op", "--label-prefix", "6."]);
+    // Alone, sec/op is in several workloads: the error names the metric whole.
+    let out = sb.run(&["history", "sec/op", "--label-prefix", "6."]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("metric 'ns/op' is in several workloads"),
+        stderr(&out).contains("metric 'sec/op' is in several workloads"),
         "{}",
         stderr(&out)
     );
-    let out = sb.run(&["history", "SortInts/ns/op", "--label-prefix", "6."]);
+    let out = sb.run(&["history", "SortInts-2/sec/op", "--label-prefix", "6."]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("history of SortInts/ns/op"), "{text}");
+    assert!(text.contains("history of SortInts-2/sec/op"), "{text}");
     assert!(text.contains("No change found"), "{text}");
 }

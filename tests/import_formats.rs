@@ -98,11 +98,11 @@ fn go_benchmark_files_become_configs() {
     assert_eq!(
         names,
         vec![
-            "SortInts/ns/op lower",
-            "Join/ns/op lower",
-            "Join/MB/s higher",
-            "Join/B/op lower",
-            "Join/allocs/op lower"
+            "SortInts-2/sec/op lower",
+            "Join-2/sec/op lower",
+            "Join-2/B/s higher",
+            "Join-2/B/op lower",
+            "Join-2/allocs/op lower"
         ]
     );
     assert_eq!(
@@ -208,4 +208,93 @@ fn wrong_or_truncated_files_are_bad_input_and_store_nothing() {
         assert!(err.contains(want), "want {want:?}, got {err}");
     }
     assert_eq!(experiments(&sb), before, "a failed import stored something");
+}
+
+/// A Go output of two packages, each with `BenchmarkFoo`, run with
+/// `-cpu 1,2,4` in the first: each (package, name, GOMAXPROCS) is one
+/// benchmark, as benchstat's rows are.
+const GO_TWO_PACKAGES: &str = "goos: linux\ngoarch: amd64\npkg: example.com/a\ncpu: Xeon\n\
+    BenchmarkFoo     100  100 ns/op\nBenchmarkFoo     100  102 ns/op\nBenchmarkFoo     100  98 ns/op\n\
+    BenchmarkFoo-2   100  60 ns/op\nBenchmarkFoo-2   100  61 ns/op\n\
+    BenchmarkFoo-4   100  40 ns/op\nBenchmarkFoo-4   100  41 ns/op\n\
+    PASS\nok  \texample.com/a\t1.0s\n\
+    pkg: example.com/b\nBenchmarkFoo     1  10000 ns/op\nBenchmarkFoo     1  10100 ns/op\n\
+    PASS\nok  \texample.com/b\t1.0s\n";
+
+#[test]
+fn go_benchmarks_of_two_packages_and_gomaxprocs_stay_apart() {
+    let sb = Sandbox::new();
+    let old = sb.write("old.txt", GO_TWO_PACKAGES);
+    let new = sb.write("new.txt", GO_TWO_PACKAGES);
+    let id = import(
+        &sb,
+        &["gobench", old.to_str().unwrap(), new.to_str().unwrap()],
+    );
+    let v = sb.json_report(&id);
+    let cells: Vec<(String, String, serde_json::Value)> = v["analysis"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["workload"].as_str().unwrap().to_string(),
+                format!(
+                    "{} {}",
+                    m["name"].as_str().unwrap(),
+                    m["unit"].as_str().unwrap()
+                ),
+                m["cells"][0]["values"].clone(),
+            )
+        })
+        .collect();
+    let want =
+        |w: &str, values: serde_json::Value| (w.to_string(), "sec/op ns/op".to_string(), values);
+    assert_eq!(
+        cells,
+        vec![
+            want(
+                "Foo [pkg=example.com/a]",
+                serde_json::json!([100.0, 102.0, 98.0])
+            ),
+            want("Foo-2 [pkg=example.com/a]", serde_json::json!([60.0, 61.0])),
+            want("Foo-4 [pkg=example.com/a]", serde_json::json!([40.0, 41.0])),
+            want(
+                "Foo [pkg=example.com/b]",
+                serde_json::json!([10000.0, 10100.0])
+            ),
+        ]
+    );
+}
+
+/// Go's times scale as benchstat shows them (`344526 ns/op` is 344.5 us),
+/// `--time-unit` applies to them, and the Markdown header and the HTML
+/// plot's label name the unit (they read `ns/op ()` and `( , lower is
+/// better)`).
+#[test]
+fn go_units_scale_and_every_format_names_them() {
+    let sb = Sandbox::new();
+    let text = |ns: [u32; 3]| {
+        ns.iter()
+            .map(|n| format!("BenchmarkParse-8  3000  {n} ns/op  2048 B/op  12 allocs/op\n"))
+            .collect::<String>()
+    };
+    let old = sb.write("old.txt", &text([344526, 350100, 340900]));
+    let new = sb.write("new.txt", &text([300526, 310100, 305900]));
+    let id = import(
+        &sb,
+        &["gobench", old.to_str().unwrap(), new.to_str().unwrap()],
+    );
+    let md = stdout(&sb.run(&["report", &id, "--format", "markdown"]));
+    assert!(md.contains("| sec/op (us/op) |"), "{md}");
+    assert!(md.contains("| B/op (KiB/op) |"), "{md}");
+    assert!(md.contains("| allocs/op (allocs/op) |"), "{md}");
+    assert!(md.contains("345.2"), "mean of old in us: {md}");
+    let ms = stdout(&sb.run(&["report", &id, "--format", "markdown", "-u", "ms"]));
+    assert!(ms.contains("| sec/op (ms/op) |"), "{ms}");
+    assert!(ms.contains("0.3452"), "-u ms: {ms}");
+    let html = stdout(&sb.run(&["report", &id, "--format", "html"]));
+    assert!(html.contains("(us/op, lower is better)"), "html label");
+    assert!(!html.contains("( , lower is better)"), "html label");
+    let csv = stdout(&sb.run(&["report", &id, "--format", "csv"]));
+    assert!(csv.contains(",us/op,"), "{csv}");
 }

@@ -184,6 +184,7 @@ fn one_run(config: &str, value: f64) -> ImportedRun {
             values: vec![value],
         }],
         failure: None,
+        exit_code: None,
     }
 }
 
@@ -216,5 +217,48 @@ fn a_write_that_fails_stores_nothing(sb) {
     let twice = imported(vec![one_run("a", 1.0)], vec![spec.clone(), spec]);
     assert!(import::store(&store, &twice, None, "x").is_err());
     assert_eq!(store.experiment_ids().unwrap(), Vec::<i64>::new());
+}
+}
+
+both_stores! {
+fn lmbench_nan_inf_and_negative_values_are_refused_like_the_other_formats(sb) {
+    let w = |name: &str, text: &str| sb.write(name, text).display().to_string();
+    let head = "[lmbench3.0 results for Linux h 6.1]\nSimple syscall: 0.1 microseconds\n";
+    let cases: Vec<(String, &str)> = vec![
+        (
+            w("nan.0", &format!("{head}Pipe latency: nan microseconds\n")),
+            "nan.0:3: 'nan' is not a finite number",
+        ),
+        (
+            w("inf.0", &format!("{head}Pipe bandwidth: inf MB/sec\n")),
+            "inf.0:3: 'inf' is not a finite number",
+        ),
+        (
+            w("neg.0", &format!("{head}Process fork+exit: -22.2 microseconds\n")),
+            "neg.0:3: '-22.2' is negative",
+        ),
+        (
+            w("ctx.0", &format!("{head}\"size=0k ovr=0.89\n2 2.07\n4 -0.5\n")),
+            "ctx.0:5: '-0.5' is negative",
+        ),
+    ];
+    for (file, want) in cases {
+        import_refused(sb, &["lmbench", &file], want);
+    }
+    assert!(!sb.store_exists(), "a refused import creates no store");
+}
+}
+
+both_stores! {
+fn hyperfine_exit_codes_are_stored_with_ok_runs_too(sb) {
+    let f = sb.write(
+        "h.json",
+        r#"{"results": [{"command": "a", "times": [0.1, 0.2], "exit_codes": [0, 0]}]}"#,
+    );
+    let id = import_ok(sb, &["hyperfine", f.to_str().unwrap()]);
+    let v = sb.json_report(&id);
+    let codes: Vec<&serde_json::Value> =
+        v["runs"].as_array().unwrap().iter().map(|r| &r["exit_code"]).collect();
+    assert_eq!(codes, [0, 0]);
 }
 }

@@ -433,6 +433,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         opts.alpha,
     ));
     warnings.extend(warnings::ci_warnings(&metrics));
+    warnings.extend(warnings::exit_status_warnings(&data.runs));
     let (shell_startup, shell_warnings) = shell_cost::compute(data, &configs);
     warnings.extend(shell_warnings);
     let max_samples_per_run = data

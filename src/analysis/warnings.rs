@@ -1,8 +1,54 @@
 //! The report's warnings about the data: what a reader needs to know
 //! before trusting the table.
 
+use std::collections::BTreeMap;
+
 use super::model::{MetricAnalysis, NOT_ESTIMABLE};
 use crate::stats;
+use crate::store::StoredRun;
+
+/// One warning counting the measured runs kept as results although their
+/// command exited with a non-zero status (`-i`, as hyperfine warns): their
+/// times are a failing command's, which a reader must know before trusting
+/// them (the README's own `grep -q x FILE` failed every run silently).
+pub(super) fn exit_status_warnings(runs: &[StoredRun]) -> Vec<String> {
+    // (config, workload) -> (runs that exited non-zero, their statuses).
+    let mut cells: BTreeMap<(&str, &str), (usize, Vec<i32>)> = BTreeMap::new();
+    let mut measured = 0usize;
+    for r in runs.iter().filter(|r| r.is_measured_ok()) {
+        measured += 1;
+        if let Some(code) = r.exit_code.filter(|c| *c != 0) {
+            let cell = cells.entry((&r.config, &r.workload)).or_default();
+            cell.0 += 1;
+            if !cell.1.contains(&code) {
+                cell.1.push(code);
+            }
+        }
+    }
+    let nonzero: usize = cells.values().map(|(n, _)| n).sum();
+    if nonzero == 0 {
+        return Vec::new();
+    }
+    let items = cells
+        .into_iter()
+        .map(|((c, w), (n, mut codes))| {
+            codes.sort_unstable();
+            let codes: Vec<String> = codes.iter().map(i32::to_string).collect();
+            let s = if codes.len() == 1 { "" } else { "es" };
+            format!("{c}/{w}: {n} (exit status{s} {})", codes.join(", "))
+        })
+        .collect();
+    let mut out = Vec::new();
+    push_grouped(
+        &mut out,
+        &format!(
+            "{nonzero} of {measured} measured runs exited with a non-zero status and were kept \
+             as results (-i, --ignore-failure): their times are those of a failing command"
+        ),
+        items,
+    );
+    out
+}
 
 /// One warning line listing the comparisons whose CI is not estimable, with
 /// the reason of each (the table marks them "not estimable").
@@ -179,5 +225,50 @@ fn p_text(p: f64) -> String {
     } else {
         let decimals = (-p.log10()).ceil() as usize + 2;
         format!("{p:.decimals$}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::RunStatus;
+
+    fn run(config: &str, warmup: bool, status: RunStatus, exit_code: Option<i32>) -> StoredRun {
+        StoredRun {
+            id: 0,
+            block: 0,
+            seq: 0,
+            config: config.into(),
+            workload: "w".into(),
+            warmup,
+            status,
+            reason: None,
+            stderr_tail: None,
+            exit_code,
+            started_at: 0.0,
+            samples: Default::default(),
+            boot_id: None,
+        }
+    }
+
+    #[test]
+    fn only_measured_ok_runs_that_exited_non_zero_count() {
+        let ok = RunStatus::Ok;
+        let runs = vec![
+            run("a", false, ok, Some(1)),
+            run("a", false, ok, Some(2)),
+            run("a", true, ok, Some(1)),
+            run("a", false, RunStatus::Failed, Some(1)),
+            run("b", false, ok, Some(0)),
+            run("b", false, ok, None),
+        ];
+        let w = exit_status_warnings(&runs);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("2 of 4 measured runs exited with a non-zero status"),
+            "{w:?}"
+        );
+        assert!(w[0].ends_with(": a/w: 2 (exit statuses 1, 2)"), "{w:?}");
+        assert!(exit_status_warnings(&runs[4..]).is_empty());
     }
 }

@@ -1,8 +1,22 @@
 //! Go benchmark output (`go test -bench`, benchstat's input): each file is
-//! a config, each benchmark a workload (its name without `Benchmark` and
-//! the `-GOMAXPROCS` suffix), each `value unit` pair a metric named by its
-//! unit (`ns/op`, `B/op`, `MB/s`; the name is the unit, so the unit field
-//! stays empty), and each result line one run.
+//! a config, each result line one run, each `value unit` pair a metric.
+//!
+//! A benchmark is what benchstat makes a row of: its full name (without
+//! `Benchmark`, with its `-GOMAXPROCS` suffix, so `-cpu 1,2,4` gives three
+//! workloads) under the file's `pkg`, `goos`, `goarch` and `cpu` lines
+//! (benchstat's tables), so `BenchmarkFoo` of two packages is two
+//! workloads. Those of the keys whose values differ within the import are
+//! written after the name (`Foo-8 [pkg=example.com/a]`); a benchmark whose
+//! keys differ between two files is two workloads, each in one config, as
+//! benchstat puts them in two tables.
+//!
+//! A metric is named as benchstat names it (`sec/op`, `B/op`, `allocs/op`,
+//! `B/s`, other units with `ns` as `sec` and `MB` as `B`) and keeps the
+//! unit the file wrote (`ns/op`, ...), values as written, so that the
+//! report scales it (`ns/op` shown as `us/op`, `ms/op`, `s/op`; `B/op` as
+//! `KiB/op`, ...) and `--time-unit` applies to it.
+
+use std::collections::{BTreeSet, HashMap};
 
 use regex::Regex;
 
@@ -52,11 +66,50 @@ fn value(text: &str, unit: &str) -> Result<f64, Error> {
     Ok(v)
 }
 
-/// Parse one file as config `config` into `imp`.
-pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), Error> {
-    let name_re = Regex::new(r"^Benchmark(\S*?)(?:-\d+)?$").expect("valid regex");
+/// The configuration keys `go test` writes that belong to a benchmark's
+/// identity (benchstat groups its tables by them), in the order a
+/// workload's name shows them.
+const IDENTITY_KEYS: [&str; 4] = ["pkg", "goos", "goarch", "cpu"];
+
+/// benchstat's name of a metric in `unit` (as its `benchunit.Tidy`):
+/// nanoseconds become seconds and megabytes bytes in the numerator, so
+/// `ns/op` is `sec/op` and `MB/s` is `B/s`. The stored unit stays the
+/// file's; only the name follows benchstat.
+fn metric_name(unit: &str) -> String {
+    let (amount, per) = unit.split_at(unit.find('/').unwrap_or(unit.len()));
+    match amount {
+        "ns" => format!("sec{per}"),
+        "MB" => format!("B{per}"),
+        _ => unit.to_string(),
+    }
+}
+
+/// One result line, before its workload is named.
+struct GoResult {
+    config: String,
+    /// Where it stands, for errors: "PATH:LINE".
+    at: String,
+    /// The full name (`Foo/sub-8`).
+    name: String,
+    /// The values of [`IDENTITY_KEYS`] in force at this line.
+    keys: [Option<String>; 4],
+    /// (metric name, unit, value) per pair, in line order.
+    values: Vec<(String, String, f64)>,
+}
+
+/// Parse one file as config `config` into `out` (its key lines into
+/// `imp`'s notes and fingerprint).
+fn parse_file(
+    imp: &mut Imported,
+    out: &mut Vec<GoResult>,
+    config: &str,
+    path: &str,
+    text: &str,
+) -> Result<(), Error> {
+    let name_re = Regex::new(r"^Benchmark(\S+)$").expect("valid regex");
     let key_re = Regex::new(r"^([a-z][^\s:]*):\s*(.*)$").expect("valid regex");
-    let mut found = 0usize;
+    let mut keys: [Option<String>; 4] = Default::default();
+    let found = out.len();
     imp.add_config(config);
     for (ln, line) in text.lines().enumerate() {
         let at = || format!("{path}:{}", ln + 1);
@@ -66,6 +119,10 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
             if let Some(c) = key_re.captures(line) {
                 let (k, v) = (c[1].to_string(), c[2].trim().to_string());
                 imp.notes.push_str(&format!("{config}: {k}: {v}\n"));
+                if let Some(i) = IDENTITY_KEYS.iter().position(|x| *x == k) {
+                    // A key line with no value unsets the key (benchfmt).
+                    keys[i] = Some(v.clone()).filter(|v| !v.is_empty());
+                }
                 if k == "cpu" {
                     imp.fingerprint.entry("cpu_model".into()).or_insert(v);
                 } else if k == "goos" || k == "goarch" {
@@ -81,7 +138,6 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
         let name = name_re
             .captures(first)
             .map(|c| c[1].to_string())
-            .filter(|n| !n.is_empty())
             .ok_or_else(|| Error::bad(format!("{}: malformed benchmark name '{first}'", at())))?;
         let iters: u64 = rest[0].parse().map_err(|_| {
             Error::bad(format!(
@@ -103,34 +159,97 @@ pub fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> R
                 at()
             )));
         }
-        let mut samples = Vec::new();
+        let mut values: Vec<(String, String, f64)> = Vec::new();
         for p in pairs.chunks(2) {
             let v = value(p[0], p[1]).map_err(|m| Error::bad(format!("{}: {m}", at())))?;
-            if samples.iter().any(|s: &MetricSamples| s.metric == p[1]) {
+            let metric = metric_name(p[1]);
+            if let Some((_, u, _)) = values.iter().find(|(m, _, _)| *m == metric) {
+                return Err(Error::bad(if u == p[1] {
+                    format!("{}: unit '{u}' appears twice", at())
+                } else {
+                    format!("{}: '{u}' and '{}' are both {metric}", at(), p[1])
+                }));
+            }
+            values.push((metric, p[1].to_string(), v));
+        }
+        out.push(GoResult {
+            config: config.into(),
+            at: at(),
+            name,
+            keys: keys.clone(),
+            values,
+        });
+    }
+    if out.len() == found {
+        return Err(Error::bad(format!(
+            "{path}: no Go benchmark result lines ('BenchmarkName-N  iters  value unit ...')"
+        )));
+    }
+    Ok(())
+}
+
+/// Each result's workload name: its full name, followed by those identity
+/// keys whose values differ between the results (a key absent from a
+/// result is not written).
+fn workload_names(results: &[GoResult]) -> Vec<String> {
+    let varying: Vec<usize> = (0..IDENTITY_KEYS.len())
+        .filter(|&i| {
+            let seen: BTreeSet<Option<&str>> =
+                results.iter().map(|r| r.keys[i].as_deref()).collect();
+            seen.len() > 1
+        })
+        .collect();
+    results
+        .iter()
+        .map(|r| {
+            let keys: Vec<String> = varying
+                .iter()
+                .filter_map(|&i| {
+                    r.keys[i]
+                        .as_ref()
+                        .map(|v| format!("{}={v}", IDENTITY_KEYS[i]))
+                })
+                .collect();
+            if keys.is_empty() {
+                r.name.clone()
+            } else {
+                format!("{} [{}]", r.name, keys.join(" "))
+            }
+        })
+        .collect()
+}
+
+/// The parsed results as workloads, metrics and runs, in file order. A
+/// metric of one workload written in two units (`ns/op` here, `sec/op`
+/// there) is refused: its values could not be compared.
+fn assemble(imp: &mut Imported, results: Vec<GoResult>) -> Result<(), Error> {
+    let names = workload_names(&results);
+    let mut units: HashMap<(String, String), String> = HashMap::new();
+    for (r, workload) in results.into_iter().zip(names) {
+        let mut samples = Vec::new();
+        for (metric, unit, v) in r.values {
+            let known = units
+                .entry((workload.clone(), metric.clone()))
+                .or_insert_with(|| unit.clone());
+            if *known != unit {
                 return Err(Error::bad(format!(
-                    "{}: unit '{}' appears twice",
-                    at(),
-                    p[1]
+                    "{}: {workload}'s {metric} is in '{unit}' here and in '{known}' before",
+                    r.at
                 )));
             }
-            imp.declare(&name, MetricSpec::new(p[1], "", direction(p[1])));
+            imp.declare(&workload, MetricSpec::new(&metric, &unit, direction(&unit)));
             samples.push(MetricSamples {
-                metric: p[1].to_string(),
+                metric,
                 values: vec![v],
             });
         }
         imp.runs.push(ImportedRun {
-            config: config.into(),
-            workload: name,
+            config: r.config,
+            workload: workload.clone(),
             samples,
             failure: None,
+            exit_code: None,
         });
-        found += 1;
-    }
-    if found == 0 {
-        return Err(Error::bad(format!(
-            "{path}: no Go benchmark result lines ('BenchmarkName-N  iters  value unit ...')"
-        )));
     }
     Ok(())
 }
@@ -142,6 +261,7 @@ pub fn parse(files: &[(String, String)]) -> Result<Imported, Error> {
         name: "go test -bench import".into(),
         ..Default::default()
     };
+    let mut results = Vec::new();
     for (path, text) in files {
         let stem = std::path::Path::new(path)
             .file_stem()
@@ -154,8 +274,9 @@ pub fn parse(files: &[(String, String)]) -> Result<Imported, Error> {
             k += 1;
         }
         imp.notes.push_str(&format!("# config {name}: {path}\n"));
-        parse_into(&mut imp, &name, path, text)?;
+        parse_file(&mut imp, &mut results, &name, path, text)?;
     }
+    assemble(&mut imp, results)?;
     Ok(imp)
 }
 
@@ -170,9 +291,42 @@ mod tests {
         assert_eq!(imp.configs, vec!["old"]);
         assert_eq!(imp.runs.len(), 2);
         let specs = &imp.metrics[0].1;
-        assert_eq!(imp.metrics[0].0, "Join");
-        assert_eq!(specs[1].name, "MB/s");
+        assert_eq!(imp.metrics[0].0, "Join-2");
+        assert_eq!(
+            (specs[0].name.as_str(), specs[0].unit.as_str()),
+            ("sec/op", "ns/op")
+        );
+        assert_eq!(
+            (specs[1].name.as_str(), specs[1].unit.as_str()),
+            ("B/s", "MB/s")
+        );
         assert_eq!(specs[1].direction, Direction::Higher);
+    }
+
+    #[test]
+    fn packages_and_gomaxprocs_are_distinct_benchmarks() {
+        let t = "goos: linux\npkg: example.com/a\nBenchmarkFoo-2  1  100 ns/op\n\
+                 pkg: example.com/b\nBenchmarkFoo-2  1  10000 ns/op\nBenchmarkFoo-4  1  9000 ns/op\n";
+        let imp = parse(&[("x.txt".into(), t.into())]).unwrap();
+        let names: Vec<&str> = imp.metrics.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "Foo-2 [pkg=example.com/a]",
+                "Foo-2 [pkg=example.com/b]",
+                "Foo-4 [pkg=example.com/b]"
+            ]
+        );
+    }
+
+    #[test]
+    fn one_metric_in_two_units_is_refused() {
+        let t = "BenchmarkFoo  1  100 ns/op\nBenchmarkFoo  1  1e-7 sec/op\n";
+        let e = parse(&[("x.txt".into(), t.into())]).unwrap_err();
+        assert!(e.to_string().starts_with("x.txt:2: Foo's sec/op"), "{e}");
+        let t = "BenchmarkFoo  1  100 ns/op  1e-7 sec/op\n";
+        let e = parse(&[("x.txt".into(), t.into())]).unwrap_err();
+        assert!(e.to_string().contains("are both sec/op"), "{e}");
     }
 
     #[test]

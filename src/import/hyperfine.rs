@@ -128,7 +128,12 @@ pub fn parse(path: &str, text: &str, workload: &str) -> Result<Imported, Error> 
         imp.add_config(&name);
         notes.push_str(&format!("config {name:?}: {} timing runs\n", r.times.len()));
         for (j, t) in r.times.iter().enumerate() {
-            let exit_code = r.exit_codes.as_ref().map_or(Some(0), |c| c[j]);
+            // Without `exit_codes` (an older hyperfine) the file does not
+            // say: the run is kept, its status unknown.
+            let (failure, exit_code) = match &r.exit_codes {
+                Some(codes) => (failure(codes[j]), codes[j]),
+                None => (None, None),
+            };
             imp.runs.push(ImportedRun {
                 config: name.clone(),
                 workload: workload.into(),
@@ -136,7 +141,8 @@ pub fn parse(path: &str, text: &str, workload: &str) -> Result<Imported, Error> 
                     metric: "wall".into(),
                     values: vec![t.0],
                 }],
-                failure: failure(exit_code),
+                failure,
+                exit_code,
             });
         }
     }

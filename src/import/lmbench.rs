@@ -33,22 +33,37 @@ fn config_of(path: &str) -> String {
     }
 }
 
-/// A number as the file writes it (digits only, so never negative): refused
-/// if it does not fit a finite f64 (`1e999`, hundreds of digits).
-fn finite(text: &str, at: &str) -> Result<f64, Error> {
+/// A value as a result line may hold it: LMbench prints digits, but a
+/// broken run or an edited file can hold `nan`, `inf` or a sign, which
+/// must be refused, not skipped as a line that is no result.
+const NUMBER: &str =
+    r"[-+]?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+|(?i:nan|inf(?:inity)?))";
+
+/// A time or a bandwidth as the file writes it: refused unless it is a
+/// finite number (not `nan`, `inf`, nor `1e999`, which overflows) and not
+/// negative, which neither can be.
+fn value(text: &str, at: &str) -> Result<f64, Error> {
     match text.parse::<f64>() {
-        Ok(v) if v.is_finite() => Ok(v),
-        _ => Err(Error::bad(format!("{at}: '{text}' is not a finite number"))),
+        Ok(v) if !v.is_finite() => {
+            Err(Error::bad(format!("{at}: '{text}' is not a finite number")))
+        }
+        Ok(v) if v < 0.0 => Err(Error::bad(format!(
+            "{at}: '{text}' is negative, which no LMbench time or bandwidth can be"
+        ))),
+        Ok(v) => Ok(v),
+        Err(_) => Err(Error::bad(format!("{at}: '{text}' is not a number"))),
     }
 }
 
 /// Parse one result file into `imp` as one run of config `config`.
 fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Result<(), Error> {
-    let line_re = Regex::new(r"^([A-Za-z][^:\x22\[]*?):\s*([0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)\s+(microseconds|MB/sec|KB/sec)\s*$")
-        .expect("valid regex");
+    let line_re = Regex::new(&format!(
+        r"^([A-Za-z][^:\x22\[]*?):\s*({NUMBER})\s+(microseconds|MB/sec|KB/sec)\s*$"
+    ))
+    .expect("valid regex");
     let header_re = Regex::new(r"^\[([A-Z_ ]+):\s*(.*)\]\s*$").expect("valid regex");
     let ctx_re = Regex::new(r#"^"size=(\d+[kKmM]?) ovr=([0-9.]+)\s*$"#).expect("valid regex");
-    let pair_re = Regex::new(r"^(\d+)\s+([0-9]+(?:\.[0-9]+)?)\s*$").expect("valid regex");
+    let pair_re = Regex::new(&format!(r"^(\d+)\s+({NUMBER})\s*$")).expect("valid regex");
     let mut samples: Vec<MetricSamples> = Vec::new();
     let mut push = |imp: &mut Imported, name: String, unit: &str, dir: Direction, v: f64| {
         imp.declare(WORKLOAD, MetricSpec::new(&name, unit, dir));
@@ -93,7 +108,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
         }
         if let Some(size) = &ctx_size {
             if let Some(c) = pair_re.captures(l) {
-                let v = finite(&c[2], &at)?;
+                let v = value(&c[2], &at)?;
                 push(
                     imp,
                     format!("ctxsw size={size} {}p", &c[1]),
@@ -106,7 +121,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
             ctx_size = None;
         }
         if let Some(c) = line_re.captures(l) {
-            let v = finite(&c[2], &at)?;
+            let v = value(&c[2], &at)?;
             let (unit, dir) = match &c[3] {
                 "microseconds" => ("us", Direction::Lower),
                 "MB/sec" => ("MB/s", Direction::Higher),
@@ -126,6 +141,7 @@ fn parse_into(imp: &mut Imported, config: &str, path: &str, text: &str) -> Resul
         workload: WORKLOAD.into(),
         samples,
         failure: None,
+        exit_code: None,
     });
     Ok(())
 }

@@ -83,6 +83,10 @@ pub struct ImportedRun {
     pub samples: Vec<MetricSamples>,
     /// Set when the tool says the run failed; its samples are then not kept.
     pub failure: Option<Failure>,
+    /// The status the tool says the run's command exited with (hyperfine's
+    /// `exit_codes`), stored with an ok run as sysdelta's own are; None
+    /// where the file does not say.
+    pub exit_code: Option<i32>,
 }
 
 /// Why an imported run failed.
@@ -205,7 +209,13 @@ fn record(i: usize, r: &ImportedRun) -> RunRecord<'_> {
         warmup: false,
         started_at: 0.0,
         result: match &r.failure {
-            None => RunResult::Ok(&r.samples),
+            None => match r.exit_code {
+                Some(exit_code) => RunResult::Exited {
+                    samples: &r.samples,
+                    exit_code,
+                },
+                None => RunResult::Ok(&r.samples),
+            },
             Some(f) => RunResult::Failed {
                 reason: &f.reason,
                 stderr_tail: "",

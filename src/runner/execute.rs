@@ -255,7 +255,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 workload: wname,
                 warmup: slot.warmup,
                 started_at,
-                result: slot::result_of(outcome),
+                result: slot::result_of(&measured),
                 series: &extras.series,
                 profile: &extras.profile,
             })?;

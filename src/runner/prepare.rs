@@ -22,6 +22,7 @@ pub(super) fn build_workload(
             extract: metrics.clone(),
             ignore_exit_status: ov.ignore_failure,
             output: ov.output.clone(),
+            last_exit: None,
         })),
         WorkloadKind::Builtin { name, params } => builtins::build(name, params, ctx),
     }

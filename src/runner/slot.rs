@@ -18,6 +18,9 @@ use super::Prepared;
 /// What one run produced, before it is stored.
 pub struct Measured {
     pub outcome: RunOutcome,
+    /// The status the workload's process exited with
+    /// ([`crate::workload::Workload::exit_status`]), kept with an ok run.
+    pub exit_code: Option<i32>,
     pub monitor_data: Vec<MonitorData>,
     /// Lines to record as events: monitors that failed to start or stop.
     pub monitor_errors: Vec<String>,
@@ -35,6 +38,7 @@ impl Measured {
                 stderr_tail: String::new(),
                 exit_code: None,
             },
+            exit_code: None,
             monitor_data: Vec::new(),
             monitor_errors: Vec::new(),
             notes: Vec::new(),
@@ -102,6 +106,7 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
         }
     }
     let out = workload.run(&ctx);
+    let exit_code = workload.exit_status();
     let notes = workload
         .notes()
         .into_iter()
@@ -147,6 +152,7 @@ pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
     };
     Measured {
         outcome,
+        exit_code,
         monitor_data,
         monitor_errors,
         notes,
@@ -219,10 +225,17 @@ pub fn extras(
     }
 }
 
-/// A run's outcome as the store records it.
-pub fn result_of(o: &RunOutcome) -> RunResult<'_> {
-    match o {
-        RunOutcome::Ok(s) => RunResult::Ok(s),
+/// A run's outcome as the store records it: an ok run with the status its
+/// process exited with, where it has one; a failed run with its own.
+pub fn result_of(m: &Measured) -> RunResult<'_> {
+    match &m.outcome {
+        RunOutcome::Ok(s) => match m.exit_code {
+            Some(exit_code) => RunResult::Exited {
+                samples: s,
+                exit_code,
+            },
+            None => RunResult::Ok(s),
+        },
         RunOutcome::Failed {
             reason,
             stderr_tail,
@@ -232,5 +245,54 @@ pub fn result_of(o: &RunOutcome) -> RunResult<'_> {
             stderr_tail,
             exit_code: *exit_code,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::runlog::RunRow;
+    use crate::store::RunRecord;
+
+    /// The row a run becomes, on the host's run log and in the guest's
+    /// message alike.
+    fn row_of(m: &Measured) -> RunRow {
+        RunRow::of(&RunRecord {
+            experiment_id: 1,
+            block: 0,
+            seq: 0,
+            config: "a",
+            workload: "w",
+            warmup: false,
+            started_at: 0.0,
+            result: result_of(m),
+            series: &[],
+            profile: &[],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn an_ok_run_keeps_its_exit_status_and_a_failed_run_its_own() {
+        let samples = vec![MetricSamples {
+            metric: "wall".into(),
+            values: vec![0.5],
+        }];
+        let mut m = Measured::failed(String::new());
+        m.outcome = RunOutcome::Ok(samples);
+        m.exit_code = Some(3);
+        let r = row_of(&m);
+        assert_eq!((r.status.as_str(), r.exit_code), ("ok", Some(3)));
+        m.exit_code = None;
+        assert_eq!(row_of(&m).exit_code, None, "a built-in has none");
+        // A conclude hook that failed the run: its status, not the command's.
+        m.outcome = RunOutcome::Failed {
+            reason: "conclude failed".into(),
+            stderr_tail: String::new(),
+            exit_code: Some(7),
+        };
+        m.exit_code = Some(0);
+        let r = row_of(&m);
+        assert_eq!((r.status.as_str(), r.exit_code), ("failed", Some(7)));
     }
 }

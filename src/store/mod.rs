@@ -111,7 +111,15 @@ pub struct SeriesRecord {
 }
 
 pub enum RunResult<'a> {
+    /// A run that gave its samples, with no exit status to keep (a built-in
+    /// workload measured in-process, an import that gives none).
     Ok(&'a [MetricSamples]),
+    /// A run that gave its samples, and the status its process exited with
+    /// (a command; not 0 only where the plan keeps such runs, `-i`).
+    Exited {
+        samples: &'a [MetricSamples],
+        exit_code: i32,
+    },
     Failed {
         reason: &'a str,
         stderr_tail: &'a str,

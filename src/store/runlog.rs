@@ -74,7 +74,11 @@ impl RunRow {
     /// store keeps only numbers, and JSON could not carry it).
     pub fn of(r: &RunRecord) -> Result<RunRow> {
         let (status, reason, stderr_tail, exit_code, samples) = match &r.result {
-            RunResult::Ok(s) => {
+            RunResult::Ok(s)
+            | RunResult::Exited {
+                samples: s,
+                exit_code: _,
+            } => {
                 let what = || {
                     format!(
                         "run block {} seq {} ({}/{})",
@@ -109,7 +113,11 @@ impl RunRow {
                         )
                     })
                     .collect();
-                ("ok", None, None, None, samples)
+                let exit_code = match r.result {
+                    RunResult::Exited { exit_code, .. } => Some(exit_code),
+                    _ => None,
+                };
+                ("ok", None, None, exit_code, samples)
             }
             RunResult::Failed {
                 reason,

@@ -27,6 +27,9 @@ pub struct CommandWorkload {
     pub ignore_exit_status: bool,
     /// Where the command's output goes (`--output`).
     pub output: crate::overrides::CommandOutput,
+    /// The exit status of the last run (None before one, or when it did
+    /// not start or a signal ended it): [`Workload::exit_status`].
+    pub last_exit: Option<i32>,
 }
 
 impl CommandWorkload {
@@ -72,7 +75,12 @@ impl Workload for CommandWorkload {
         v
     }
 
+    fn exit_status(&self) -> Option<i32> {
+        self.last_exit
+    }
+
     fn run(&mut self, ctx: &RunContext) -> RunOutcome {
+        self.last_exit = None;
         let mut env = vec![super::scratch_var(ctx.scratch)];
         env.extend(ctx.env.iter().cloned());
         let spec = ShellSpec {
@@ -100,6 +108,7 @@ impl Workload for CommandWorkload {
             crate::process::Exit::Code(c) => Some(c),
             crate::process::Exit::Signal(_) => None,
         };
+        self.last_exit = exit_code;
         let ignored = self.ignore_exit_status
             && matches!(r.exit, crate::process::Exit::Code(_))
             && !r.timed_out

@@ -94,6 +94,16 @@ pub trait Workload: Send {
         Vec::new()
     }
 
+    /// The exit status of the one process the last run measured (a
+    /// command), kept with the run whatever it was: non-zero only where the
+    /// plan keeps such runs (`-i`), and the report counts those. None where
+    /// a run is not one process's exit (built-ins measure in-process) or a
+    /// signal ended it. Asked after `run`, as `notes` is, so that the
+    /// outcome every workload and test builds keeps its shape.
+    fn exit_status(&self) -> Option<i32> {
+        None
+    }
+
     /// Undo `prepare`; always called, also after failures and signals.
     fn cleanup(&mut self) {}
 }

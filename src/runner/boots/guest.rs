@@ -172,7 +172,7 @@ fn run(a: &Assignment, out: &mut impl Write, input: &mut impl BufRead) -> Result
                 workload: &wname,
                 warmup: s.warmup,
                 started_at,
-                result: slot::result_of(&measured.outcome),
+                result: slot::result_of(&measured),
                 series: &extras.series,
                 profile: &extras.profile,
             })?;
