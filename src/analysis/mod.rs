@@ -16,6 +16,7 @@ pub mod hosts;
 mod model;
 pub mod overhead;
 pub mod shell_cost;
+pub mod view;
 mod warnings;
 
 pub use model::*;

@@ -13,7 +13,7 @@ use anyhow::Result;
 
 use super::escape::{self, terminal_safe as safe};
 use super::wrap::wrap;
-use super::{csv, html, json, markdown, sections, text, Format, ReportOptions};
+use super::{html, markdown, sections, text, Format, ReportOptions};
 use crate::analysis::{self, Analysis};
 use crate::error::{bad, Error};
 use crate::monitor::fingerprint;
@@ -372,20 +372,14 @@ pub fn analyze(c: &Compared, opts: &analysis::Options) -> Result<Analysis> {
 /// values read best in (JSON keeps the stored units, as `report` does), and
 /// text fitted to 80 columns as `report`'s.
 pub fn render(c: &Compared, a: &Analysis, opts: &ReportOptions) -> Result<String> {
-    let mut a = if opts.format == Format::Json {
-        a.clone()
-    } else {
-        super::units::rescale(a, opts.time_unit)
-    };
-    if opts.format == Format::Html {
-        return html::render(&c.data, &a, &c.extras);
-    }
     // Text and markdown lead with the warnings; their own warnings section
     // must not print them a second time. JSON and CSV carry them in the
-    // analysis' list.
+    // analysis' list; HTML shows them as its banner.
+    let mut a = a.clone();
     if matches!(opts.format, Format::Json | Format::Csv) {
         a.warnings.splice(0..0, c.warnings.iter().cloned());
     }
+    let v = crate::analysis::view::build(&c.data, &a, opts.time_unit, c.extras.clone());
     let lead: String = c
         .warnings
         .iter()
@@ -396,12 +390,12 @@ pub fn render(c: &Compared, a: &Analysis, opts: &ReportOptions) -> Result<String
             "{lead}{}{}",
             if lead.is_empty() { "" } else { "\n" },
             text::fit(&text::render(
-                &a,
+                &v.shown,
                 opts.detail,
                 &format!(
                     "{}{}",
-                    sections::workload_series(&c.data, &a.configs),
-                    sections::profiles(&c.data, &a.configs, 10)
+                    sections::workload_series(&v.workload_series),
+                    sections::profiles(&v.profiles, 10)
                 )
             ))
         )),
@@ -414,11 +408,9 @@ pub fn render(c: &Compared, a: &Analysis, opts: &ReportOptions) -> Result<String
             escape::terminal_safe_lines(&format!(
                 "{q}{}{}",
                 if q.is_empty() { "" } else { "\n" },
-                markdown::render(&a)
+                markdown::render(&v.shown)
             ))
         }
-        Format::Json => json::render(&c.data, &a)?,
-        Format::Csv => csv::render(&a)?,
-        Format::Html => unreachable!("handled above"),
+        Format::Json | Format::Csv | Format::Html => super::format::render(&v, opts)?,
     })
 }

@@ -11,7 +11,9 @@ pub mod csv;
 pub mod detail;
 pub mod escape;
 pub mod fleet;
+pub mod format;
 mod geomean;
+mod header;
 mod history;
 pub mod html;
 pub mod json;
@@ -28,8 +30,8 @@ mod wrap;
 use anyhow::Result;
 
 use crate::analysis;
+use crate::analysis::view::{self, ExperimentData, ReportView};
 use crate::error::Error;
-use crate::store::ExperimentData;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -73,44 +75,19 @@ pub fn analyze(data: &ExperimentData, opts: &analysis::Options) -> Result<Analyz
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    render_analyzed(&analyze(data, &opts.analysis)?, opts, None)
+    let x = analyze(data, &opts.analysis)?;
+    let extras = html::Extras::from_data(&x.data);
+    render_view(&x.view(opts.time_unit, extras), opts)
 }
 
-/// `x` in `opts.format`. `extras` is what HTML draws besides the analysis
-/// (the series, where imported samples came from: `Extras::from_store`);
-/// None takes what the data alone says.
-pub fn render_analyzed(
-    x: &Analyzed,
-    opts: &ReportOptions,
-    extras: Option<&html::Extras>,
-) -> Result<String> {
-    let data = &x.data;
-    // JSON keeps the stored units (it carries the raw samples too); every
-    // other format shows each metric in the unit its values read best in.
-    let rescaled;
-    let a = if opts.format == Format::Json {
-        &x.analysis
-    } else {
-        rescaled = units::rescale(&x.analysis, opts.time_unit);
-        &rescaled
-    };
-    Ok(match opts.format {
-        Format::Text => {
-            let mut extra = match opts.trim {
-                Some(t) => text::trimmed_tables(a, t, opts.detail),
-                None => String::new(),
-            };
-            extra.push_str(&sections::micro_tables(a));
-            extra.push_str(&sections::workload_series(data, &a.configs));
-            extra.push_str(&sections::profiles(data, &a.configs, 10));
-            escape::terminal_safe_lines(&text::fit(&text::render(a, opts.detail, &extra)))
-        }
-        Format::Markdown => escape::terminal_safe_lines(&markdown::render(a)),
-        Format::Json => json::render(data, a)?,
-        Format::Csv => csv::render(a)?,
-        Format::Html => match extras {
-            Some(e) => html::render(data, a, e)?,
-            None => html::render(data, a, &html::Extras::from_data(data))?,
-        },
-    })
+impl Analyzed {
+    /// The report's view of `self`: every format renders it.
+    pub fn view(&self, time_unit: Option<units::TimeUnit>, extras: html::Extras) -> ReportView {
+        view::build(&self.data, &self.analysis, time_unit, extras)
+    }
+}
+
+/// `v` in `opts.format` (the registry's renderer of it).
+pub fn render_view(v: &ReportView, opts: &ReportOptions) -> Result<String> {
+    format::render(v, opts)
 }
