@@ -56,7 +56,7 @@ pub const REGISTRY: &[Registered] = &[
         extension: "md",
         export: Some((
             "export-markdown",
-            "Also write the report as Markdown to this file.",
+            "Also write the report as Markdown to this file",
         )),
         renderer: &super::markdown::Markdown,
     },
@@ -73,7 +73,7 @@ pub const REGISTRY: &[Registered] = &[
         extension: "html",
         export: Some((
             "export-html",
-            "Also write the report as HTML (with its plots) to this file.",
+            "Also write the report as HTML (with its plots) to this file",
         )),
         renderer: &super::html::Html,
     },
