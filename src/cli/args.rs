@@ -127,7 +127,7 @@ pub struct ReportFlags {
 }
 
 /// Report files written besides stdout, any together, as hyperfine's
-/// --export-* options: one flag per format of `report::format::REGISTRY`
+/// --export-* options: one flag per format of `report::REGISTRY`
 /// that has one, so a new format brings its flag with it.
 #[derive(Clone, Default)]
 pub struct ExportFlags {
@@ -150,7 +150,7 @@ impl clap::FromArgMatches for ExportFlags {
     }
 
     fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        for r in crate::report::format::REGISTRY {
+        for r in crate::report::REGISTRY {
             if let Some((flag, _)) = r.export {
                 if let Some(p) = m.get_one::<PathBuf>(flag) {
                     self.files.retain(|(f, _)| *f != r.format);
@@ -164,7 +164,7 @@ impl clap::FromArgMatches for ExportFlags {
 
 impl clap::Args for ExportFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        crate::report::format::REGISTRY
+        crate::report::REGISTRY
             .iter()
             .filter_map(|r| r.export)
             .fold(cmd, |cmd, (flag, help)| {

@@ -411,6 +411,6 @@ pub fn render(c: &Compared, a: &Analysis, opts: &ReportOptions) -> Result<String
                 markdown::render(&v.shown)
             ))
         }
-        Format::Json | Format::Csv | Format::Html => super::format::render(&v, opts)?,
+        Format::Json | Format::Csv | Format::Html => super::render_view(&v, opts)?,
     })
 }

@@ -31,7 +31,7 @@ use anyhow::Result;
 
 use crate::analysis;
 use crate::analysis::view::{self, ExperimentData, ReportView};
-use crate::error::Error;
+use crate::error::{bad, Error};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -89,5 +89,74 @@ impl Analyzed {
 
 /// `v` in `opts.format` (the registry's renderer of it).
 pub fn render_view(v: &ReportView, opts: &ReportOptions) -> Result<String> {
-    format::render(v, opts)
+    registered(opts.format)?.renderer.report(v, opts)
+}
+
+/// A format as the command line knows it.
+pub struct Registered {
+    pub format: Format,
+    /// Its `--format` value.
+    pub name: &'static str,
+    /// The extension its files usually have.
+    pub extension: &'static str,
+    /// Its `--export-*` flag and the flag's help, or None when it is only
+    /// printed (text).
+    pub export: Option<(&'static str, &'static str)>,
+    pub renderer: &'static dyn format::ReportFormat,
+}
+
+/// The formats: a new one is its file (a [`format::ReportFormat`]), its
+/// line here, and its name in [`Format`]. `--format`'s dispatch and every
+/// `--export-*` flag (`cli::args::ExportFlags`) are made from this list.
+/// They are listed in the order their `--export-*` files are written.
+pub const REGISTRY: &[Registered] = &[
+    Registered {
+        format: Format::Text,
+        name: "text",
+        extension: "txt",
+        export: None,
+        renderer: &text::Text,
+    },
+    Registered {
+        format: Format::Json,
+        name: "json",
+        extension: "json",
+        export: Some(("export-json", "Also write the report as JSON to this file")),
+        renderer: &json::Json,
+    },
+    Registered {
+        format: Format::Markdown,
+        name: "markdown",
+        extension: "md",
+        export: Some((
+            "export-markdown",
+            "Also write the report as Markdown to this file",
+        )),
+        renderer: &markdown::Markdown,
+    },
+    Registered {
+        format: Format::Csv,
+        name: "csv",
+        extension: "csv",
+        export: Some(("export-csv", "Also write the report as CSV to this file")),
+        renderer: &csv::Csv,
+    },
+    Registered {
+        format: Format::Html,
+        name: "html",
+        extension: "html",
+        export: Some((
+            "export-html",
+            "Also write the report as HTML (with its plots) to this file",
+        )),
+        renderer: &html::Html,
+    },
+];
+
+/// The registry's line of `f`.
+pub fn registered(f: Format) -> Result<&'static Registered> {
+    REGISTRY
+        .iter()
+        .find(|r| r.format == f)
+        .ok_or_else(|| bad(format!("format {f:?} is not registered")).into())
 }

@@ -13,16 +13,17 @@
 pub mod micro;
 pub mod order;
 pub mod sections;
+pub mod trimmed;
 pub mod units;
 
 use anyhow::Result;
 
 use crate::analysis::Analysis;
 use crate::monitor::profile::Profile;
+use crate::store::Store;
 pub use crate::store::{
     Event, ExperimentData, ExperimentInfo, SeriesRecord, StoredBoot, StoredMetric, StoredRun,
 };
-use crate::store::Store;
 
 /// One experiment the report covers: a report covers one, a comparison several.
 #[derive(Clone, Debug)]

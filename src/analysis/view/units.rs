@@ -218,7 +218,8 @@ mod tests {
 
     #[test]
     fn conversions_stay_in_their_family() {
-        let near = |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-9 * want);
+        let near =
+            |got: Option<f64>, want: f64| got.is_some_and(|g| (g - want).abs() < 1e-9 * want);
         assert!(near(convert(22.204, "ms", "us"), 22204.0));
         assert!(near(convert(2.0, "MiB", "KiB"), 2048.0));
         assert!(near(convert(1500.0, "ns/op", "us/op"), 1.5));

@@ -67,10 +67,11 @@ mod tests {
 
     use super::*;
     use crate::analysis;
+    use crate::analysis::view::{
+        ExperimentData, ExperimentInfo, SeriesRecord, StoredMetric, StoredRun,
+    };
     use crate::metric::{Direction, MetricSpec};
     use crate::plan::Overrides;
-    use crate::analysis::view::{ExperimentData, ExperimentInfo, SeriesRecord};
-    use crate::store::{StoredMetric, StoredRun};
 
     /// A transport sweep: configs are volumes, metrics `<transport>.mb_per_s`
     /// and `<transport>.dropped`, and each run recorded a throughput series.

@@ -8,11 +8,11 @@ use anyhow::Result;
 
 use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, forest, lines, plot, samples, Extras};
+use crate::analysis::view::order::ExecutionOrder;
+use crate::analysis::view::{ReportView, SeriesRecord};
 use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::cells::{disagreement, footnotes};
 use crate::report::text::fmt_num;
-use crate::analysis::view::order::ExecutionOrder;
-use crate::analysis::view::{ReportView, SeriesRecord};
 
 /// The report's style sheet; the history page uses it too.
 pub(super) const CSS: &str = r#"
