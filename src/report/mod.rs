@@ -77,13 +77,13 @@ pub fn analyze(data: &ExperimentData, opts: &analysis::Options) -> Result<Analyz
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
     let x = analyze(data, &opts.analysis)?;
     let extras = html::Extras::from_data(&x.data);
-    render_view(&x.view(opts.time_unit, extras), opts)
+    render_view(&x.into_view(opts.time_unit, extras), opts)
 }
 
 impl Analyzed {
     /// The report's view of `self`: every format renders it.
-    pub fn view(&self, time_unit: Option<units::TimeUnit>, extras: html::Extras) -> ReportView {
-        view::build(&self.data, &self.analysis, time_unit, extras)
+    pub fn into_view(self, time_unit: Option<units::TimeUnit>, extras: html::Extras) -> ReportView {
+        view::from_parts(self.data, self.analysis, time_unit, extras)
     }
 }
 

@@ -372,11 +372,11 @@ pub fn footer(a: &Analysis) -> String {
             .unwrap_or(f64::NAN);
         out.push_str(&wrap(
             &format!(
-                "sysdelta's own process used {:.2}% of one core and {:.1} MiB peak RSS while \
+                "sysdelta's own process used {:.2}% of one core and {} peak RSS while \
                  running (built-in workloads run inside it and count here; command workloads \
                  do not).",
                 share * 100.0,
-                rss / 1024.0
+                super::units::fixed(rss, "KiB", "MiB", 1)
             ),
             "",
         ));

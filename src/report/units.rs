@@ -21,3 +21,25 @@ pub fn show(v: f64, unit: &str) -> String {
 pub fn show_scaled(v: f64, scale: &Scale) -> String {
     show(v * scale.factor, &scale.unit)
 }
+
+/// `v` stored in `from` as "`v` in `to`" with `decimals` decimals, for the
+/// lines whose unit is fixed by their wording (the shell's start-up in ms,
+/// sysdelta's own peak RSS in MiB); "n/a" when the units are of different
+/// families.
+pub fn fixed(v: f64, from: &str, to: &str, decimals: usize) -> String {
+    match convert(v, from, to) {
+        Some(x) => format!("{x:.decimals$} {to}"),
+        None => "n/a".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fixed_units_convert_and_name_the_unit() {
+        assert_eq!(super::fixed(0.00123456, "s", "ms", 3), "1.235 ms");
+        assert_eq!(super::fixed(2048.0, "KiB", "MiB", 1), "2.0 MiB");
+        assert_eq!(super::fixed(1.0, "s", "MiB", 1), "n/a");
+        assert_eq!(super::show(12.5, "ms"), "12.50 ms");
+    }
+}

@@ -109,6 +109,17 @@ pub fn build(
     time_unit: Option<units::TimeUnit>,
     extras: Extras,
 ) -> ReportView {
+    from_parts(data.clone(), a.clone(), time_unit, extras)
+}
+
+/// [`build`], taking the data and its analysis over: the view keeps the
+/// raw records JSON carries without copying every run.
+pub fn from_parts(
+    data: ExperimentData,
+    a: Analysis,
+    time_unit: Option<units::TimeUnit>,
+    extras: Extras,
+) -> ReportView {
     let scales: Vec<units::Scale> = a
         .metrics
         .iter()
@@ -121,20 +132,20 @@ pub fn build(
         .map(|(m, s)| order::points(&data.runs, &a.configs, &m.workload, &m.spec.name, s))
         .collect();
     ReportView {
-        shown: units::rescale(a, time_unit),
+        shown: units::rescale(&a, time_unit),
         order,
-        micro: micro::rows(a),
-        profiles: sections::profiles(data, &a.configs),
-        workload_series: sections::workload_series(data, &a.configs),
-        run_counts: sections::run_counts(data, &a.configs),
+        micro: micro::rows(&a),
+        profiles: sections::profiles(&data, &a.configs),
+        workload_series: sections::workload_series(&data, &a.configs),
+        run_counts: sections::run_counts(&data, &a.configs),
         extras,
         raw: Raw {
-            info: data.info.clone(),
-            metrics: data.metrics.clone(),
-            runs: data.runs.clone(),
-            events: data.events.clone(),
-            boots: data.boots.clone(),
+            info: data.info,
+            metrics: data.metrics,
+            runs: data.runs,
+            events: data.events,
+            boots: data.boots,
         },
-        stored: a.clone(),
+        stored: a,
     }
 }

@@ -354,6 +354,14 @@ fn metrics(o: &mut String, v: &ReportView) -> Result<()> {
 /// One metric's table and plot; `order` holds its runs in execution order
 /// in the unit the plot's axis is in (the view converted them).
 fn metric_section(a: &Analysis, m: &MetricAnalysis, order: &ExecutionOrder) -> Result<String> {
+    // The points share the samples' axis: they must be in its unit.
+    anyhow::ensure!(
+        order.unit == m.spec.unit,
+        "{}: execution-order points in {} on an axis in {}",
+        m.spec.name,
+        order.unit,
+        m.spec.unit
+    );
     let mut section = String::with_capacity(8192);
     let o = &mut section;
     {
