@@ -33,15 +33,42 @@ use crate::analysis;
 use crate::analysis::view::{self, ExperimentData, ReportView};
 use crate::error::{bad, Error};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The report formats. Their command-line names, help, files and
+/// renderers are [`REGISTRY`]'s (`--format`'s values come from it too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Markdown,
     Json,
     Csv,
-    /// One self-contained HTML file with plots (no scripts, no network).
     Html,
 }
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let r = REGISTRY.iter().find(|r| r.format == *self)?;
+        let v = clap::builder::PossibleValue::new(r.name);
+        Some(match r.help {
+            Some(h) => v.help(h),
+            None => v,
+        })
+    }
+}
+
+/// Every registered format, in the registry's order.
+const FORMATS: [Format; REGISTRY.len()] = {
+    let mut out = [Format::Text; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        out[i] = REGISTRY[i].format;
+        i += 1;
+    }
+    out
+};
 
 pub struct ReportOptions {
     pub format: Format,
@@ -95,8 +122,9 @@ pub fn render_view(v: &ReportView, opts: &ReportOptions) -> Result<String> {
 /// A format as the command line knows it.
 pub struct Registered {
     pub format: Format,
-    /// Its `--format` value.
+    /// Its `--format` value, and what `--help` says of it.
     pub name: &'static str,
+    pub help: Option<&'static str>,
     /// The extension its files usually have.
     pub extension: &'static str,
     /// Its `--export-*` flag and the flag's help, or None when it is only
@@ -107,26 +135,21 @@ pub struct Registered {
 
 /// The formats: a new one is its file (a [`format::ReportFormat`]), its
 /// line here, and its name in [`Format`]. `--format`'s dispatch and every
-/// `--export-*` flag (`cli::args::ExportFlags`) are made from this list.
-/// They are listed in the order their `--export-*` files are written.
+/// `--export-*` flag (`cli::args::ExportFlags`) are made from this list,
+/// in its order.
 pub const REGISTRY: &[Registered] = &[
     Registered {
         format: Format::Text,
         name: "text",
+        help: None,
         extension: "txt",
         export: None,
         renderer: &text::Text,
     },
     Registered {
-        format: Format::Json,
-        name: "json",
-        extension: "json",
-        export: Some(("export-json", "Also write the report as JSON to this file")),
-        renderer: &json::Json,
-    },
-    Registered {
         format: Format::Markdown,
         name: "markdown",
+        help: None,
         extension: "md",
         export: Some((
             "export-markdown",
@@ -135,8 +158,17 @@ pub const REGISTRY: &[Registered] = &[
         renderer: &markdown::Markdown,
     },
     Registered {
+        format: Format::Json,
+        name: "json",
+        help: None,
+        extension: "json",
+        export: Some(("export-json", "Also write the report as JSON to this file")),
+        renderer: &json::Json,
+    },
+    Registered {
         format: Format::Csv,
         name: "csv",
+        help: None,
         extension: "csv",
         export: Some(("export-csv", "Also write the report as CSV to this file")),
         renderer: &csv::Csv,
@@ -144,6 +176,7 @@ pub const REGISTRY: &[Registered] = &[
     Registered {
         format: Format::Html,
         name: "html",
+        help: Some("One self-contained HTML file with plots (no scripts, no network)"),
         extension: "html",
         export: Some((
             "export-html",
