@@ -191,5 +191,5 @@ pub fn registered(f: Format) -> Result<&'static Registered> {
     REGISTRY
         .iter()
         .find(|r| r.format == f)
-        .ok_or_else(|| bad(format!("format {f:?} is not registered")).into())
+        .ok_or_else(|| bad(format!("format {f:?} is not registered")))
 }
