@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use crate::metric::MetricSpec;
 use crate::stats;
-use crate::stats::summary::Summary;
+pub use crate::stats::summary::Summary;
+pub use crate::stats::tost::Equivalence;
 use crate::store::StoredRun;
 
 #[derive(Clone, Debug)]

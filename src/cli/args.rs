@@ -127,35 +127,59 @@ pub struct ReportFlags {
 }
 
 /// Report files written besides stdout, any together, as hyperfine's
-/// --export-* options.
-#[derive(Args, Clone, Default)]
+/// --export-* options: one flag per format of `report::REGISTRY`
+/// that has one, so a new format brings its flag with it.
+#[derive(Clone, Default)]
 pub struct ExportFlags {
-    /// Also write the report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// Also write the report as Markdown to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_markdown: Option<PathBuf>,
-    /// Also write the report as CSV to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
-    /// Also write the report as HTML (with its plots) to this file.
-    #[arg(long, value_name = "FILE")]
-    pub export_html: Option<PathBuf>,
+    /// (format, file) in the registry's order.
+    files: Vec<(Format, PathBuf)>,
 }
 
 impl ExportFlags {
     /// Each file asked for, with the format it gets.
     pub fn files(&self) -> Vec<(Format, &std::path::Path)> {
-        [
-            (Format::Json, &self.export_json),
-            (Format::Markdown, &self.export_markdown),
-            (Format::Csv, &self.export_csv),
-            (Format::Html, &self.export_html),
-        ]
-        .into_iter()
-        .filter_map(|(f, p)| p.as_deref().map(|p| (f, p)))
-        .collect()
+        self.files.iter().map(|(f, p)| (*f, p.as_path())).collect()
+    }
+}
+
+impl clap::FromArgMatches for ExportFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = ExportFlags::default();
+        flags.update_from_arg_matches(m)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        for r in crate::report::REGISTRY {
+            if let Some((flag, _)) = r.export {
+                if let Some(p) = m.get_one::<PathBuf>(flag) {
+                    self.files.retain(|(f, _)| *f != r.format);
+                    self.files.push((r.format, p.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl clap::Args for ExportFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        crate::report::REGISTRY
+            .iter()
+            .filter_map(|r| r.export)
+            .fold(cmd, |cmd, (flag, help)| {
+                cmd.arg(
+                    clap::Arg::new(flag)
+                        .long(flag)
+                        .value_name("FILE")
+                        .value_parser(clap::value_parser!(PathBuf))
+                        .help(help),
+                )
+            })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 

@@ -91,9 +91,11 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
     let x = report::analyze(&store.load(id)?, &opts.analysis)?;
     // HTML also draws the stored series and says where imported samples came from.
     let extras = report::html::Extras::from_store(store, &x.data)?;
+    // One view, however many formats render it.
+    let view = x.into_view(opts.time_unit, extras);
     for (format, path) in formats {
         opts.format = format;
-        emit(&report::render_analyzed(&x, &opts, Some(&extras))?, path)?;
+        emit(&report::render_view(&view, &opts)?, path)?;
     }
     Ok(())
 }

@@ -1,36 +1,55 @@
 //! A comparison across experiments (`sysdelta compare`) in every report
-//! format, from the view `analysis::compare` builds: each metric in the
-//! unit its values read best in (JSON keeps the stored units, as `report`
-//! does), text fitted to 80 columns as `report`'s. The comparison's
-//! warnings lead the text and markdown outputs and join the analysis'
-//! warnings in JSON and CSV.
+//! format. `analysis::compare` builds the combined experiment; here it
+//! becomes the report's view ([`ReportView`]) that every registered format
+//! renders, each metric in the unit its values read best in (JSON keeps
+//! the stored units, as `report` does), text fitted to 80 columns as
+//! `report`'s. The comparison's warnings lead the text and markdown
+//! outputs, join the analysis' warnings in JSON and CSV, and are the HTML
+//! page's banner.
 
 use anyhow::Result;
 
 use super::escape;
 use super::wrap::wrap;
-use super::{csv as csv_format, html as html_format, json as json_format};
 use super::{markdown as markdown_format, sections, text as text_format, Format, ReportOptions};
 use crate::analysis::compare::CompareView;
-use crate::analysis::Analysis;
+use crate::analysis::view::{self, Extras, ReportView, SourceExperiment};
 
-/// The analysis in the units a reader sees (every format but JSON).
-fn rescaled(v: &CompareView, opts: &ReportOptions) -> Analysis {
-    super::units::rescale(&v.analysis, opts.time_unit)
+/// What the HTML page draws besides the analysis: every picked
+/// experiment's environment, the series its runs recorded, the warnings
+/// as a banner.
+fn extras(v: &CompareView) -> Extras {
+    let c = &v.compared;
+    Extras {
+        sources: c
+            .sources
+            .iter()
+            .map(|s| SourceExperiment {
+                title: s.title.clone(),
+                info: s.info.clone(),
+                imported_from: s.imported_from.clone(),
+            })
+            .collect(),
+        series: c.series.clone(),
+        banner: c.warnings.clone(),
+    }
 }
 
-/// The analysis with the comparison's warnings first (JSON and CSV carry
-/// them in the analysis' list; text and markdown lead with them instead).
-fn with_warnings(v: &CompareView, mut a: Analysis) -> Analysis {
-    a.warnings.splice(0..0, v.compared.warnings.iter().cloned());
-    a
+/// The comparison as a report's view; `warnings_in_list` puts the
+/// comparison's warnings first in the analysis' own list (JSON, CSV).
+fn report_view(v: &CompareView, opts: &ReportOptions, warnings_in_list: bool) -> ReportView {
+    let mut a = v.analysis.clone();
+    if warnings_in_list {
+        a.warnings.splice(0..0, v.compared.warnings.iter().cloned());
+    }
+    view::build(&v.compared.data, &a, opts.time_unit, extras(v))
 }
 
 /// Mail-ready text, 80 columns, the warnings first.
 pub fn text(v: &CompareView, opts: &ReportOptions) -> String {
-    let a = rescaled(v, opts);
-    let c = &v.compared;
-    let lead: String = c
+    let rv = report_view(v, opts, false);
+    let lead: String = v
+        .compared
         .warnings
         .iter()
         .map(|w| wrap(&format!("WARNING: {w}"), "  "))
@@ -39,12 +58,12 @@ pub fn text(v: &CompareView, opts: &ReportOptions) -> String {
         "{lead}{}{}",
         if lead.is_empty() { "" } else { "\n" },
         text_format::fit(&text_format::render(
-            &a,
+            &rv.shown,
             opts.detail,
             &format!(
                 "{}{}",
-                sections::workload_series(&c.data, &a.configs),
-                sections::profiles(&c.data, &a.configs, 10)
+                sections::workload_series(&rv.workload_series),
+                sections::profiles(&rv.profiles, 10)
             )
         ))
     ))
@@ -52,7 +71,7 @@ pub fn text(v: &CompareView, opts: &ReportOptions) -> String {
 
 /// Markdown, the warnings first as quoted lines.
 pub fn markdown(v: &CompareView, opts: &ReportOptions) -> String {
-    let a = rescaled(v, opts);
+    let rv = report_view(v, opts, false);
     let q: String = v
         .compared
         .warnings
@@ -62,48 +81,17 @@ pub fn markdown(v: &CompareView, opts: &ReportOptions) -> String {
     escape::terminal_safe_lines(&format!(
         "{q}{}{}",
         if q.is_empty() { "" } else { "\n" },
-        markdown_format::render(&a)
+        markdown_format::render(&rv.shown)
     ))
 }
 
-/// JSON in stored units, with every raw sample.
-pub fn json(v: &CompareView) -> Result<String> {
-    let a = with_warnings(v, v.analysis.clone());
-    json_format::render(&v.compared.data, &a)
-}
-
-/// CSV, in the units the other formats show.
-pub fn csv(v: &CompareView, opts: &ReportOptions) -> Result<String> {
-    csv_format::render(&with_warnings(v, rescaled(v, opts)))
-}
-
-/// One self-contained HTML page: every picked experiment's environment,
-/// the series its runs recorded, the warnings as a banner.
-pub fn html(v: &CompareView, opts: &ReportOptions) -> Result<String> {
-    let c = &v.compared;
-    let extras = html_format::Extras {
-        sources: c
-            .sources
-            .iter()
-            .map(|s| html_format::SourceExperiment {
-                title: s.title.clone(),
-                info: s.info.clone(),
-                imported_from: s.imported_from.clone(),
-            })
-            .collect(),
-        series: c.series.clone(),
-        banner: c.warnings.clone(),
-    };
-    html_format::render(&c.data, &rescaled(v, opts), &extras)
-}
-
-/// The comparison in `opts.format`.
+/// The comparison in `opts.format`: text and markdown lead with its
+/// warnings; the other formats are the registry's renderers of its view.
 pub fn render(v: &CompareView, opts: &ReportOptions) -> Result<String> {
     Ok(match opts.format {
         Format::Text => text(v, opts),
         Format::Markdown => markdown(v, opts),
-        Format::Json => json(v)?,
-        Format::Csv => csv(v, opts)?,
-        Format::Html => html(v, opts)?,
+        Format::Json | Format::Csv => super::render_view(&report_view(v, opts, true), opts)?,
+        _ => super::render_view(&report_view(v, opts, false), opts)?,
     })
 }

@@ -127,3 +127,16 @@ pub fn render(a: &Analysis) -> anyhow::Result<String> {
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
+
+/// The CSV format: one row per metric and config.
+pub struct Csv;
+
+impl super::format::ReportFormat for Csv {
+    fn report(
+        &self,
+        v: &crate::analysis::view::ReportView,
+        _: &super::ReportOptions,
+    ) -> anyhow::Result<String> {
+        render(&v.shown)
+    }
+}

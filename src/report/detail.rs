@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::cells::{ci_cell, column_title, fmt_num, fmt_pct, fmt_pct_bare, label, wrap};
 use super::escape::ascii;
+use crate::analysis::view::trimmed::{trimmed, units_for_one_percent};
 use crate::analysis::Analysis;
 
 /// Per-cell statistics: n, mean, median, min, max, stddev, CoV and the mean
@@ -133,31 +134,24 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
             "-".repeat(11)
         );
         for c in &m.cells {
-            let mut v = c.values.clone();
-            v.sort_by(|x, y| x.total_cmp(y));
-            if v.len() <= 2 * trim {
+            let Some(t) = trimmed(&c.values, trim) else {
                 let _ = writeln!(
                     out,
                     "{} (only {} {unit}: nothing left after trimming)",
                     label(&ascii(&c.config), 18),
-                    v.len()
+                    c.values.len()
                 );
                 continue;
-            }
-            let t = &v[trim..v.len() - trim];
-            let s = crate::stats::summary::summarize(t);
-            let (mean, sd) = (
-                s.as_ref().map_or(f64::NAN, |s| s.mean),
-                s.and_then(|s| s.stddev),
-            );
+            };
             let _ = writeln!(
                 out,
                 "{} {:>11.6} {:>11.6} {:>11.6} {:>11}",
                 label(&ascii(&c.config), 18),
-                t[0],
-                mean,
-                t[t.len() - 1],
-                sd.map(|s| format!("{s:.6}"))
+                t.min,
+                t.mean,
+                t.max,
+                t.stddev
+                    .map(|s| format!("{s:.6}"))
                     .unwrap_or_else(|| "n/a".into())
             );
         }
@@ -177,27 +171,7 @@ pub fn trimmed_tables(a: &Analysis, trim: usize, all: bool) -> String {
             format!("{unit} for 1%")
         );
         for cmp in &m.comparisons {
-            let base = &m.cells[0].values;
-            let other = &m
-                .cells
-                .iter()
-                .find(|c| c.config == cmp.config)
-                .map(|c| c.values.clone())
-                .unwrap_or_default();
-            // As plan-runs: the report's own test at the level Holm leaves
-            // one change, never below the size at which it can reject.
-            let by_boot = m.cells.iter().any(|c| c.boots.is_some());
-            let level = a.alpha / a.n_comparisons.max(1) as f64;
-            let needed = crate::analysis::pooled_cov(base, other)
-                .filter(|cov| *cov > 0.0)
-                .and_then(|cov| {
-                    use crate::stats::power::{self, ReportTest, PLAN_SEED};
-                    if by_boot {
-                        power::boots_for_power(0.01, cov, level, 0.8, PLAN_SEED)
-                    } else {
-                        power::units_for_power(ReportTest::Rank, 0.01, cov, level, 0.8, PLAN_SEED)
-                    }
-                })
+            let needed = units_for_one_percent(m, cmp, a.alpha, a.n_comparisons)
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "n/a".into());
             let _ = writeln!(

@@ -1,10 +1,21 @@
 //! JSON: every raw sample of every run and every statistic, and for
 //! kernel configs every boot.
 
+use crate::analysis::view::{Raw, ReportView};
 use crate::analysis::Analysis;
-use crate::store::ExperimentData;
 
-pub fn render(data: &ExperimentData, a: &Analysis) -> anyhow::Result<String> {
+/// The JSON format: the stored units throughout, so the raw samples and
+/// the statistics agree.
+pub struct Json;
+
+impl super::format::ReportFormat for Json {
+    fn report(&self, v: &ReportView, _: &super::ReportOptions) -> anyhow::Result<String> {
+        render(&v.raw, &v.stored)
+    }
+}
+
+/// `a` with the raw records it was computed from.
+pub fn render(data: &Raw, a: &Analysis) -> anyhow::Result<String> {
     let mut v = serde_json::json!({
         "format": "sysdelta-report-1",
         "experiment": &data.info,

@@ -152,3 +152,16 @@ pub fn render(a: &Analysis) -> String {
     }
     out
 }
+
+/// The Markdown format: the text report's tables as GitHub tables.
+pub struct Markdown;
+
+impl super::format::ReportFormat for Markdown {
+    fn report(
+        &self,
+        v: &crate::analysis::view::ReportView,
+        _: &super::ReportOptions,
+    ) -> anyhow::Result<String> {
+        Ok(super::escape::terminal_safe_lines(&render(&v.shown)))
+    }
+}

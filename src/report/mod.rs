@@ -11,7 +11,9 @@ pub mod csv;
 pub mod detail;
 pub mod escape;
 pub mod fleet;
+pub mod format;
 mod geomean;
+mod header;
 pub mod history;
 pub mod html;
 pub mod json;
@@ -27,18 +29,45 @@ mod wrap;
 use anyhow::Result;
 
 use crate::analysis;
-use crate::error::Error;
-use crate::store::ExperimentData;
+use crate::analysis::view::{self, ExperimentData, ReportView};
+use crate::error::{bad, Error};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// The report formats. Their command-line names, help, files and
+/// renderers are [`REGISTRY`]'s (`--format`'s values come from it too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Text,
     Markdown,
     Json,
     Csv,
-    /// One self-contained HTML file with plots (no scripts, no network).
     Html,
 }
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &FORMATS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let r = REGISTRY.iter().find(|r| r.format == *self)?;
+        let v = clap::builder::PossibleValue::new(r.name);
+        Some(match r.help {
+            Some(h) => v.help(h),
+            None => v,
+        })
+    }
+}
+
+/// Every registered format, in the registry's order.
+const FORMATS: [Format; REGISTRY.len()] = {
+    let mut out = [Format::Text; REGISTRY.len()];
+    let mut i = 0;
+    while i < REGISTRY.len() {
+        out[i] = REGISTRY[i].format;
+        i += 1;
+    }
+    out
+};
 
 pub struct ReportOptions {
     pub format: Format,
@@ -72,44 +101,94 @@ pub fn analyze(data: &ExperimentData, opts: &analysis::Options) -> Result<Analyz
 }
 
 pub fn render(data: &ExperimentData, opts: &ReportOptions) -> Result<String> {
-    render_analyzed(&analyze(data, &opts.analysis)?, opts, None)
+    let x = analyze(data, &opts.analysis)?;
+    let extras = html::Extras::from_data(&x.data);
+    render_view(&x.into_view(opts.time_unit, extras), opts)
 }
 
-/// `x` in `opts.format`. `extras` is what HTML draws besides the analysis
-/// (the series, where imported samples came from: `Extras::from_store`);
-/// None takes what the data alone says.
-pub fn render_analyzed(
-    x: &Analyzed,
-    opts: &ReportOptions,
-    extras: Option<&html::Extras>,
-) -> Result<String> {
-    let data = &x.data;
-    // JSON keeps the stored units (it carries the raw samples too); every
-    // other format shows each metric in the unit its values read best in.
-    let rescaled;
-    let a = if opts.format == Format::Json {
-        &x.analysis
-    } else {
-        rescaled = units::rescale(&x.analysis, opts.time_unit);
-        &rescaled
-    };
-    Ok(match opts.format {
-        Format::Text => {
-            let mut extra = match opts.trim {
-                Some(t) => text::trimmed_tables(a, t, opts.detail),
-                None => String::new(),
-            };
-            extra.push_str(&sections::micro_tables(a));
-            extra.push_str(&sections::workload_series(data, &a.configs));
-            extra.push_str(&sections::profiles(data, &a.configs, 10));
-            escape::terminal_safe_lines(&text::fit(&text::render(a, opts.detail, &extra)))
-        }
-        Format::Markdown => escape::terminal_safe_lines(&markdown::render(a)),
-        Format::Json => json::render(data, a)?,
-        Format::Csv => csv::render(a)?,
-        Format::Html => match extras {
-            Some(e) => html::render(data, a, e)?,
-            None => html::render(data, a, &html::Extras::from_data(data))?,
-        },
-    })
+impl Analyzed {
+    /// The report's view of `self`: every format renders it.
+    pub fn into_view(self, time_unit: Option<units::TimeUnit>, extras: html::Extras) -> ReportView {
+        view::from_parts(self.data, self.analysis, time_unit, extras)
+    }
+}
+
+/// `v` in `opts.format` (the registry's renderer of it).
+pub fn render_view(v: &ReportView, opts: &ReportOptions) -> Result<String> {
+    registered(opts.format)?.renderer.report(v, opts)
+}
+
+/// A format as the command line knows it.
+pub struct Registered {
+    pub format: Format,
+    /// Its `--format` value, and what `--help` says of it.
+    pub name: &'static str,
+    pub help: Option<&'static str>,
+    /// The extension its files usually have.
+    pub extension: &'static str,
+    /// Its `--export-*` flag and the flag's help, or None when it is only
+    /// printed (text).
+    pub export: Option<(&'static str, &'static str)>,
+    pub renderer: &'static dyn format::ReportFormat,
+}
+
+/// The formats: a new one is its file (a [`format::ReportFormat`]), its
+/// line here, and its name in [`Format`]. `--format`'s dispatch and every
+/// `--export-*` flag (`cli::args::ExportFlags`) are made from this list,
+/// in its order.
+pub const REGISTRY: &[Registered] = &[
+    Registered {
+        format: Format::Text,
+        name: "text",
+        help: None,
+        extension: "txt",
+        export: None,
+        renderer: &text::Text,
+    },
+    Registered {
+        format: Format::Markdown,
+        name: "markdown",
+        help: None,
+        extension: "md",
+        export: Some((
+            "export-markdown",
+            "Also write the report as Markdown to this file",
+        )),
+        renderer: &markdown::Markdown,
+    },
+    Registered {
+        format: Format::Json,
+        name: "json",
+        help: None,
+        extension: "json",
+        export: Some(("export-json", "Also write the report as JSON to this file")),
+        renderer: &json::Json,
+    },
+    Registered {
+        format: Format::Csv,
+        name: "csv",
+        help: None,
+        extension: "csv",
+        export: Some(("export-csv", "Also write the report as CSV to this file")),
+        renderer: &csv::Csv,
+    },
+    Registered {
+        format: Format::Html,
+        name: "html",
+        help: Some("One self-contained HTML file with plots (no scripts, no network)"),
+        extension: "html",
+        export: Some((
+            "export-html",
+            "Also write the report as HTML (with its plots) to this file",
+        )),
+        renderer: &html::Html,
+    },
+];
+
+/// The registry's line of `f`.
+pub fn registered(f: Format) -> Result<&'static Registered> {
+    REGISTRY
+        .iter()
+        .find(|r| r.format == f)
+        .ok_or_else(|| bad(format!("format {f:?} is not registered")))
 }

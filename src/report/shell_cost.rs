@@ -23,10 +23,10 @@ pub fn text_lines(a: &Analysis) -> Vec<String> {
             .map(|w| format!("{:.1}% of {}'s median wall", w.share * 100.0, w.workload))
             .collect();
         let mut line = format!(
-            "  shell start-up, {} ({}): {:.3} ms, {} samples",
+            "  shell start-up, {} ({}): {}, {} samples",
             s.config,
             s.shell,
-            s.median_s * 1e3,
+            super::units::fixed(s.median_s, "s", "ms", 3),
             s.n
         );
         if !shares.is_empty() {

@@ -5,12 +5,12 @@
 
 use std::fmt::Write as _;
 
-use crate::stats::tost::Equivalence;
-
 use super::escape::ascii;
-use crate::analysis::{Analysis, CiMethod, Comparison, Correction, MetricAnalysis};
+use crate::analysis::view::ReportView;
+use crate::analysis::{Analysis, Comparison, Equivalence, MetricAnalysis};
 
 pub use super::detail::{detail, trimmed_tables};
+pub use super::header::header;
 // The cell and line formatting lives in `cells`, below this file and
 // `detail`, which both use it; re-exported where the other reports (and
 // code being written against `text::`) look for it.
@@ -61,188 +61,6 @@ fn name_lines(out: &mut String, name: &str) {
     for p in break_name(name, WIDTH - 2) {
         let _ = writeln!(out, "| {p}");
     }
-}
-
-/// The header block: what ran where, and how to read the numbers.
-pub fn header(a: &Analysis) -> String {
-    let i = &a.info;
-    let f = |k: &str| ascii(i.fingerprint.get(k).map(String::as_str).unwrap_or("-"));
-    let mut h = String::new();
-    let _ = writeln!(
-        h,
-        "sysdelta report: experiment {} \"{}\"{}, {}",
-        i.id,
-        ascii(&i.name),
-        i.label
-            .as_ref()
-            .map(|l| format!(" label {}", ascii(l)))
-            .unwrap_or_default(),
-        ascii(i.status.as_str())
-    );
-    let _ = writeln!(
-        h,
-        "started {} on {}: Linux {} ({})",
-        ascii(&i.created_at),
-        ascii(&i.host),
-        f("kernel"),
-        f("arch")
-    );
-    let _ = writeln!(h, "cpu: {} x {}", f("cpus_online"), f("cpu_model"));
-    let _ = writeln!(
-        h,
-        "memory {}, swap {}, clocksource {}, governor {}",
-        f("memory"),
-        f("swap"),
-        f("clocksource"),
-        f("cpufreq_governor")
-    );
-    let _ = writeln!(
-        h,
-        "THP {}, load at start {}",
-        f("thp"),
-        f("loadavg_at_start")
-    );
-    // Successful measured runs per (config, workload) cell (of the table's
-    // configs: a monitors-off control has no cells).
-    let counts: Vec<usize> = a
-        .configs
-        .iter()
-        .flat_map(|c| {
-            i.workloads.iter().map(move |w| {
-                a.metrics
-                    .iter()
-                    .filter(|m| m.workload == *w)
-                    .filter_map(|m| m.cells.iter().find(|x| x.config == *c))
-                    .map(|x| x.values.len())
-                    .max()
-                    .unwrap_or(0)
-            })
-        })
-        .collect();
-    let (lo, hi) = (
-        counts.iter().copied().min().unwrap_or(0),
-        counts.iter().copied().max().unwrap_or(0),
-    );
-    let per_cell = if lo == hi {
-        lo.to_string()
-    } else {
-        format!("{lo}-{hi}")
-    };
-    let adaptive = match i.overrides.until_ci {
-        Some(t) => format!(" (adaptive: until every CI < {:.2}%)", t * 100.0),
-        None => String::new(),
-    };
-    let by_boot = super::boots_text::by_boot(a);
-    if by_boot {
-        h.push_str(&super::boots_text::header_line(a));
-    } else {
-        let _ = writeln!(
-            h,
-            "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {} ok, {} failed",
-            if i.warmup > 0 {
-                format!(" + {} warm-up", i.warmup)
-            } else {
-                String::new()
-            },
-            ascii(&i.order),
-            i.seed,
-            a.runs_ok,
-            a.runs_failed
-        );
-    }
-    let method = match a.ci_method {
-        CiMethod::Percentile => "percentile",
-        CiMethod::Bca => "BCa",
-    };
-    let correction = match a.correction {
-        Correction::Holm => "Holm correction",
-        Correction::Bh => "Benjamini-Hochberg correction",
-    };
-    let text = format!(
-        "Baseline {}. Values are means over {}; delta is the mean against the \
-         baseline's, with its {:.0}% {method} bootstrap CI ({} resamples). A verdict \
-         needs a Mann-Whitney p < {} after {correction} over {} comparisons, with \
-         the mean and the rank (Hodges-Lehmann) shift pointing the same way; \
-         otherwise the delta is marked ~ (within noise). The CI is widened for small \
-         samples so that it keeps its level; below 5 {} a side it is Welch's t \
-         interval of the log ratio.{} Unit of replication: {}.",
-        ascii(&a.baseline),
-        if by_boot {
-            "boots (a boot's value is the mean of its runs)"
-        } else {
-            "runs"
-        },
-        a.confidence * 100.0,
-        a.resamples,
-        a.alpha,
-        a.n_comparisons,
-        if by_boot { "boots" } else { "runs" },
-        if by_boot {
-            " With fewer than 8 boots a side the test is Welch's t on the boot means \
-             instead of Mann-Whitney, and the mean's direction alone must agree."
-        } else {
-            ""
-        },
-        a.unit_of_replication,
-    );
-    h.push_str(&wrap(&text, ""));
-    let chance = match a.correction {
-        Correction::Holm => format!(
-            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
-             with the correction the chance of any false flag is at most {:.0}%.",
-            a.alpha * a.n_comparisons as f64,
-            a.n_comparisons,
-            a.alpha,
-            a.alpha * 100.0
-        ),
-        Correction::Bh => format!(
-            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
-             with the correction at most {:.0}% of the flags are expected to be false.",
-            a.alpha * a.n_comparisons as f64,
-            a.n_comparisons,
-            a.alpha,
-            a.alpha * 100.0
-        ),
-    };
-    h.push_str(&wrap(&chance, ""));
-    if let Some(t) = crate::analysis::families::telemetry_note(
-        a.n_telemetry_comparisons,
-        a.correction == crate::analysis::Correction::Bh,
-    ) {
-        h.push_str(&wrap(&t, ""));
-    }
-    let mut mde: Vec<f64> = a
-        .metrics
-        .iter()
-        .flat_map(|m| m.comparisons.iter().filter_map(|c| c.mde_pct))
-        .collect();
-    if !mde.is_empty() {
-        mde.sort_by(|x, y| x.total_cmp(y));
-        h.push_str(&wrap(
-            &format!(
-                "Smallest shift detectable with 80% power at the observed noise: {:.2}% to {:.2}% \
-                 (median {:.2}%) over the comparisons.",
-                mde[0],
-                mde[mde.len() - 1],
-                mde[mde.len() / 2]
-            ),
-            "",
-        ));
-    }
-    if by_boot || a.boots.is_some() {
-        h.push_str(&super::boots_text::header_note(a));
-    }
-    if let Some(m) = a.equivalence {
-        h.push_str(&wrap(
-            &format!(
-                "Equivalence (TOST, 90% CI within +-{:.2}%): equivalent, not equiv. (CI \
-                 entirely outside) or undecided.",
-                m * 100.0
-            ),
-            "",
-        ));
-    }
-    h
 }
 
 /// `text` in lines of at most `w` characters, broken after `.`, `/`, `-`
@@ -554,11 +372,11 @@ pub fn footer(a: &Analysis) -> String {
             .unwrap_or(f64::NAN);
         out.push_str(&wrap(
             &format!(
-                "sysdelta's own process used {:.2}% of one core and {:.1} MiB peak RSS while \
+                "sysdelta's own process used {:.2}% of one core and {} peak RSS while \
                  running (built-in workloads run inside it and count here; command workloads \
                  do not).",
                 share * 100.0,
-                rss / 1024.0
+                super::units::fixed(rss, "KiB", "MiB", 1)
             ),
             "",
         ));
@@ -605,4 +423,25 @@ pub fn render(a: &Analysis, with_detail: bool, sections: &str) -> String {
     out.push_str(sections);
     out.push_str(&footer(a));
     out
+}
+
+/// The text format: mail-ready, 80 columns.
+pub struct Text;
+
+impl super::format::ReportFormat for Text {
+    fn report(&self, v: &ReportView, opts: &super::ReportOptions) -> anyhow::Result<String> {
+        let a = &v.shown;
+        let mut extra = match opts.trim {
+            Some(t) => trimmed_tables(a, t, opts.detail),
+            None => String::new(),
+        };
+        extra.push_str(&super::sections::micro_tables(&v.micro));
+        extra.push_str(&super::sections::workload_series(&v.workload_series));
+        extra.push_str(&super::sections::profiles(&v.profiles, 10));
+        Ok(super::escape::terminal_safe_lines(&fit(&render(
+            a,
+            opts.detail,
+            &extra,
+        ))))
+    }
 }

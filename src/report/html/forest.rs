@@ -280,88 +280,14 @@ pub fn draw(
             Layout::Wide => n - i as f64 - 0.5,
             Layout::Narrow => n - i as f64 - 0.68,
         };
-        let grey = RGBColor(0x9a, 0x9a, 0x9a);
-        let worse = RGBColor(0xb2, 0x18, 0x2b);
-        let better = RGBColor(0x21, 0x66, 0xac);
-        let no_ci = RGBColor(0x8a, 0x4b, 0x00);
-        let (left_px, _) = chart.backend_coord(&(x.0.ln(), 0.0));
-        let (right_px, _) = chart.backend_coord(&(x.1.ln(), 0.0));
+        let geometry = RowGeometry {
+            x,
+            n,
+            layout,
+            label_chars,
+        };
         for (i, r) in rows.iter().enumerate() {
-            let col = match r.verdict {
-                _ if r.no_ci.is_some() => no_ci,
-                Verdict::Worse => worse,
-                Verdict::Better => better,
-                _ => grey,
-            };
-            if let Some((lo, hi)) = r.ci {
-                chart
-                    .draw_series(std::iter::once(PathElement::new(
-                        vec![(lo.ln(), y(i)), (hi.ln(), y(i))],
-                        col.stroke_width(2),
-                    )))
-                    .map_err(err)?;
-            }
-            // Worse: filled triangle; better: filled square; within noise:
-            // hollow grey circle; no CI: a brown cross, so that a missing
-            // interval never reads as "within noise". Shape, not only
-            // colour, carries the verdict.
-            let at = (r.ratio.ln(), y(i));
-            match r.verdict {
-                _ if r.no_ci.is_some() => chart
-                    .draw_series(std::iter::once(Cross::new(at, 5, col.stroke_width(2))))
-                    .map(|_| ()),
-                Verdict::Worse => chart
-                    .draw_series(std::iter::once(TriangleMarker::new(at, 6, col.filled())))
-                    .map(|_| ()),
-                Verdict::Better => chart
-                    .draw_series(std::iter::once(
-                        EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], col.filled()),
-                    ))
-                    .map(|_| ()),
-                _ => chart
-                    .draw_series(std::iter::once(Circle::new(at, 4, col.stroke_width(1))))
-                    .map(|_| ()),
-            }
-            .map_err(err)?;
-            // The value right of the bar, or left of it where the right
-            // has no room.
-            let value = value_label(r);
-            let (lo, hi) = r.ci.unwrap_or((r.ratio, r.ratio));
-            let (hi_px, py) = chart.backend_coord(&(hi.max(r.ratio).ln(), y(i)));
-            let (lo_px, _) = chart.backend_coord(&(lo.min(r.ratio).ln(), y(i)));
-            let tw = plot::text_width(&value, 11) as i32;
-            let vstyle = |h| plot::font_anchored(11, h).color(&col);
-            let placed = if hi_px + 7 + tw <= right_px || right_px - hi_px >= lo_px - left_px {
-                Text::new(value, (hi_px + 7, py), vstyle(HPos::Left))
-            } else {
-                Text::new(value, (lo_px - 7, py), vstyle(HPos::Right))
-            };
-            root.draw(&placed).map_err(err)?;
-            let style = if matches!(r.verdict, Verdict::Worse | Verdict::Better) {
-                plot::font(12)
-            } else {
-                plot::font(12).color(&RGBColor(0x70, 0x70, 0x70))
-            };
-            let text = plot::clip(&r.label, label_chars);
-            let label = match layout {
-                Layout::Wide => {
-                    let (px, py) = chart.backend_coord(&(x.0.ln(), y(i)));
-                    Text::new(
-                        text,
-                        (px - 6, py),
-                        style.pos(Pos::new(HPos::Right, VPos::Center)),
-                    )
-                }
-                Layout::Narrow => {
-                    let (px, py) = chart.backend_coord(&(x.0.ln(), n - i as f64 - 0.22));
-                    Text::new(
-                        text,
-                        (px + 2, py),
-                        style.pos(Pos::new(HPos::Left, VPos::Center)),
-                    )
-                }
-            };
-            root.draw(&label).map_err(err)?;
+            draw_row(&root, &mut chart, r, y(i), i, &geometry)?;
         }
         let title = match layout {
             Layout::Wide => {
@@ -374,6 +300,124 @@ pub fn draw(
         root.present().map_err(err)?;
     }
     Ok(buf)
+}
+
+/// What every row of one forest plot shares.
+struct RowGeometry {
+    x: (f64, f64),
+    /// Rows in the plot (the y range is 0..n).
+    n: f64,
+    layout: Layout,
+    label_chars: usize,
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    plotters::coord::cartesian::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// Row `i` of the forest at height `y`: its CI bar, its point (shape by
+/// verdict), its value beside the bar and its label.
+fn draw_row(
+    root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    chart: &mut Chart,
+    r: &Row,
+    y: f64,
+    i: usize,
+    g: &RowGeometry,
+) -> anyhow::Result<()> {
+    let RowGeometry {
+        x,
+        n,
+        layout,
+        label_chars,
+    } = *g;
+    let grey = RGBColor(0x9a, 0x9a, 0x9a);
+    let worse = RGBColor(0xb2, 0x18, 0x2b);
+    let better = RGBColor(0x21, 0x66, 0xac);
+    let no_ci = RGBColor(0x8a, 0x4b, 0x00);
+    let (left_px, _) = chart.backend_coord(&(x.0.ln(), 0.0));
+    let (right_px, _) = chart.backend_coord(&(x.1.ln(), 0.0));
+    let col = match r.verdict {
+        _ if r.no_ci.is_some() => no_ci,
+        Verdict::Worse => worse,
+        Verdict::Better => better,
+        _ => grey,
+    };
+    if let Some((lo, hi)) = r.ci {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(lo.ln(), y), (hi.ln(), y)],
+                col.stroke_width(2),
+            )))
+            .map_err(err)?;
+    }
+    // Worse: filled triangle; better: filled square; within noise:
+    // hollow grey circle; no CI: a brown cross, so that a missing
+    // interval never reads as "within noise". Shape, not only
+    // colour, carries the verdict.
+    let at = (r.ratio.ln(), y);
+    match r.verdict {
+        _ if r.no_ci.is_some() => chart
+            .draw_series(std::iter::once(Cross::new(at, 5, col.stroke_width(2))))
+            .map(|_| ()),
+        Verdict::Worse => chart
+            .draw_series(std::iter::once(TriangleMarker::new(at, 6, col.filled())))
+            .map(|_| ()),
+        Verdict::Better => chart
+            .draw_series(std::iter::once(
+                EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], col.filled()),
+            ))
+            .map(|_| ()),
+        _ => chart
+            .draw_series(std::iter::once(Circle::new(at, 4, col.stroke_width(1))))
+            .map(|_| ()),
+    }
+    .map_err(err)?;
+    // The value right of the bar, or left of it where the right
+    // has no room.
+    let value = value_label(r);
+    let (lo, hi) = r.ci.unwrap_or((r.ratio, r.ratio));
+    let (hi_px, py) = chart.backend_coord(&(hi.max(r.ratio).ln(), y));
+    let (lo_px, _) = chart.backend_coord(&(lo.min(r.ratio).ln(), y));
+    let tw = plot::text_width(&value, 11) as i32;
+    let vstyle = |h| plot::font_anchored(11, h).color(&col);
+    let placed = if hi_px + 7 + tw <= right_px || right_px - hi_px >= lo_px - left_px {
+        Text::new(value, (hi_px + 7, py), vstyle(HPos::Left))
+    } else {
+        Text::new(value, (lo_px - 7, py), vstyle(HPos::Right))
+    };
+    root.draw(&placed).map_err(err)?;
+    let style = if matches!(r.verdict, Verdict::Worse | Verdict::Better) {
+        plot::font(12)
+    } else {
+        plot::font(12).color(&RGBColor(0x70, 0x70, 0x70))
+    };
+    let text = plot::clip(&r.label, label_chars);
+    let label = match layout {
+        Layout::Wide => {
+            let (px, py) = chart.backend_coord(&(x.0.ln(), y));
+            Text::new(
+                text,
+                (px - 6, py),
+                style.pos(Pos::new(HPos::Right, VPos::Center)),
+            )
+        }
+        Layout::Narrow => {
+            let (px, py) = chart.backend_coord(&(x.0.ln(), n - i as f64 - 0.22));
+            Text::new(
+                text,
+                (px + 2, py),
+                style.pos(Pos::new(HPos::Left, VPos::Center)),
+            )
+        }
+    };
+    root.draw(&label).map_err(err)?;
+    Ok(())
 }
 
 #[cfg(test)]

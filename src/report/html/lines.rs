@@ -4,7 +4,7 @@
 use plotters::prelude::*;
 
 use super::plot::{self, err};
-use crate::store::SeriesRecord;
+use crate::analysis::view::SeriesRecord;
 
 /// At most this many runs' series are drawn per config (the first ones in
 /// run order); the caption says when some were left out.

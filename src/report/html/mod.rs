@@ -15,72 +15,13 @@ mod runs;
 mod samples;
 mod sweeps;
 
-use std::collections::HashMap;
-
 use anyhow::Result;
 
-use crate::analysis::Analysis;
-use crate::store::{ExperimentData, ExperimentInfo, SeriesRecord, Store};
+use crate::analysis::view::ReportView;
+pub use crate::analysis::view::{Extras, SourceExperiment};
 
 pub use history::render as history_page;
 pub use samples::median_ci;
-
-/// One experiment the report covers: a report covers one, a comparison several.
-#[derive(Clone, Debug)]
-pub struct SourceExperiment {
-    /// How the report names it: its label, or `#id`.
-    pub title: String,
-    pub info: ExperimentInfo,
-    /// What it was imported from; None when sysdelta measured it.
-    pub imported_from: Option<String>,
-}
-
-/// What the HTML report shows beyond the analysis.
-#[derive(Clone, Debug, Default)]
-pub struct Extras {
-    pub sources: Vec<SourceExperiment>,
-    /// (config, workload, series) of every measured run that recorded one.
-    pub series: Vec<(String, String, SeriesRecord)>,
-    /// Shown above everything else (e.g. fingerprint differences of a comparison).
-    pub banner: Vec<String>,
-}
-
-impl Extras {
-    /// Extras of one experiment: its own info and the series its measured
-    /// runs recorded (`ExperimentData::series`).
-    pub fn from_data(data: &ExperimentData) -> Extras {
-        let runs: HashMap<i64, (&str, &str, bool)> = data
-            .runs
-            .iter()
-            .map(|r| (r.id, (r.config.as_str(), r.workload.as_str(), r.warmup)))
-            .collect();
-        let series = data
-            .series
-            .iter()
-            .filter_map(|(run, s)| {
-                let (c, w, warm) = runs.get(run)?;
-                (!warm).then(|| (c.to_string(), w.to_string(), s.clone()))
-            })
-            .collect();
-        let id = data.info.id;
-        Extras {
-            sources: vec![SourceExperiment {
-                title: data.info.label.clone().unwrap_or_else(|| format!("#{id}")),
-                info: data.info.clone(),
-                imported_from: None,
-            }],
-            series,
-            banner: Vec::new(),
-        }
-    }
-
-    /// [`Extras::from_data`] plus where the samples came from, if imported.
-    pub fn from_store(store: &Store, data: &ExperimentData) -> Result<Extras> {
-        let mut x = Extras::from_data(data);
-        x.sources[0].imported_from = store.source(data.info.id)?;
-        Ok(x)
-    }
-}
 
 /// Escape text for HTML element content and attribute values. Control
 /// characters other than newline (which `<pre>` blocks of stderr need) are
@@ -105,10 +46,19 @@ pub fn esc(s: &str) -> String {
 /// (config and metric names) is not HTML-escaped by `esc`, so the page as a
 /// whole gets the terminal-safe pass too: no control character reaches a
 /// terminal that shows the file, or a browser's parser.
-pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {
+pub fn render(v: &ReportView) -> Result<String> {
     Ok(crate::report::escape::terminal_safe_lines(&page::render(
-        data, a, x,
+        v,
     )?))
+}
+
+/// The HTML format: one self-contained page with its plots.
+pub struct Html;
+
+impl super::format::ReportFormat for Html {
+    fn report(&self, v: &ReportView, _: &super::ReportOptions) -> Result<String> {
+        render(v)
+    }
 }
 
 #[cfg(test)]
@@ -117,9 +67,11 @@ mod tests {
 
     use super::*;
     use crate::analysis;
+    use crate::analysis::view::{
+        ExperimentData, ExperimentInfo, SeriesRecord, StoredMetric, StoredRun,
+    };
     use crate::metric::{Direction, MetricSpec};
     use crate::plan::Overrides;
-    use crate::store::{StoredMetric, StoredRun};
 
     /// A transport sweep: configs are volumes, metrics `<transport>.mb_per_s`
     /// and `<transport>.dropped`, and each run recorded a throughput series.
@@ -237,7 +189,7 @@ mod tests {
             ..Default::default()
         };
         let a = analysis::analyze(&data, &opts).unwrap();
-        let html = render(&data, &a, &x).unwrap();
+        let html = render(&analysis::view::build(&data, &a, None, x)).unwrap();
         assert!(html.contains("id=\"sweeps\""));
         assert!(
             html.contains(
@@ -249,7 +201,7 @@ mod tests {
         assert!(html.contains("records dropped per transport against config"));
         assert!(html.contains("id=\"series\"") && html.contains("Time series throughput of sweep"));
         // Without series or transport metrics the sections are left out.
-        let plain = render(&data, &a, &Extras::default()).unwrap();
+        let plain = render(&analysis::view::build(&data, &a, None, Extras::default())).unwrap();
         assert!(!plain.contains("id=\"series\""));
     }
 

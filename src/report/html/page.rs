@@ -8,10 +8,11 @@ use anyhow::Result;
 
 use super::plot::{figure, PLOT_WIDTH};
 use super::{esc, forest, lines, plot, samples, Extras};
+use crate::analysis::view::order::ExecutionOrder;
+use crate::analysis::view::{ReportView, SeriesRecord};
 use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::cells::{disagreement, footnotes};
 use crate::report::text::fmt_num;
-use crate::store::ExperimentData;
 
 /// The report's style sheet; the history page uses it too.
 pub(super) const CSS: &str = r#"
@@ -46,7 +47,7 @@ details>summary{cursor:pointer}
 "#;
 
 /// (config, workload, series) as `Extras::series` holds them.
-type SeriesEntry = (String, String, crate::store::SeriesRecord);
+type SeriesEntry = (String, String, SeriesRecord);
 
 const FOREST_CHUNK: usize = 60;
 
@@ -106,32 +107,8 @@ fn legend(configs: &[String]) -> String {
     s
 }
 
-/// (run index, value) per config of one metric, the index counting the
-/// workload's measured runs in execution order.
-fn run_sequence(
-    data: &ExperimentData,
-    configs: &[String],
-    m: &MetricAnalysis,
-) -> Vec<Vec<(usize, f64)>> {
-    let mut seq = vec![Vec::new(); configs.len()];
-    let measured = data
-        .runs
-        .iter()
-        .filter(|r| r.is_measured_ok() && r.workload == m.workload);
-    for (i, r) in measured.enumerate() {
-        if let (Some(ci), Some(v)) = (
-            configs.iter().position(|c| *c == r.config),
-            r.samples
-                .get(&m.spec.name)
-                .and_then(|v| crate::stats::summary::median(v)),
-        ) {
-            seq[ci].push((i, v));
-        }
-    }
-    seq
-}
-
-pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String> {
+pub fn render(v: &ReportView) -> Result<String> {
+    let (a, x) = (&v.shown, &v.extras);
     let mut o = String::with_capacity(1 << 20);
     let i = &a.info;
     let title = format!("sysdelta report: {}", i.name);
@@ -159,13 +136,13 @@ pub fn render(data: &ExperimentData, a: &Analysis, x: &Extras) -> Result<String>
     );
     banners(&mut o, a, x);
     summary(&mut o, a)?;
-    metrics(&mut o, data, a)?;
+    metrics(&mut o, v)?;
     series(&mut o, a, x)?;
-    profiles(&mut o, data, a);
+    profiles(&mut o, v);
     super::sweeps::sweeps(&mut o, a)?;
     super::boots::section(&mut o, a);
     environment(&mut o, x);
-    super::runs::runs(&mut o, data, a, x);
+    super::runs::runs(&mut o, v);
     o.push_str("</body></html>\n");
     Ok(o)
 }
@@ -338,7 +315,8 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     Ok(())
 }
 
-fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
+fn metrics(o: &mut String, v: &ReportView) -> Result<()> {
+    let a = &v.shown;
     o.push_str("<h2 id=\"metrics\">Samples per metric</h2>");
     if crate::report::boots_text::by_boot(a) {
         o.push_str(super::boots::SAMPLES_INTRO);
@@ -359,7 +337,8 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
     let sections: Vec<Result<String>> = a
         .metrics
         .par_iter()
-        .map(|m| metric_section(data, a, m))
+        .zip(&v.order)
+        .map(|(m, order)| metric_section(a, m, order))
         .collect();
     let mut last_w = "";
     for (m, sec) in a.metrics.iter().zip(sections) {
@@ -372,7 +351,17 @@ fn metrics(o: &mut String, data: &ExperimentData, a: &Analysis) -> Result<()> {
     Ok(())
 }
 
-fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Result<String> {
+/// One metric's table and plot; `order` holds its runs in execution order
+/// in the unit the plot's axis is in (the view converted them).
+fn metric_section(a: &Analysis, m: &MetricAnalysis, order: &ExecutionOrder) -> Result<String> {
+    // The points share the samples' axis: they must be in its unit.
+    anyhow::ensure!(
+        order.unit == m.spec.unit,
+        "{}: execution-order points in {} on an axis in {}",
+        m.spec.name,
+        order.unit,
+        m.spec.unit
+    );
     let mut section = String::with_capacity(8192);
     let o = &mut section;
     {
@@ -432,7 +421,7 @@ fn metric_section(data: &ExperimentData, a: &Analysis, m: &MetricAnalysis) -> Re
         let svg = samples::metric_plot(
             &a.configs,
             &values,
-            &run_sequence(data, &a.configs, m),
+            &order.points,
             &m.spec.unit,
             2 * PLOT_WIDTH,
         )?;
@@ -475,7 +464,7 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
             .push(s);
     }
     for ((w, name), recs) in groups {
-        let per: Vec<Vec<&crate::store::SeriesRecord>> = a
+        let per: Vec<Vec<&SeriesRecord>> = a
             .configs
             .iter()
             .map(|c| recs.iter().filter(|r| r.0 == *c).map(|r| &r.2).collect())
@@ -508,14 +497,20 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
         };
         for (c, runs) in a.configs.iter().zip(&per) {
             let all: Vec<f64> = runs.iter().flat_map(|r| r.v.iter().copied()).collect();
-            if let Some(s) = crate::stats::summary::summarize(&all) {
+            if !all.is_empty() && all.iter().all(|x| x.is_finite()) {
+                let (min, max) = all
+                    .iter()
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+                        (l.min(*v), h.max(*v))
+                    });
+                let mean = all.iter().sum::<f64>() / all.len() as f64;
                 let _ = write!(
                     alt,
                     " {c}: {} runs, values {}..{}, mean {};",
                     runs.len(),
-                    fmt_num(s.min),
-                    fmt_num(s.max),
-                    fmt_num(s.mean)
+                    fmt_num(min),
+                    fmt_num(max),
+                    fmt_num(mean)
                 );
             }
         }
@@ -528,8 +523,8 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
 /// The kernel profile per config and its differential view, as the text
 /// report prints them (the 2001 and 2002 postings' evidence); nothing when
 /// no profile was recorded.
-fn profiles(o: &mut String, data: &ExperimentData, a: &Analysis) {
-    let text = crate::report::sections::profiles(data, &a.configs, 10);
+fn profiles(o: &mut String, v: &ReportView) {
+    let text = crate::report::sections::profiles(&v.profiles, 10);
     if text.trim().is_empty() {
         return;
     }

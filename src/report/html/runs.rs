@@ -3,47 +3,20 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, Extras};
-use crate::analysis::Analysis;
-use crate::status::RunStatus;
-use crate::store::ExperimentData;
+use super::esc;
+use crate::analysis::view::ReportView;
 
-pub(super) fn runs(o: &mut String, data: &ExperimentData, a: &Analysis, x: &Extras) {
-    let _ = x;
+pub(super) fn runs(o: &mut String, v: &ReportView) {
+    let (a, x, n) = (&v.shown, &v.extras, &v.run_counts);
     o.push_str("<h2 id=\"runs\">Runs</h2>");
-    let workloads: Vec<&String> = {
-        let mut w: Vec<&String> = Vec::new();
-        for r in &data.runs {
-            if !w.contains(&&r.workload) {
-                w.push(&r.workload);
-            }
-        }
-        w
-    };
     o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th>");
-    for w in &workloads {
+    for w in &n.workloads {
         let _ = write!(o, "<th>{}</th>", esc(w));
     }
     o.push_str("</tr></thead><tbody>");
-    for c in &a.configs {
+    for (c, counts) in a.configs.iter().zip(&n.counts) {
         let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(c));
-        for w in &workloads {
-            let of = |ok: bool, warm: bool| {
-                data.runs
-                    .iter()
-                    .filter(|r| {
-                        r.config == *c
-                            && r.workload == **w
-                            && r.warmup == warm
-                            && (r.status == RunStatus::Ok) == ok
-                    })
-                    .count()
-            };
-            let (ok, failed, warm) = (
-                of(true, false),
-                of(false, false),
-                of(true, true) + of(false, true),
-            );
+        for &(ok, failed, warm) in counts {
             let _ = write!(
                 o,
                 "<td>{ok} ok{}{}</td>",

@@ -1,0 +1,179 @@
+//! The data of a report's sections beside its main table, gathered from
+//! the stored experiment so that no renderer reads the store: the kernel
+//! profile per config, the series workloads reported per interval (as
+//! medians over runs per config), the series every run recorded, and the
+//! run counts per config and workload.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::monitor::profile::Profile;
+use crate::status::RunStatus;
+use crate::store::{ExperimentData, SeriesRecord, StoredRun};
+
+/// Per config of the report, its profile's symbols over all measured
+/// runs; empty when no profile was recorded.
+pub fn profiles(data: &ExperimentData, configs: &[String]) -> Vec<(String, Profile)> {
+    if data.profiles.is_empty() {
+        return Vec::new();
+    }
+    configs
+        .iter()
+        .map(|c| {
+            let mut symbols: Vec<(String, bool, u64)> = data
+                .profiles
+                .iter()
+                .filter(|p| p.0 == *c)
+                .map(|p| (p.1.clone(), p.2, p.3))
+                .collect();
+            symbols.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+            let total_samples = symbols.iter().map(|s| s.2).sum();
+            let p = Profile {
+                total_samples,
+                symbols,
+                lost: 0,
+            };
+            (c.clone(), p)
+        })
+        .collect()
+}
+
+/// A series a workload reported as a metric, one sample per interval:
+/// per config, the per-interval median over its measured runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkloadSeries {
+    pub workload: String,
+    pub name: String,
+    pub unit: String,
+    /// Seconds between two values.
+    pub interval: f64,
+    /// (config, runs it has, per-interval medians), baseline first.
+    pub columns: Vec<(String, usize, Vec<f64>)>,
+}
+
+/// Element-wise median of several runs' series (truncated to the shortest).
+fn median_series(runs: &[&Vec<f64>]) -> Vec<f64> {
+    let len = runs.iter().map(|v| v.len()).min().unwrap_or(0);
+    (0..len)
+        .filter_map(|i| {
+            let col: Vec<f64> = runs.iter().map(|v| v[i]).collect();
+            crate::stats::summary::median(&col)
+        })
+        .collect()
+}
+
+/// The series workloads reported as metrics (not monitor telemetry).
+pub fn workload_series(data: &ExperimentData, configs: &[String]) -> Vec<WorkloadSeries> {
+    let runs: HashMap<i64, &StoredRun> = data
+        .runs
+        .iter()
+        .filter(|r| r.is_measured_ok())
+        .map(|r| (r.id, r))
+        .collect();
+    let mut names: Vec<(&str, &str)> = data
+        .series
+        .iter()
+        .filter_map(|(id, s)| {
+            // A workload's time series is a metric with one sample per
+            // interval; monitor telemetry has its own series and per-run
+            // summaries, shown as metrics.
+            let r = runs.get(id)?;
+            let is_metric = data
+                .metrics
+                .iter()
+                .any(|m| m.workload == r.workload && m.spec.name == s.name);
+            let per_interval = r.samples.get(&s.name).is_some_and(|v| v.len() > 1);
+            (is_metric && per_interval).then_some((r.workload.as_str(), s.name.as_str()))
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    let mut out = Vec::new();
+    for (workload, name) in names {
+        let mut interval = 1.0;
+        let mut unit = String::new();
+        let mut columns = Vec::new();
+        for c in configs {
+            let series: Vec<&Vec<f64>> = data
+                .series
+                .iter()
+                .filter(|(id, s)| {
+                    s.name == name
+                        && runs
+                            .get(id)
+                            .is_some_and(|r| r.config == *c && r.workload == workload)
+                })
+                .map(|(_, s)| {
+                    if let (Some(a), Some(b)) = (s.t.first(), s.t.get(1)) {
+                        interval = b - a;
+                    } else if let Some(a) = s.t.first() {
+                        interval = *a;
+                    }
+                    unit = s.unit.clone();
+                    &s.v
+                })
+                .collect();
+            columns.push((c.clone(), series.len(), median_series(&series)));
+        }
+        out.push(WorkloadSeries {
+            workload: workload.to_string(),
+            name: name.to_string(),
+            unit,
+            interval,
+            columns,
+        });
+    }
+    out
+}
+
+/// (config, workload, series) of every measured run that recorded one.
+pub fn run_series(data: &ExperimentData) -> Vec<(String, String, SeriesRecord)> {
+    let runs: HashMap<i64, (&str, &str, bool)> = data
+        .runs
+        .iter()
+        .map(|r| (r.id, (r.config.as_str(), r.workload.as_str(), r.warmup)))
+        .collect();
+    data.series
+        .iter()
+        .filter_map(|(run, s)| {
+            let (c, w, warm) = runs.get(run)?;
+            (!warm).then(|| (c.to_string(), w.to_string(), s.clone()))
+        })
+        .collect()
+}
+
+/// Runs per config and workload: ok, failed, warm-up (either).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunCounts {
+    /// Workloads in the order their first run ran.
+    pub workloads: Vec<String>,
+    /// Per config of the report, per workload: (ok, failed, warm-up).
+    pub counts: Vec<Vec<(usize, usize, usize)>>,
+}
+
+/// The run counts of `data` per config of `configs`.
+pub fn run_counts(data: &ExperimentData, configs: &[String]) -> RunCounts {
+    let mut workloads: Vec<String> = Vec::new();
+    for r in &data.runs {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload.clone());
+        }
+    }
+    let mut counts = vec![vec![(0, 0, 0); workloads.len()]; configs.len()];
+    for r in &data.runs {
+        let (Some(ci), Some(wi)) = (
+            configs.iter().position(|c| *c == r.config),
+            workloads.iter().position(|w| *w == r.workload),
+        ) else {
+            continue;
+        };
+        let n = &mut counts[ci][wi];
+        match (r.warmup, r.status == RunStatus::Ok) {
+            (true, _) => n.2 += 1,
+            (false, true) => n.0 += 1,
+            (false, false) => n.1 += 1,
+        }
+    }
+    RunCounts { workloads, counts }
+}
