@@ -1,5 +1,7 @@
 //! The memsweep time-series workload: parameters and a short real run.
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -83,7 +85,7 @@ fn short_run_reports_one_rate_per_interval_in_order() {
 #[ignore]
 fn pressure_experiment() {
     let Ok(procs) = std::env::var("SYSDELTA_MEMSWEEP_CGROUP") else {
-        eprintln!("skipping: SYSDELTA_MEMSWEEP_CGROUP is not set");
+        common::skip("SYSDELTA_MEMSWEEP_CGROUP is not set");
         return;
     };
     let ws = std::env::var("SYSDELTA_MEMSWEEP_WS").unwrap_or("512M".into());

@@ -44,11 +44,32 @@ fn every_command_reads_what_run_and_import_stored(sb) {
     let json = sb.json_report("1");
     assert_eq!(json["experiment"]["status"], "complete");
     assert_eq!(json["runs"].as_array().unwrap().len(), 12);
-    // The slow config's 10 ms shows, in both stores.
+    // The slow config's export reached its command: sleep never returns
+    // early, so each of its runs lasted both sleeps. (Not "slow is 20%
+    // slower": a loaded machine stretches a 10 ms sleep to 50-70 ms at
+    // random, and the means of 6 runs then came out 19% apart.)
+    let wall = |config: &str| -> Vec<f64> {
+        json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["workload"] == "w" && r["config"] == config)
+            .map(|r| r["samples"]["wall"][0].as_f64().unwrap())
+            .collect()
+    };
+    let (base, slow) = (wall("base"), wall("slow"));
+    assert!(slow.iter().all(|&v| v >= 0.02), "slow runs: {slow:?}");
+    // And the report's delta is the one those stored runs give, in both
+    // stores.
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let expected = (mean(&slow) / mean(&base) - 1.0) * 100.0;
     let delta = comparison(&json, "w", "wall", "slow")["delta_mean_pct"]
         .as_f64()
         .unwrap();
-    assert!(delta > 20.0, "slow is slower: {delta}%");
+    assert!(
+        (delta - expected).abs() < 1e-9 * expected.abs().max(1.0),
+        "delta {delta}% where the stored runs give {expected}% ({base:?} against {slow:?})"
+    );
     for format in ["markdown", "csv", "html"] {
         ok(sb, &["report", "1", "--format", format]);
     }

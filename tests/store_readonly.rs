@@ -174,7 +174,7 @@ fn another_users_store_reads_as_with_write_access_and_is_left_unchanged() {
     let sb = Sandbox::new();
     let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
         Ok(setup) => setup,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return common::skip(why),
     };
     let with_write_access = readings(&[], &sb, &store);
     let before = snapshot(&dir);
@@ -190,7 +190,7 @@ fn another_users_store_in_use_shows_its_newest_commit() {
     let sb = Sandbox::new();
     let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
         Ok(setup) => setup,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return common::skip(why),
     };
     // Its owner has it open (its -wal and -shm exist) and committed a
     // change not yet checkpointed into the file.
@@ -254,14 +254,14 @@ impl Drop for Tmpfs {
 #[test]
 fn a_store_on_a_read_only_mount_reads_as_with_write_access_and_is_left_unchanged() {
     if !nix::unistd::geteuid().is_root() {
-        return eprintln!("skipped: mounting a tmpfs needs root");
+        return common::skip("mounting a tmpfs needs root");
     }
     let sb = Sandbox::new();
     let store = measured_store(&sb, &sb.path("made"));
     let with_write_access = readings(&[], &sb, &store);
     let mnt = match Tmpfs::mount(&sb.path("mnt")) {
         Ok(m) => m,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return common::skip(why),
     };
     // A name SQLite's URIs give meaning to, which must still name the file.
     let on_mount = mnt.0.join("s ?mode=rw#%41.db");
@@ -334,7 +334,7 @@ fn a_store_that_needs_an_upgrade_is_refused_without_write_access() {
     let sb = Sandbox::new();
     let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
         Ok(setup) => setup,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return common::skip(why),
     };
     // As the sysdelta before the last migration left it.
     let known = sysdelta::store::schema::MIGRATIONS.len();
@@ -368,7 +368,7 @@ fn a_dead_runs_log_a_reader_cannot_fold_is_left_with_one_warning() {
     let sb = Sandbox::new();
     let (prefix, _sandbox, dir, store) = match another_users_store(&sb) {
         Ok(setup) => setup,
-        Err(why) => return eprintln!("skipped: {why}"),
+        Err(why) => return common::skip(why),
     };
     let listed = readings(&[], &sb, &store).swap_remove(0);
     // One more run of experiment 1, as a killed run leaves it in its log.

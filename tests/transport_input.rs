@@ -1,6 +1,8 @@
 //! Bad input is one clear error of type BadInput (exit code 2 in the CLI),
 //! reported before anything is run or changed.
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 
 use sysdelta::error::is_user_error;
@@ -102,7 +104,7 @@ fn cli_exits_2_without_permission_for_tracefs() {
     use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: needs root to run the binary as an unprivileged user");
+        common::skip("needs root to run the binary as an unprivileged user");
         return;
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_sysdelta"))
