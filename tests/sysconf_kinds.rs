@@ -31,11 +31,9 @@ fn skip_reason() -> Option<String> {
 macro_rules! need_root_and_tracefs {
     () => {
         if let Some(why) = skip_reason() {
-            std::io::Write::write_fmt(
-                &mut std::io::stderr(),
-                format_args!("SKIP {}: {why}\n", module_path!()),
-            )
-            .unwrap_or(());
+            // libtest names each test's thread after the test.
+            let me = std::thread::current();
+            common::skip(format!("{}: {why}", me.name().unwrap_or(module_path!())));
             return;
         }
     };
