@@ -63,11 +63,13 @@ fn prepare_and_conclude_surround_every_run_and_are_not_timed() {
         );
     }
     assert_eq!(log.iter().filter(|l| *l == "run b").count(), 5);
-    // The 0.3 s sleeps are outside every sample (a sample with either
-    // would be at least 0.3 s; the margin is for a loaded machine).
+    // The 0.3 s sleeps are outside every sample: a sample with either
+    // would be at least 0.3 s, as sleep never returns early. The bound is
+    // that and no less, so all a loaded machine's slowness may go to the
+    // `echo` itself.
     let walls = walls(&sb);
     assert_eq!(walls.len(), 10);
-    assert!(walls.iter().all(|w| *w < 0.25), "{walls:?}");
+    assert!(walls.iter().all(|w| *w < 0.3), "{walls:?}");
 }
 
 #[test]
