@@ -121,10 +121,17 @@ impl Drop for PutBack<'_> {
 fn kills_and_double_signals_at_random_points_lose_nothing_and_leave_nothing() {
     let system = is_root() && tracefs_ok();
     if !system {
-        eprintln!(
-            "chaos: not root or no tracefs: sysctl and ftrace configs skipped, shell configs only"
-        );
+        skip("chaos: not root or no tracefs: sysctl and ftrace configs not tried, shell configs only");
     }
+    // The sysctl and ftrace configs change the machine: not beside a real
+    // experiment (tests/common/machine.rs).
+    let _machine = match system {
+        true => match common::machine::hold("chaos") {
+            Some(l) => Some(l),
+            None => return,
+        },
+        false => None,
+    };
     let seed: u64 = std::env::var("CHAOS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())

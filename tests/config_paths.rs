@@ -96,9 +96,12 @@ fn sysctl_key_that_leaves_proc_sys_is_bad_input_and_nothing_is_written() {
 #[test]
 fn real_sysctl_keys_dotted_and_slashed_still_run() {
     if !is_root() {
-        eprintln!("skipped: writing /proc/sys needs root");
+        common::skip("writing /proc/sys needs root");
         return;
     }
+    let Some(_serial) = common::machine::serial(&TRACEFS) else {
+        return;
+    };
     let sb = Sandbox::new();
     // Their current values: the run changes nothing.
     let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
@@ -223,10 +226,12 @@ fn build(kind: &str, src: &str, j: &JournalHandle) -> Box<dyn ConfigKind> {
 #[test]
 fn trace_reader_never_writes_through_a_symlink() {
     if !is_root() || !tracefs::supported() {
-        eprintln!("skipped: needs root and tracefs");
+        common::skip("needs root and tracefs");
         return;
     }
-    let _serial = TRACEFS.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_serial) = common::machine::serial(&TRACEFS) else {
+        return;
+    };
     let sb = Sandbox::new();
     let victim = sb.write("victim", "precious\n");
     let out = sb.path("out");

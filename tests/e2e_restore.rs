@@ -96,7 +96,9 @@ fn sigkill_with_tracing_and_a_sysctl_then_restore_puts_both_back() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let sb = Sandbox::new();
     let swappiness_before = read("/proc/sys/vm/swappiness");
     let other = if swappiness_before == "37" {
@@ -192,7 +194,9 @@ fn sigkill_during_fsops_then_restore_leaves_no_loop_device_mount_or_file() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let sb = Sandbox::new();
     let loops_before = loop_devices();
     let mounts_before = read("/proc/mounts");

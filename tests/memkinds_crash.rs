@@ -4,6 +4,7 @@
 //! `Journal::restore_all` then leaves no cgroup, no zram device, no swap
 //! file and the swap list as before. Needs root (CI); skips otherwise.
 
+mod common;
 mod memkinds_support;
 
 use std::os::unix::process::CommandExt;
@@ -101,7 +102,9 @@ fn sigkill_with_cgroup_and_swaps_then_restore_leaves_nothing() {
         .unwrap_or(());
         return;
     }
-    let _s = serial();
+    let Some(_s) = serial() else {
+        return;
+    };
     let dir = tempfile::tempdir_in("/var/tmp").unwrap();
     let before = mem_state();
     let mut h = spawn_helper(dir.path());

@@ -3,6 +3,7 @@
 //! zram device, no swap file. Also prints what enter and leave cost.
 //! Needs root (CI); skips with a printed reason otherwise.
 
+mod common;
 mod memkinds_support;
 
 use std::process::Command;
@@ -21,7 +22,9 @@ fn memory_limit_groups_the_workload_and_leave_removes_it() {
         .unwrap_or(());
         return;
     }
-    let _s = serial();
+    let Some(_s) = serial() else {
+        return;
+    };
     let mut g = Guard::new();
     let parent = memory_limit::locate_here().unwrap().parent;
     let before = groups_of(&parent, std::process::id());
@@ -90,7 +93,9 @@ fn swap_on_zram_is_on_while_entered_and_gone_after() {
         .unwrap_or(());
         return;
     }
-    let _s = serial();
+    let Some(_s) = serial() else {
+        return;
+    };
     let g = Guard::new();
     let before = mem_state();
     let mut k = build("swap", "size = \"128M\"\ndevice = \"zram\"", &g.journal);
@@ -123,7 +128,9 @@ fn swap_file_is_on_while_entered_and_removed_after() {
         .unwrap_or(());
         return;
     }
-    let _s = serial();
+    let Some(_s) = serial() else {
+        return;
+    };
     let g = Guard::new();
     let before = mem_state();
     let src = format!("size = \"64M\"\ndir = \"{}\"", g.dir.path().display());
@@ -203,7 +210,9 @@ fn enter_leave_cost() {
         .unwrap_or(());
         return;
     }
-    let _s = serial();
+    let Some(_s) = serial() else {
+        return;
+    };
     let g = Guard::new();
     let file_src = format!("size = \"1G\"\ndir = \"{}\"", g.dir.path().display());
     let cases = [

@@ -74,28 +74,32 @@ fn ctx_with_64k_is_not_cheaper_than_with_0k() {
     // that touches 64 KB per hop must cost more than one that touches
     // nothing. (After subtraction the 64 KB switch estimate is within noise
     // of the 0 KB one on this VM and can come out lower; see docs/micro.md.)
-    // One measurement of each can be hit by a stall of the shared machine
-    // (once: 0 KB at 3.32 us against 64 KB at 3.27 us); stalls only add
-    // time, so the fastest of up to three measurements of each is compared.
+    //
+    // Measured in rounds, each the two rings one after the other, and the
+    // rounds' differences compared: a busy machine's other work shares the
+    // pinned CPU for seconds at a time, shifting every sample of a ring by
+    // its share (once: 0 KB at 3.32 us against 64 KB at 3.27 us; beside two
+    // CPU hogs, the fastest of three measurements of each still came out in
+    // the wrong order), and the two halves of a round see nearly the same
+    // share. The median difference of five rounds is positive unless most
+    // rounds were reversed.
     let raw = |r: &MicroResult| r.median + subtracted_us(&r.detail);
-    let (mut best0, mut best64) = (f64::INFINITY, f64::INFINITY);
+    let mut diffs = Vec::new();
     let mut details = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..5 {
         let out = run(&["ctx.2p_0k", "ctx.2p_64k"], |o| o.pin = Pinning::SameCpu);
         let k0 = measured(&out, "ctx.2p_0k");
         let k64 = measured(&out, "ctx.2p_64k");
         check_result(k0, 11);
         assert_eq!(k64.pinning, Pinning::SameCpu);
-        best0 = best0.min(raw(k0));
-        best64 = best64.min(raw(k64));
+        diffs.push(raw(k64) - raw(k0));
         details.push(format!("{} / {}", k64.detail, k0.detail));
-        if best64 > best0 {
-            break;
-        }
     }
+    let mut sorted = diffs.clone();
+    sorted.sort_by(f64::total_cmp);
     assert!(
-        best64 > best0,
-        "64 KB ring {best64} us per hop < 0 KB ring {best0} us, fastest of 3 each ({details:?})"
+        sorted[2] > 0.0,
+        "64 KB ring minus 0 KB ring, us per hop, by round: {diffs:?} ({details:?})"
     );
 }
 
@@ -274,9 +278,28 @@ fn lmbench_named_metrics_use_lmbench_definitions() {
     // Page fault: LMbench's per-page figure and sysdelta's per-fault one,
     // side by side; a fault covers at least one page.
     let pp = measured(&out, "vm.page_fault");
-    let pf = measured(&out, "vm.page_fault.per_fault");
     assert!(pp.detail.starts_with("per page"), "{}", pp.detail);
-    assert!(pf.median > 0.0 && pp.median > 0.0);
+    // Both figures are differences (the faulting pass minus a remap, or
+    // minus a re-read), so a time slice of a busy machine's other work
+    // landing in the part subtracted makes a sample negative, and beside
+    // two CPU hogs the median of 11 came out negative about one run in
+    // two. A fault costs something, so that is a measurement the load
+    // spoiled, not a definition gone wrong: measured again, up to three
+    // times in all, and every try is shown if none comes out positive.
+    let mut tries = Vec::new();
+    let mut page_fault = |out: &[MicroOutcome]| {
+        let (pp, pf) = (
+            measured(out, "vm.page_fault").median,
+            measured(out, "vm.page_fault.per_fault").median,
+        );
+        tries.push((pp, pf));
+        pp > 0.0 && pf > 0.0
+    };
+    let positive = page_fault(&out) || (0..2).any(|_| page_fault(&run(&["vm.page_fault"], |_| {})));
+    assert!(
+        positive,
+        "per page and per fault medians, us, of each try: {tries:?}"
+    );
     for n in ["bw.mem_read", "bw.mem_read.huge"] {
         assert_eq!(measured(&out, n).unit, "MB/s");
     }

@@ -5,6 +5,8 @@
 //! (/proc/stat `ctxt`) over the same window. Needs root or
 //! perf_event_paranoid <= 0; skips with the reason otherwise.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use sysdelta::monitor::build;
@@ -46,7 +48,7 @@ fn counters_fall_back_to_software_events_without_a_pmu_and_count_what_the_kernel
     let mut m = build("counters", Duration::from_secs(1)).unwrap();
     let pf = m.preflight();
     if !pf.is_empty() {
-        eprintln!("skipping: {}", pf.join("; "));
+        common::skip(pf.join("; "));
         return;
     }
     let notes = m.notes();

@@ -1,5 +1,7 @@
 //! Monitors sampling the live system for a fraction of a second.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use sysdelta::monitor::profile::{print_diff, print_top};
@@ -24,7 +26,7 @@ fn run(name: &str, interval_ms: u64, work: Duration) -> Option<MonitorData> {
     let mut m = build(name, Duration::from_millis(interval_ms)).unwrap();
     let pf = m.preflight();
     if !pf.is_empty() {
-        eprintln!("skipping {name}: {}", pf.join("; "));
+        common::skip(format!("{name}: {}", pf.join("; ")));
         return None;
     }
     m.start().unwrap();

@@ -13,6 +13,8 @@
 //! reported separately. A second set runs the profiler at 10 kHz to amplify
 //! its per-sample cost ten times above the noise.
 
+mod common;
+
 use std::time::Duration;
 
 use sysdelta::monitor::profile::ProfileMonitor;
@@ -59,7 +61,7 @@ fn measure(label: &str, mut mons: Vec<Box<dyn Monitor>>) {
     for m in &mons {
         let pf = m.preflight();
         if !pf.is_empty() {
-            eprintln!("skipping: {}", pf.join("; "));
+            common::skip(pf.join("; "));
             return;
         }
     }

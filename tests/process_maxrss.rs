@@ -75,7 +75,7 @@ fn maxrss_of_true_is_the_shells_own_not_sysdeltas() {
     let reference = match time_maxrss("true") {
         Ok(k) => k,
         Err(why) => {
-            eprintln!("skipped: {why}");
+            common::skip(why);
             return;
         }
     };
@@ -107,7 +107,7 @@ fn maxrss_of_a_known_allocation_agrees_with_usr_bin_time() {
         let reference = match time_maxrss(&command) {
             Ok(k) => k,
             Err(why) => {
-                eprintln!("skipped: {why}");
+                common::skip(why);
                 return;
             }
         };

@@ -4,6 +4,8 @@
 //! parent then runs `Journal::restore_all` and checks the system state.
 //! Needs root and tracefs (CI); skips with a printed reason otherwise.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -192,7 +194,9 @@ fn sigkill_after_ftrace_and_sysctl_then_restore_puts_all_back() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let before = tracing_state();
     let mut h = spawn_helper("tracing", dir.path());
@@ -270,7 +274,9 @@ fn sigkill_mid_fsops_run_then_restore_leaves_no_volume() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let dir_path = std::fs::canonicalize(dir.path()).unwrap();
     let loops_before = loop_devices();

@@ -4,6 +4,8 @@
 //! (trace reader loss during compile, blktrace on the fsops volumes) print
 //! their figures. Needs root for fsops and tracing (CI); skips otherwise.
 
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -196,7 +198,9 @@ fn fsops_ten_volumes_with_blktrace_and_clean_teardown() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let scratch = std::fs::canonicalize(dir.path()).unwrap();
     let loops_before = loop_devices();
@@ -311,7 +315,9 @@ fn trace_reader_keeps_count_during_compile() {
         .unwrap_or(());
         return;
     }
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(_g) = common::machine::serial(&SERIAL) else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let traces = tempfile::tempdir_in("/var/tmp").unwrap();
     let j = journal(dir.path());

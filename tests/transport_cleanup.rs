@@ -3,6 +3,8 @@
 //! kept; a full disk stops the step with the bytes written and removes the
 //! file. Also the workload adapter's metrics.
 
+mod common;
+
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -54,7 +56,7 @@ fn ftrace_sweep_leaves_tracer_state_and_no_instances() {
     let watch = match Tracefs::open() {
         Ok(fs) => fs,
         Err(e) => {
-            eprintln!("skipped: tracefs not usable here: {e}");
+            common::skip(format!("tracefs not usable here: {e}"));
             return;
         }
     };
@@ -146,7 +148,7 @@ impl Drop for TinyFs {
 #[test]
 fn full_disk_stops_reports_bytes_and_removes_the_file() {
     let Some(fs) = TinyFs::mount(256 * 1024) else {
-        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        common::skip("cannot mount a tmpfs here (needs root)");
         return;
     };
     for kind in [Kind::Pipe, Kind::UnixDgram] {
@@ -228,7 +230,7 @@ fn cancel_mid_step_stops_and_still_cleans_up() {
     let watch = match Tracefs::open() {
         Ok(fs) => fs,
         Err(e) => {
-            eprintln!("skipped: tracefs not usable here: {e}");
+            common::skip(format!("tracefs not usable here: {e}"));
             return;
         }
     };

@@ -3,6 +3,8 @@
 //! exactly records written minus records read, and agree with the
 //! transport's own counter (EAGAIN, EBADF / "dropped events").
 
+mod common;
+
 use std::sync::atomic::AtomicBool;
 
 use sysdelta::transport::sink::SinkTarget;
@@ -79,7 +81,7 @@ fn unix_dgram_drops_are_counted_exactly() {
 #[test]
 fn netlink_drops_are_counted_exactly() {
     if let Err(e) = sysdelta::transport::netlink::probe() {
-        eprintln!("skipped: no NETLINK_USERSOCK here: {e}");
+        common::skip(format!("no NETLINK_USERSOCK here: {e}"));
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -97,7 +99,7 @@ fn ftrace_drops_are_counted_exactly() {
     let fs = match Tracefs::open() {
         Ok(fs) => fs,
         Err(e) => {
-            eprintln!("skipped: tracefs not usable here: {e}");
+            common::skip(format!("tracefs not usable here: {e}"));
             return;
         }
     };
@@ -119,12 +121,12 @@ fn perf_drops_are_counted_exactly() {
     let fs = match Tracefs::open() {
         Ok(fs) => fs,
         Err(e) => {
-            eprintln!("skipped: tracefs not usable here: {e}");
+            common::skip(format!("tracefs not usable here: {e}"));
             return;
         }
     };
     if let Err(e) = sysdelta::transport::perf::probe(&fs) {
-        eprintln!("skipped: perf stream not offered here: {e}");
+        common::skip(format!("perf stream not offered here: {e}"));
         return;
     }
     let env = StepEnv { tracefs: Some(fs) };

@@ -17,14 +17,15 @@ use nix::sys::signal::Signal;
 /// uses its own run directory, so sysdelta's own lock does not order them).
 static SYSCTL_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// The turn of a root test that writes sysctls, or None (with the reason
-/// printed) when not root.
-fn sysctl_test() -> Option<std::sync::MutexGuard<'static, ()>> {
+/// The turn of a root test that writes sysctls, holding the machine lock
+/// too (tests/common/machine.rs), or None (with the reason printed) when
+/// not root.
+fn sysctl_test() -> Option<common::machine::Serial> {
     if !is_root() {
-        eprintln!("skipped: needs root to write sysctls");
+        common::skip("needs root to write sysctls");
         return None;
     }
-    Some(SYSCTL_TESTS.lock().unwrap_or_else(|e| e.into_inner()))
+    common::machine::serial(&SYSCTL_TESTS)
 }
 
 fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {

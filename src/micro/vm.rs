@@ -297,19 +297,30 @@ pub fn page_fault(env: &Env) -> anyhow::Result<BenchOut> {
             n = h.grow(n, t1);
         }
     }
-    let (mut v, mut faults) = (Vec::with_capacity(h.samples), 0u64);
+    let mut rounds = Vec::with_capacity(h.samples);
     for _ in 0..h.samples {
         h.check()?;
-        let (t1, t2, f) = b.round(n)?;
-        faults += f;
-        let ns = t1.as_nanos() as f64 - t2.as_nanos() as f64 - h.empty_loop_ns * n as f64;
-        v.push(ns / f as f64);
+        rounds.push(b.round(n)?);
     }
+    // The re-read is the same in-process work every round: a fixed cost
+    // that outside load can only inflate. Its fastest is subtracted from
+    // every faulting pass; each round's own re-read, when the machine's
+    // other work landed in it, made that round's figure negative (beside
+    // two CPU hogs the median of 11 came out at -7 to -53 us).
+    let reread = rounds.iter().map(|r| r.1).min().unwrap_or_default();
+    let faults: u64 = rounds.iter().map(|r| r.2).sum();
+    let v: Vec<f64> = rounds
+        .iter()
+        .map(|&(t1, _, f)| {
+            let ns = t1.as_nanos() as f64 - reread.as_nanos() as f64 - h.empty_loop_ns * n as f64;
+            ns / f as f64
+        })
+        .collect();
     let ratio = (n * h.samples as u64) as f64 / faults.max(1) as f64;
     Ok(us(
         v,
         &format!(
-            "minor fault on a cached file page, random order, MADV_RANDOM, re-read cost subtracted; {ratio:.2} pages per fault"
+            "minor fault on a cached file page, random order, MADV_RANDOM, fastest re-read subtracted; {ratio:.2} pages per fault"
         ),
     ))
 }

@@ -1,7 +1,7 @@
 //! Calibration at the edges (issue 31): what the report's statistics do
 //! with 2 to 10 units a side, with few noisy boots, and with heavy right
 //! tails. Pure, seeded simulations that `sysdelta calibrate` prints and
-//! `tests/stats_edges.rs` checks at a modest size.
+//! `tests/stats/edges.rs` checks at a modest size.
 //!
 //! * [`report_ratio_ci`]: the report's CI of the ratio of means with its
 //!   rule by size (Welch's t on the log ratio below

@@ -1,6 +1,6 @@
 //! Distribution functions the tests need, each accurate to about 1e-12
 //! relative in the ranges used here (checked against SciPy in
-//! tests/stats_reference.rs).
+//! tests/stats/reference.rs).
 
 use statrs::function::beta::beta_reg;
 use statrs::function::erf::erfc;

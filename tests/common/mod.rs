@@ -11,6 +11,8 @@ use sysdelta::metric::MetricSpec;
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
+/// The machine-wide lock, for tests that change shared kernel state.
+pub mod machine;
 /// A throwaway PostgreSQL cluster (Unix socket, password auth).
 pub mod pg;
 /// Processes in /proc: what a fixture's server spawned, and killing it.
@@ -26,6 +28,11 @@ pub mod sshd;
 /// The one `SKIP: reason` line of a test that cannot run here (see above).
 pub fn skip(why: impl std::fmt::Display) {
     std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("SKIP: {why}\n")).unwrap_or(());
+}
+
+/// A line that reaches the log of a passing test too (see above).
+pub fn note(line: impl std::fmt::Display) {
+    std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{line}\n")).unwrap_or(());
 }
 
 /// Root runs the tests that change the system (CI is root).

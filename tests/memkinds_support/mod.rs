@@ -17,8 +17,10 @@ use sysdelta::config::kinds::{self, memory_limit, swap};
 /// one at a time.
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// One test at a time, and none beside a real experiment (the machine
+/// lock, see tests/common/machine.rs); None after a `SKIP:` line.
+pub fn serial() -> Option<crate::common::machine::Serial> {
+    crate::common::machine::serial(&SERIAL)
 }
 
 /// Why these tests cannot run here, if they cannot.

@@ -2,7 +2,7 @@
 """Write tests/reference/mannwhitney_exact.json: SciPy's exact Mann-Whitney
 p-values for the sizes where sysdelta uses the exact null distribution but
 SciPy's method='auto' does not (no ties, 9 to 50 values per side), checked
-by tests/stats_exact_u.rs.
+by tests/stats/exact_u.rs.
 
 Independent implementation: scipy.stats.mannwhitneyu(a, b,
 alternative='two-sided', method='exact').

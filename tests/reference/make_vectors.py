@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the reference vectors that tests/stats_reference.rs checks.
+"""Write the reference vectors that tests/stats/reference.rs checks.
 
 Independent implementations: numpy (summaries), scipy.stats.mannwhitneyu,
 statsmodels.stats.multitest.multipletests, scipy.stats.bootstrap.

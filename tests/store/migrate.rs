@@ -1,0 +1,66 @@
+//! A store an older sysdelta made (schema v4, before uids and fleets)
+//! opens in this one: migrated to the current schema in place, its
+//! experiments kept, each given its uid so it can be pushed. On SQLite and
+//! on PostgreSQL.
+
+use crate::common;
+
+use sysdelta::store::schema::{for_postgresql, MIGRATIONS};
+use sysdelta::store::Store;
+
+/// The v4 schema and one experiment with one run, as sysdelta wrote it
+/// before v5, by plain SQL on either database.
+fn v4_statements(pg: bool) -> Vec<String> {
+    let mut sql: Vec<String> = MIGRATIONS[..4]
+        .iter()
+        .map(|m| if pg { for_postgresql(m) } else { m.to_string() })
+        .collect();
+    sql.push(
+        "INSERT INTO meta (key, value) VALUES ('app', 'sysdelta'), ('schema_version', '4');
+         INSERT INTO experiments (name, plan_source, plan_text, overrides, host, fingerprint, seed,
+             run_order, runs_per_cell, warmup, baseline, status)
+         VALUES ('old', 'p.toml', '', '{}', 'h', '{}', 1, 'random-blocks', 1, 0, 'a', 'complete');
+         INSERT INTO configs VALUES (1, 0, 'a');
+         INSERT INTO workloads VALUES (1, 0, 'w');
+         INSERT INTO metrics VALUES (1, 'w', 'wall', 's', 'lower', 0);
+         INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status, started_at)
+             VALUES (1, 0, 0, 'a', 'w', 0, 'ok', 1.5);
+         INSERT INTO samples VALUES (1, 'wall', 0, 0.25);"
+            .to_string(),
+    );
+    sql
+}
+
+both_stores! {
+fn a_v4_store_is_migrated_in_place_and_keeps_its_experiments(sb) {
+    match &sb.pg {
+        None => {
+            let c = rusqlite::Connection::open(sb.store()).unwrap();
+            for s in v4_statements(false) {
+                c.execute_batch(&s).unwrap();
+            }
+        }
+        Some(pg) => {
+            for s in v4_statements(true) {
+                pg.psql(&s);
+            }
+        }
+    }
+    let store = Store::open(&sb.store(), false).unwrap();
+    let data = store.load(1).unwrap();
+    assert_eq!(data.info.name, "old");
+    assert_eq!(data.runs.len(), 1);
+    assert_eq!(data.runs[0].samples["wall"], vec![0.25]);
+    assert_eq!(data.info.fleet_id, None);
+    let uid = store.uid(1).unwrap();
+    assert_eq!(uid.len(), 32, "{uid}");
+    assert_eq!(
+        sb.sql_number("SELECT COUNT(*) FROM meta WHERE key = 'schema_version' AND value = '5'"),
+        1
+    );
+    drop(store);
+    // A second open finds it current and changes nothing.
+    let again = Store::open(&sb.store(), false).unwrap();
+    assert_eq!(again.uid(1).unwrap(), uid);
+}
+}
