@@ -167,11 +167,25 @@ fn note(name: &str) -> Option<&'static str> {
     })
 }
 
-/// Every metric, in report order.
+/// Every metric, in report order: the families in the order of the
+/// LMbench summary's tables, sysdelta's additions last.
 pub fn catalog() -> Vec<Entry> {
+    let mut v = Vec::new();
+    for family in [proc, select, ctx, fs_vm, lat, bw, mem, sem, floor] {
+        family(&mut v);
+    }
+    // Which way is good for CPU utilisation is not obvious; for a fixed
+    // amount of work less CPU is better.
+    for x in &mut v {
+        x.note = note(&x.name);
+    }
+    v
+}
+
+/// Processes: system calls, signals, process creation (µs).
+fn proc(v: &mut Vec<Entry>) {
     use Kind::*;
     use Table as T;
-    let mut v = Vec::new();
     let us = "us";
     for (n, h1, h2, k) in [
         ("null_call", "null", "call", NullCall),
@@ -187,6 +201,13 @@ pub fn catalog() -> Vec<Entry> {
     ] {
         v.push(e(format!("proc.{n}"), "proc", T::Proc, h1, h2, us, k));
     }
+}
+
+/// select(2) on files and TCP sockets (µs).
+fn select(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for tcp in [false, true] {
         for n in SELECT_SIZES {
             let (what, h2) = if tcp {
@@ -205,6 +226,13 @@ pub fn catalog() -> Vec<Entry> {
             ));
         }
     }
+}
+
+/// Context switches, by processes and private data (µs).
+fn ctx(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for kb in CTX_KB {
         for p in CTX_PROCS {
             v.push(e(
@@ -218,6 +246,13 @@ pub fn catalog() -> Vec<Entry> {
             ));
         }
     }
+}
+
+/// File create and delete, and the VM latencies (µs).
+fn fs_vm(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for kb in FS_KB {
         v.push(e(
             format!("fs.create_{kb}k"),
@@ -266,7 +301,13 @@ pub fn catalog() -> Vec<Entry> {
         us,
         FaultEach,
     ));
+}
 
+/// Local communication latencies, unpinned and pinned (µs).
+fn lat(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     let ipc_lat = [
         ("pipe", "Pipe", PipeLat),
         ("unix", "AF/Unix", UnixLat),
@@ -305,6 +346,12 @@ pub fn catalog() -> Vec<Entry> {
             v.push(x);
         }
     }
+}
+
+/// Bandwidths: local communication, file and memory (MB/s).
+fn bw(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
     let mbs = "MB/s";
     let ipc_bw = [
         ("pipe", "Pipe", PipeBw),
@@ -338,6 +385,12 @@ pub fn catalog() -> Vec<Entry> {
             v.push(x);
         }
     }
+}
+
+/// Memory latencies by cache level (ns).
+fn mem(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
     for (n, h1, h2, level) in [
         ("l1", "L1", "$", 1),
         ("l2", "L2", "$", 2),
@@ -354,6 +407,13 @@ pub fn catalog() -> Vec<Entry> {
             MemLat { level },
         ));
     }
+}
+
+/// Semaphores: ping-pong and the semopbench ring.
+fn sem(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for (p, n, h2) in [
         (Pinning::Unpinned, "sem.pingpong", "pingpong"),
         (Pinning::SameCpu, "sem.pingpong.same_cpu", "same"),
@@ -390,6 +450,13 @@ pub fn catalog() -> Vec<Entry> {
         "%",
         SemRing(RingMetric::CpuUtil),
     ));
+}
+
+/// The floor of a system call (µs).
+fn floor(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     v.push(e(
         "floor.enosys",
         "floor",
@@ -399,12 +466,6 @@ pub fn catalog() -> Vec<Entry> {
         us,
         Enosys,
     ));
-    // Which way is good for CPU utilisation is not obvious; for a fixed
-    // amount of work less CPU is better.
-    for x in &mut v {
-        x.note = note(&x.name);
-    }
-    v
 }
 
 /// A validated set of metric names, in catalogue order.
