@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+// The size limits on src/ (files and functions) and their tests.
 #[path = "architecture/limits.rs"]
 mod limits;
 
@@ -141,56 +142,6 @@ fn top_level_modules_import_only_floors_below() {
         }
     }
     assert!(msg.is_empty(), "{msg}");
-}
-
-/// No file in `src/` over 600 lines and no function over 150 (the limits
-/// and how they are counted: `limits.rs`), so each can be read whole;
-/// names every file and function past its limit with its line and length.
-#[test]
-fn no_source_file_over_600_lines_and_no_function_over_150() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut paths = Vec::new();
-    collect_rs(&root.join("src"), &mut paths);
-    let mut files: Vec<String> = paths
-        .iter()
-        .map(|p| p.strip_prefix(root).unwrap().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    let (msg, used) = limits::violations(root, &files);
-    assert!(
-        msg.is_empty(),
-        "too long, split by job:\n{}",
-        msg.join("\n")
-    );
-    for (file, item, _) in limits::EXEMPT {
-        assert!(
-            used.iter().any(|(f, i)| f == file && i == item),
-            "{file} {item} is within its limit now: remove it from limits::EXEMPT"
-        );
-    }
-}
-
-#[test]
-fn the_function_finder_counts_bodies_only_and_skips_text() {
-    let code = r#"
-trait T { fn declared(&self, x: [u8; 4]); }
-fn outer(f: fn(u8) -> u8) -> impl Fn() {
-    let s = "fn not_one() { {";
-    let c = '{';
-    // fn in_comment() {
-    fn inner() {
-    }
-    move || ()
-}
-macro_rules! m { ($name:ident) => { fn $name() {} }; }
-"#;
-    let got = limits::functions(&blank_comments_and_strings(code));
-    let f = |name: &str, line, lines| limits::Function {
-        name: name.to_string(),
-        line,
-        lines,
-    };
-    assert_eq!(got, vec![f("outer", 3, 8), f("inner", 7, 2)]);
 }
 
 struct Graph {
