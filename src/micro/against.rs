@@ -21,8 +21,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use super::catalog::{catalog, Selection};
+use super::catalog::catalog;
 use super::harness::{cov, median};
+use super::selection::Selection;
 use super::{run_suite, MicroOptions, MicroOutcome};
 use crate::error::Error;
 

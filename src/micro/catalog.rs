@@ -1,7 +1,7 @@
 //! The catalogue of micro benchmarks: stable metric names, the LMbench 2.0
-//! summary group and column each belongs to, and the selection filter.
+//! summary group and column each belongs to (the filter that selects
+//! among them is selection.rs).
 
-use crate::error::Error;
 use crate::metric::Direction;
 
 use super::pin::Pinning;
@@ -167,11 +167,25 @@ fn note(name: &str) -> Option<&'static str> {
     })
 }
 
-/// Every metric, in report order.
+/// Every metric, in report order: the families in the order of the
+/// LMbench summary's tables, sysdelta's additions last.
 pub fn catalog() -> Vec<Entry> {
+    let mut v = Vec::new();
+    for family in [proc, select, ctx, fs_vm, lat, bw, mem, sem, floor] {
+        family(&mut v);
+    }
+    // Which way is good for CPU utilisation is not obvious; for a fixed
+    // amount of work less CPU is better.
+    for x in &mut v {
+        x.note = note(&x.name);
+    }
+    v
+}
+
+/// Processes: system calls, signals, process creation (µs).
+fn proc(v: &mut Vec<Entry>) {
     use Kind::*;
     use Table as T;
-    let mut v = Vec::new();
     let us = "us";
     for (n, h1, h2, k) in [
         ("null_call", "null", "call", NullCall),
@@ -187,6 +201,13 @@ pub fn catalog() -> Vec<Entry> {
     ] {
         v.push(e(format!("proc.{n}"), "proc", T::Proc, h1, h2, us, k));
     }
+}
+
+/// select(2) on files and TCP sockets (µs).
+fn select(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for tcp in [false, true] {
         for n in SELECT_SIZES {
             let (what, h2) = if tcp {
@@ -205,6 +226,13 @@ pub fn catalog() -> Vec<Entry> {
             ));
         }
     }
+}
+
+/// Context switches, by processes and private data (µs).
+fn ctx(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for kb in CTX_KB {
         for p in CTX_PROCS {
             v.push(e(
@@ -218,6 +246,13 @@ pub fn catalog() -> Vec<Entry> {
             ));
         }
     }
+}
+
+/// File create and delete, and the VM latencies (µs).
+fn fs_vm(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for kb in FS_KB {
         v.push(e(
             format!("fs.create_{kb}k"),
@@ -266,7 +301,13 @@ pub fn catalog() -> Vec<Entry> {
         us,
         FaultEach,
     ));
+}
 
+/// Local communication latencies, unpinned and pinned (µs).
+fn lat(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     let ipc_lat = [
         ("pipe", "Pipe", PipeLat),
         ("unix", "AF/Unix", UnixLat),
@@ -305,6 +346,12 @@ pub fn catalog() -> Vec<Entry> {
             v.push(x);
         }
     }
+}
+
+/// Bandwidths: local communication, file and memory (MB/s).
+fn bw(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
     let mbs = "MB/s";
     let ipc_bw = [
         ("pipe", "Pipe", PipeBw),
@@ -338,6 +385,12 @@ pub fn catalog() -> Vec<Entry> {
             v.push(x);
         }
     }
+}
+
+/// Memory latencies by cache level (ns).
+fn mem(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
     for (n, h1, h2, level) in [
         ("l1", "L1", "$", 1),
         ("l2", "L2", "$", 2),
@@ -354,6 +407,13 @@ pub fn catalog() -> Vec<Entry> {
             MemLat { level },
         ));
     }
+}
+
+/// Semaphores: ping-pong and the semopbench ring.
+fn sem(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     for (p, n, h2) in [
         (Pinning::Unpinned, "sem.pingpong", "pingpong"),
         (Pinning::SameCpu, "sem.pingpong.same_cpu", "same"),
@@ -390,6 +450,13 @@ pub fn catalog() -> Vec<Entry> {
         "%",
         SemRing(RingMetric::CpuUtil),
     ));
+}
+
+/// The floor of a system call (µs).
+fn floor(v: &mut Vec<Entry>) {
+    use Kind::*;
+    use Table as T;
+    let us = "us";
     v.push(e(
         "floor.enosys",
         "floor",
@@ -399,126 +466,6 @@ pub fn catalog() -> Vec<Entry> {
         us,
         Enosys,
     ));
-    // Which way is good for CPU utilisation is not obvious; for a fixed
-    // amount of work less CPU is better.
-    for x in &mut v {
-        x.note = note(&x.name);
-    }
-    v
-}
-
-/// A validated set of metric names, in catalogue order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Selection {
-    names: Vec<String>,
-}
-
-impl Selection {
-    /// Everything.
-    pub fn all() -> Selection {
-        Selection {
-            names: catalog().into_iter().map(|e| e.name).collect(),
-        }
-    }
-
-    /// Parse filter terms. A term selects metrics whose name equals it, whose
-    /// group equals it (`proc`, `ctx`, `lat`, ...), whose name starts with
-    /// `term.` (`ctx.2p_0k` has no dot suffix, `lat.pipe` also picks
-    /// `lat.pipe.same_cpu`), or, for `prefix*`, whose name starts with
-    /// `prefix`. An empty filter selects everything. A term that selects
-    /// nothing is an error naming it and listing the valid groups.
-    pub fn parse(filter: &[String]) -> Result<Selection, Error> {
-        let cat = catalog();
-        if filter.is_empty() {
-            return Ok(Selection::all());
-        }
-        let mut keep = vec![false; cat.len()];
-        for raw in filter {
-            let mut any = false;
-            for term in raw.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-                let mut hit = false;
-                for (i, e) in cat.iter().enumerate() {
-                    if matches(term, e) {
-                        keep[i] = true;
-                        hit = true;
-                    }
-                }
-                if !hit {
-                    return Err(Error::bad(unknown(term, &cat)));
-                }
-                any = true;
-            }
-            if !any {
-                return Err(Error::bad(format!(
-                    "empty micro benchmark filter term {raw:?}"
-                )));
-            }
-        }
-        Ok(Selection {
-            names: cat
-                .into_iter()
-                .zip(keep)
-                .filter(|(_, k)| *k)
-                .map(|(e, _)| e.name)
-                .collect(),
-        })
-    }
-
-    /// Exactly one metric (no prefix matching), if it exists.
-    pub fn only(name: &str) -> Option<Selection> {
-        catalog().iter().any(|e| e.name == name).then(|| Selection {
-            names: vec![name.to_string()],
-        })
-    }
-
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    pub fn contains(&self, name: &str) -> bool {
-        self.names.iter().any(|n| n == name)
-    }
-
-    /// The catalogue entries selected, in order.
-    pub fn entries(&self) -> Vec<Entry> {
-        catalog()
-            .into_iter()
-            .filter(|e| self.contains(&e.name))
-            .collect()
-    }
-}
-
-fn matches(term: &str, e: &Entry) -> bool {
-    if let Some(prefix) = term.strip_suffix('*') {
-        return e.name.starts_with(prefix);
-    }
-    e.name == term
-        || e.group == term
-        || e.name
-            .strip_prefix(term)
-            .is_some_and(|rest| rest.starts_with('.'))
-}
-
-fn unknown(term: &str, cat: &[Entry]) -> String {
-    let mut groups: Vec<&str> = cat.iter().map(|e| e.group).collect();
-    groups.dedup();
-    let close: Vec<&str> = cat
-        .iter()
-        .filter(|e| {
-            let stem = term.split('.').next_back().unwrap_or(term);
-            !stem.is_empty() && e.name.contains(stem)
-        })
-        .map(|e| e.name.as_str())
-        .take(6)
-        .collect();
-    let mut msg = format!(
-        "unknown micro benchmark {term:?}; valid groups: {} (or a metric name such as proc.null_call, lat.pipe.same_cpu, ctx.2p_0k; `prefix*` also works; `sysdelta micro --list` lists all)",
-        groups.join(", ")
-    );
-    if !close.is_empty() {
-        msg.push_str(&format!("; did you mean: {}", close.join(", ")));
-    }
-    msg
 }
 
 #[cfg(test)]
@@ -533,25 +480,5 @@ mod tests {
         let before = n.len();
         n.dedup();
         assert_eq!(before, n.len());
-    }
-
-    #[test]
-    fn group_and_prefix_selection() {
-        let s = Selection::parse(&["lat.pipe".into()]).unwrap();
-        assert_eq!(
-            s.names(),
-            ["lat.pipe", "lat.pipe.same_cpu", "lat.pipe.cross_cpu"]
-        );
-        let s = Selection::parse(&["ctx".into()]).unwrap();
-        assert_eq!(s.names().len(), 42);
-        let s = Selection::parse(&["ctx.2p*".into()]).unwrap();
-        assert_eq!(s.names().len(), 6);
-    }
-
-    #[test]
-    fn unknown_name_is_named() {
-        let e = Selection::parse(&["proc.nul_call".into()]).unwrap_err();
-        assert!(e.to_string().contains("\"proc.nul_call\""), "{e}");
-        assert!(e.to_string().contains("proc.null_call"), "{e}");
     }
 }

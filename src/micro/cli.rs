@@ -7,8 +7,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::catalog::{catalog, Selection};
+use super::catalog::catalog;
 use super::harness::cov;
+use super::selection::Selection;
 use super::table::{fmt_value, print_lmbench_tables};
 use super::{
     run_suite_with_plans, MicroOptions, MicroOutcome, MicroResult, Pinning, PrecisionOptions,

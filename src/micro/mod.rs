@@ -22,6 +22,7 @@ pub mod mem;
 pub mod net;
 pub mod pin;
 pub mod process;
+pub mod selection;
 pub mod sem;
 pub mod signal;
 pub mod syscall;
@@ -38,9 +39,10 @@ use serde::{Deserialize, Serialize};
 use crate::error::Error;
 use crate::metric::Direction;
 
-pub use catalog::{Entry, Kind, RingMetric, Selection, Table};
+pub use catalog::{Entry, Kind, RingMetric, Table};
 pub use harness::{Cancelled, SamplePlan};
 pub use pin::Pinning;
+pub use selection::Selection;
 pub use sem::SemRingParams;
 
 /// One measured metric of one suite run: every sample kept.

@@ -1,10 +1,11 @@
-//! One experiment's runs on the host: the schedule (and, with `--until`,
-//! the blocks added until the precision is reached), each slot in its
-//! config, and whatever happens, the config left and everything cleaned up.
+//! One experiment's runs on the host: each slot of the schedule (which
+//! blocks.rs keeps, adding blocks for `--until` and `--min-time`) in its
+//! config, stored before the next, and whatever happens, the config left
+//! and everything cleaned up.
 
 // The runner's shared types and imports, which this file continues.
+use super::blocks::Blocks;
 use super::crash::refuse_cut_short;
-use super::finish::{blocks_for_min_time, precision_check};
 use super::*;
 
 /// After a config is entered, and before its first run, spawn one empty
@@ -34,303 +35,35 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let t0 = Instant::now();
     // A copy: the loop below lends `p` whole to each run.
     let plan = &p.plan.clone();
-    let cells = plan.cells();
-    let slots = schedule::schedule(&cells, plan.runs, plan.warmup, plan.order, plan.seed);
     // Runs go to the store's run log, one line each, folded into the
     // tables in batches (see store::runlog).
     store.log_runs()?;
     let done: HashSet<(u32, u32)> = store.done_slots(exp)?;
-    let mut next_block = slots
-        .iter()
-        .map(|s| s.block + 1)
-        .chain(done.iter().map(|d| d.0 + 1))
-        .max()
-        .unwrap_or(0);
-    // Blocks an adaptive experiment added beyond the planned ones are
-    // rebuilt too, so a block interrupted half-way is completed on resume.
-    let planned_blocks = plan.warmup + plan.runs;
-    let extra: Vec<Slot> = (planned_blocks..next_block)
-        .flat_map(|b| schedule::random_block(&cells, plan.seed, b, b < plan.warmup))
-        .collect();
-    let todo: Vec<Slot> = slots
-        .into_iter()
-        .chain(extra)
-        .filter(|s| !done.contains(&(s.block, s.seq)))
-        .collect();
-    let adaptive = plan.overrides.until_ci.map(|target| {
-        let max = plan
-            .overrides
-            .max_runs
-            .unwrap_or(crate::plan::ADAPTIVE_MAX_RUNS);
-        (target, plan.warmup + max)
-    });
-    // --min-time (hyperfine's minimum): blocks are added, as many at once
-    // as the runs so far say are needed, until each cell has its time.
-    let min_time = match plan.overrides.min_time {
-        Some(t) if t > 0.0 && adaptive.is_none() => {
-            let max = plan
-                .overrides
-                .max_runs
-                .unwrap_or(crate::plan::MIN_TIME_MAX_RUNS);
-            Some((t, plan.warmup + max))
-        }
-        _ => None,
-    };
+    let mut blocks = Blocks::new(plan, &done);
 
     declare_metrics(store, exp, p)?;
     telemetry::before_first_block(store, exp, p)?;
 
-    let mut declared: HashSet<(usize, String)> = HashSet::new();
-    // Workload notes already recorded as events (each distinct line once,
-    // also across --resume).
-    let mut noted: HashSet<String> = store.event_messages(exp, "skipped")?.into_iter().collect();
-    let total = match adaptive {
-        Some((_, max_blocks)) => (max_blocks as usize * cells.len()).saturating_sub(done.len()),
-        None => todo.len(),
+    let mut s = Session {
+        store,
+        exp,
+        cancel: opts.cancel,
+        plan,
+        declared: HashSet::new(),
+        noted: store.event_messages(exp, "skipped")?.into_iter().collect(),
+        progress: Progress::new(blocks.total(done.len()) as u64, opts.quiet),
+        current: None,
+        runs_done: 0,
+        runs_failed: 0,
+        failing: streaks::Streaks::new(plan),
+        stopped: None,
+        shell_cost: shell_cost::ShellCost::default(),
     };
-    let mut progress = Progress::new(total as u64, opts.quiet);
-    let mut current: Option<usize> = None;
-    let mut runs_done = 0usize;
-    let mut runs_failed = 0usize;
-    // Fail fast: runs each cell failed in a row, and why the experiment
-    // stopped when one reached the limit.
-    let mut failing = streaks::Streaks::new(plan);
-    let mut stopped: Option<String> = None;
-    let mut shell_cost = shell_cost::ShellCost::default();
 
     // Everything that changes the system happens inside; whatever happens
     // (error or panic), the entered config is left and workloads cleaned up.
-    let result = catch_unwind(AssertUnwindSafe(|| -> Result<()> {
-        for (def, w) in p.workloads.iter_mut() {
-            w.prepare(&p.scratch)
-                .with_context(|| format!("preparing workload '{}'", def.name))?;
-        }
-        if let Some(setup) = &plan.setup {
-            let env = vec![scratch_var(&p.scratch)];
-            let mut k = ShellKind::new(Some(setup.clone()), None, env, None, &p.scratch);
-            k.enter().context("plan setup")?;
-        }
-        let mut queue: std::collections::VecDeque<Slot> = todo.into();
-        loop {
-            if queue.is_empty() && min_time.is_some() {
-                let Some((secs, max_blocks)) = min_time else {
-                    break;
-                };
-                if opts.cancel.load(Ordering::SeqCst) || stopped.is_some() {
-                    break;
-                }
-                let (need, why) = blocks_for_min_time(store, exp, secs)?;
-                let add = need.min(max_blocks.saturating_sub(next_block));
-                if add == 0 {
-                    let msg = if need == 0 {
-                        format!("{} measured runs per cell: {why}", next_block - plan.warmup)
-                    } else {
-                        format!(
-                            "stopped at --max-runs ({} per cell) before --min-time {secs} s",
-                            next_block - plan.warmup
-                        )
-                    };
-                    store.add_event(exp, "stop", &msg)?;
-                    break;
-                }
-                for b in next_block..next_block + add {
-                    queue.extend(schedule::random_block(&cells, plan.seed, b, false));
-                }
-                next_block += add;
-                progress.set_total((runs_done + queue.len()) as u64);
-            }
-            if queue.is_empty() {
-                // Adaptive stopping: check precision, then add one block.
-                let Some((target, max_blocks)) = adaptive else {
-                    break;
-                };
-                if opts.cancel.load(Ordering::SeqCst) {
-                    break;
-                }
-                let (reached, why) =
-                    precision_check(store, exp, target, &plan.overrides.until_metrics)?;
-                if reached || next_block >= max_blocks {
-                    let msg = if reached {
-                        format!(
-                            "stopped after {} measured runs per cell: {why}",
-                            next_block - plan.warmup
-                        )
-                    } else {
-                        format!(
-                            "stopped at --max-runs ({} per cell) before the target: {why}",
-                            next_block - plan.warmup
-                        )
-                    };
-                    store.add_event(exp, "stop", &msg)?;
-                    progress.note(&msg);
-                    break;
-                }
-                let b = next_block;
-                next_block += 1;
-                queue.extend(schedule::random_block(
-                    &cells,
-                    plan.seed,
-                    b,
-                    b < plan.warmup,
-                ));
-                debug_assert_eq!(queue.len(), cells.len());
-            }
-            let Some(slot) = queue.pop_front() else { break };
-            let slot = &slot;
-            if opts.cancel.load(Ordering::SeqCst) {
-                break;
-            }
-            let cfg_name = plan.configs[slot.config].name.clone();
-            let started_at = now_unix();
-            let mut failure: Option<String> = None;
-            if current != Some(slot.config) {
-                if let Some(c) = current.take() {
-                    if let Err(e) = p.configs[c].leave() {
-                        store.add_event(exp, "teardown", &format!("{e:#}"))?;
-                        progress.note(&format!("{e:#}"));
-                    }
-                    refuse_cut_short(&p.configs[c])?;
-                    store.set_entered_config(exp, None)?;
-                }
-                store.set_entered_config(exp, Some(&cfg_name))?;
-                current = Some(slot.config);
-                if let Err(e) = p.configs[slot.config].enter() {
-                    failure = Some(format!("config '{cfg_name}': {e:#}"));
-                    // Leave at once (undoing what the failed enter did) so
-                    // that the next run of this config enters it afresh
-                    // instead of running in a half-entered state.
-                    current = None;
-                    if let Err(e) = p.configs[slot.config].leave() {
-                        store.add_event(exp, "teardown", &format!("{e:#}"))?;
-                    }
-                    refuse_cut_short(&p.configs[slot.config])?;
-                    store.set_entered_config(exp, None)?;
-                } else {
-                    store.set_entered_env(exp, &p.configs[slot.config].mods.env)?;
-                    settle_after_enter(&p.configs[slot.config].mods.env);
-                }
-            }
-            let entered = failure.is_none();
-            let measured = match failure {
-                Some(reason) => slot::Measured::failed(reason),
-                None => slot::measure(p, slot, opts.cancel),
-            };
-            for line in &measured.notes {
-                if noted.insert(line.clone()) {
-                    store.add_event(exp, "skipped", line)?;
-                    progress.note(line);
-                }
-            }
-            for e in &measured.monitor_errors {
-                store.add_event(exp, "monitor", e)?;
-                progress.note(e);
-            }
-            if measured.interrupted(opts.cancel) {
-                break;
-            }
-            let wname = &p.workloads[slot.workload].0.name;
-            let outcome = &measured.outcome;
-            let what = || match outcome {
-                RunOutcome::Ok(s) => {
-                    let first = s
-                        .first()
-                        .and_then(|m| m.values.first())
-                        .copied()
-                        .unwrap_or(f64::NAN);
-                    format!("block {} {}/{}: {:.4}", slot.block, cfg_name, wname, first)
-                }
-                RunOutcome::Failed { reason, .. } => {
-                    format!("block {} {}/{}: {reason}", slot.block, cfg_name, wname)
-                }
-            };
-            let extras = slot::extras(p, slot, &measured, &mut declared);
-            if !extras.new_specs.is_empty() {
-                store.declare_metrics(exp, wname, &extras.new_specs)?;
-            }
-            store.record_run(&RunRecord {
-                experiment_id: exp,
-                block: slot.block,
-                seq: slot.seq,
-                config: &cfg_name,
-                workload: wname,
-                warmup: slot.warmup,
-                started_at,
-                result: slot::result_of(&measured),
-                series: &extras.series,
-                profile: &extras.profile,
-            })?;
-            // After the run is stored: a kill while the shell is timed
-            // loses no finished run.
-            if entered {
-                shell_cost.after_run(p, slot, opts.cancel);
-            }
-            if queue.front().is_none_or(|next| next.block != slot.block) {
-                shell_cost.store(store, exp, shell_cost::FLUSH_SAMPLES)?;
-            }
-            let failed = matches!(outcome, RunOutcome::Failed { .. });
-            runs_done += 1;
-            runs_failed += failed as usize;
-            progress.run_done(what, failed);
-            let reason = match outcome {
-                RunOutcome::Failed { reason, .. } => Some(reason.as_str()),
-                RunOutcome::Ok(_) => None,
-            };
-            if let Some(msg) = failing.record(plan, exp, (slot.config, slot.workload), reason) {
-                store.add_event(exp, "stop", &msg)?;
-                progress.note(&msg);
-                stopped = Some(msg);
-                break;
-            }
-        }
-        Ok(())
-    }));
-
-    // Always: leave the entered config, run the plan teardown, clean up.
-    let mut cleanup_errors = Vec::new();
-    if let Some(c) = current.take() {
-        match p.configs[c].leave() {
-            Ok(()) => {}
-            Err(e) => cleanup_errors.push(format!("{e:#}")),
-        }
-        // A teardown killed before its end leaves the config entered, for
-        // `restore` to report and `--resume` to finish.
-        if p.configs[c].left_cleanly() {
-            let _ = store.set_entered_config(exp, None);
-        }
-    }
-    if let Some(t) = &plan.teardown {
-        let env = vec![scratch_var(&p.scratch)];
-        let mut k = ShellKind::new(None, Some(t.clone()), env, None, &p.scratch);
-        if let Err(e) = k.leave() {
-            cleanup_errors.push(format!("plan teardown: {e:#}"));
-        }
-    }
-    for (_, w) in p.workloads.iter_mut() {
-        w.cleanup();
-    }
-    // Every kind undid its own changes on leave; anything still journaled
-    // (a failed undo) gets one more try, and is reported if it stays. The
-    // scratch directory's entry is not such a leftover: it stays until the
-    // directory is gone, when `p` is dropped.
-    {
-        let mut j = p.journal.lock().unwrap_or_else(|e| e.into_inner());
-        if j.pending_owned_by_others("scratch") {
-            match j.restore_all_but("scratch") {
-                Ok(lines) => lines
-                    .into_iter()
-                    .for_each(|l| cleanup_errors.push(format!("restored: {l}"))),
-                Err(e) => cleanup_errors.push(format!("{e:#}; run `sysdelta restore`")),
-            }
-        }
-    }
-    if let Err(e) = shell_cost.store(store, exp, 0) {
-        cleanup_errors.push(format!("storing the shell's start-up times: {e:#}"));
-    }
-    progress.finish();
-    for e in &cleanup_errors {
-        let _ = store.add_event(exp, "teardown", e);
-        crate::sys::stderr::say!("sysdelta: {e}");
-    }
+    let result = catch_unwind(AssertUnwindSafe(|| s.run_all(p, &mut blocks)));
+    s.clean_up(p);
 
     let cancelled = opts.cancel.load(Ordering::SeqCst);
     // A teardown killed before its end (a second signal, its timeout)
@@ -340,7 +73,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     let still_entered = p.configs.iter().any(|c| !c.left_cleanly());
     let wall = t0.elapsed().as_secs_f64();
     let cpu = (self_cpu() - cpu0).as_secs_f64();
-    let usage = usage(wall, cpu, runs_done);
+    let usage = usage(wall, cpu, s.runs_done);
     // Every run into the tables and the log file removed; if that fails the
     // log stays, and the next sysdelta to open the store folds it.
     let closed = store.close_run_log();
@@ -365,10 +98,253 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 store,
                 exp,
                 cancelled || still_entered,
-                stopped,
+                s.stopped,
                 &usage,
-                (runs_done, runs_failed),
+                (s.runs_done, s.runs_failed),
             )
+        }
+    }
+}
+
+/// What the runs of one experiment keep from one run to the next, and
+/// what its clean-up and its outcome need of them.
+struct Session<'a> {
+    store: &'a Store,
+    exp: i64,
+    cancel: &'a AtomicBool,
+    plan: &'a Plan,
+    /// Metrics a run reported beyond those declared, declared once.
+    declared: HashSet<(usize, String)>,
+    /// Workload notes already recorded as events (each distinct line once,
+    /// also across --resume).
+    noted: HashSet<String>,
+    progress: Progress,
+    /// The config entered, if any.
+    current: Option<usize>,
+    runs_done: usize,
+    runs_failed: usize,
+    /// Fail fast: runs each cell failed in a row, and why the experiment
+    /// stopped when one reached the limit.
+    failing: streaks::Streaks,
+    stopped: Option<String>,
+    shell_cost: shell_cost::ShellCost,
+}
+
+impl Session<'_> {
+    /// Prepare the workloads, run the plan's setup, then every slot until
+    /// the schedule ends, a stop is asked for or a cell fails too often.
+    fn run_all(&mut self, p: &mut Prepared, blocks: &mut Blocks) -> Result<()> {
+        for (def, w) in p.workloads.iter_mut() {
+            w.prepare(&p.scratch)
+                .with_context(|| format!("preparing workload '{}'", def.name))?;
+        }
+        if let Some(setup) = &self.plan.setup {
+            let env = vec![scratch_var(&p.scratch)];
+            let mut k = ShellKind::new(Some(setup.clone()), None, env, None, &p.scratch);
+            k.enter().context("plan setup")?;
+        }
+        loop {
+            let more = blocks.refill(
+                self.store,
+                self.exp,
+                self.cancel,
+                &mut self.progress,
+                self.runs_done,
+            )?;
+            if !more {
+                break;
+            }
+            let Some(slot) = blocks.queue.pop_front() else {
+                break;
+            };
+            if self.cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            let last_of_block = blocks
+                .queue
+                .front()
+                .is_none_or(|next| next.block != slot.block);
+            if !self.run_one(p, &slot, last_of_block)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One slot: its config entered if it is not, the run measured and
+    /// stored, its failure counted. False when the experiment is to stop
+    /// (interrupted, or a cell failed too many runs in a row).
+    fn run_one(&mut self, p: &mut Prepared, slot: &Slot, last_of_block: bool) -> Result<bool> {
+        let (store, exp) = (self.store, self.exp);
+        let cfg_name = self.plan.configs[slot.config].name.clone();
+        let started_at = now_unix();
+        let failure = self.enter_config(p, slot.config, &cfg_name)?;
+        let entered = failure.is_none();
+        let measured = match failure {
+            Some(reason) => slot::Measured::failed(reason),
+            None => slot::measure(p, slot, self.cancel),
+        };
+        for line in &measured.notes {
+            if self.noted.insert(line.clone()) {
+                store.add_event(exp, "skipped", line)?;
+                self.progress.note(line);
+            }
+        }
+        for e in &measured.monitor_errors {
+            store.add_event(exp, "monitor", e)?;
+            self.progress.note(e);
+        }
+        if measured.interrupted(self.cancel) {
+            return Ok(false);
+        }
+        let wname = &p.workloads[slot.workload].0.name;
+        let outcome = &measured.outcome;
+        let what = || match outcome {
+            RunOutcome::Ok(s) => {
+                let first = s
+                    .first()
+                    .and_then(|m| m.values.first())
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                format!("block {} {}/{}: {:.4}", slot.block, cfg_name, wname, first)
+            }
+            RunOutcome::Failed { reason, .. } => {
+                format!("block {} {}/{}: {reason}", slot.block, cfg_name, wname)
+            }
+        };
+        let extras = slot::extras(p, slot, &measured, &mut self.declared);
+        if !extras.new_specs.is_empty() {
+            store.declare_metrics(exp, wname, &extras.new_specs)?;
+        }
+        store.record_run(&RunRecord {
+            experiment_id: exp,
+            block: slot.block,
+            seq: slot.seq,
+            config: &cfg_name,
+            workload: wname,
+            warmup: slot.warmup,
+            started_at,
+            result: slot::result_of(&measured),
+            series: &extras.series,
+            profile: &extras.profile,
+        })?;
+        // After the run is stored: a kill while the shell is timed
+        // loses no finished run.
+        if entered {
+            self.shell_cost.after_run(p, slot, self.cancel);
+        }
+        if last_of_block {
+            self.shell_cost
+                .store(store, exp, shell_cost::FLUSH_SAMPLES)?;
+        }
+        let failed = matches!(outcome, RunOutcome::Failed { .. });
+        self.runs_done += 1;
+        self.runs_failed += failed as usize;
+        self.progress.run_done(what, failed);
+        let reason = match outcome {
+            RunOutcome::Failed { reason, .. } => Some(reason.as_str()),
+            RunOutcome::Ok(_) => None,
+        };
+        let cell = (slot.config, slot.workload);
+        if let Some(msg) = self.failing.record(self.plan, exp, cell, reason) {
+            store.add_event(exp, "stop", &msg)?;
+            self.progress.note(&msg);
+            self.stopped = Some(msg);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// Leave the config entered, if it is another, and enter `config`:
+    /// None once it is entered, or why the run fails when it could not be.
+    fn enter_config(
+        &mut self,
+        p: &mut Prepared,
+        config: usize,
+        cfg_name: &str,
+    ) -> Result<Option<String>> {
+        let (store, exp) = (self.store, self.exp);
+        if self.current == Some(config) {
+            return Ok(None);
+        }
+        if let Some(c) = self.current.take() {
+            if let Err(e) = p.configs[c].leave() {
+                store.add_event(exp, "teardown", &format!("{e:#}"))?;
+                self.progress.note(&format!("{e:#}"));
+            }
+            refuse_cut_short(&p.configs[c])?;
+            store.set_entered_config(exp, None)?;
+        }
+        store.set_entered_config(exp, Some(cfg_name))?;
+        self.current = Some(config);
+        if let Err(e) = p.configs[config].enter() {
+            let failure = format!("config '{cfg_name}': {e:#}");
+            // Leave at once (undoing what the failed enter did) so
+            // that the next run of this config enters it afresh
+            // instead of running in a half-entered state.
+            self.current = None;
+            if let Err(e) = p.configs[config].leave() {
+                store.add_event(exp, "teardown", &format!("{e:#}"))?;
+            }
+            refuse_cut_short(&p.configs[config])?;
+            store.set_entered_config(exp, None)?;
+            return Ok(Some(failure));
+        }
+        store.set_entered_env(exp, &p.configs[config].mods.env)?;
+        settle_after_enter(&p.configs[config].mods.env);
+        Ok(None)
+    }
+
+    /// Always, after the runs: leave the entered config, run the plan
+    /// teardown, clean up the workloads, retry what the journal still
+    /// holds, store the shell's start-up times; every error an event and
+    /// a line on stderr.
+    fn clean_up(&mut self, p: &mut Prepared) {
+        let (store, exp) = (self.store, self.exp);
+        let mut cleanup_errors = Vec::new();
+        if let Some(c) = self.current.take() {
+            match p.configs[c].leave() {
+                Ok(()) => {}
+                Err(e) => cleanup_errors.push(format!("{e:#}")),
+            }
+            // A teardown killed before its end leaves the config entered, for
+            // `restore` to report and `--resume` to finish.
+            if p.configs[c].left_cleanly() {
+                let _ = store.set_entered_config(exp, None);
+            }
+        }
+        if let Some(t) = &self.plan.teardown {
+            let env = vec![scratch_var(&p.scratch)];
+            let mut k = ShellKind::new(None, Some(t.clone()), env, None, &p.scratch);
+            if let Err(e) = k.leave() {
+                cleanup_errors.push(format!("plan teardown: {e:#}"));
+            }
+        }
+        for (_, w) in p.workloads.iter_mut() {
+            w.cleanup();
+        }
+        // Every kind undid its own changes on leave; anything still journaled
+        // (a failed undo) gets one more try, and is reported if it stays. The
+        // scratch directory's entry is not such a leftover: it stays until the
+        // directory is gone, when `p` is dropped.
+        {
+            let mut j = p.journal.lock().unwrap_or_else(|e| e.into_inner());
+            if j.pending_owned_by_others("scratch") {
+                match j.restore_all_but("scratch") {
+                    Ok(lines) => lines
+                        .into_iter()
+                        .for_each(|l| cleanup_errors.push(format!("restored: {l}"))),
+                    Err(e) => cleanup_errors.push(format!("{e:#}; run `sysdelta restore`")),
+                }
+            }
+        }
+        if let Err(e) = self.shell_cost.store(store, exp, 0) {
+            cleanup_errors.push(format!("storing the shell's start-up times: {e:#}"));
+        }
+        self.progress.finish();
+        for e in &cleanup_errors {
+            let _ = store.add_event(exp, "teardown", e);
+            crate::sys::stderr::say!("sysdelta: {e}");
         }
     }
 }

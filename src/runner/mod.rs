@@ -1,6 +1,7 @@
 //! Running an experiment: build everything the plan names, check it can
 //! run, then execute the schedule, committing every run before the next.
 
+mod blocks;
 pub mod boots;
 mod crash;
 mod execute;

@@ -5,6 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,42 @@ use crate::runner::boots::protocol::{self, AssignedSlot, Assignment, GuestMsg, H
 use crate::runner::boots::schedule::BootSlot;
 use crate::runner::boots::KernelPrep;
 use crate::store::boots::BootIdentity;
+use crate::store::runlog::RunRow;
 use crate::vm;
+
+/// What the host knows of one boot's assigned runs while the guest works
+/// through them.
+struct Exchange {
+    /// The runs assigned and not received yet, by (block, seq).
+    waiting: HashMap<(u32, u32), AssignedSlot>,
+    /// The run the guest said it started and has not sent yet.
+    in_flight: Option<AssignedSlot>,
+    started: HashSet<(u32, u32)>,
+    /// The notes this boot sent, each stored once.
+    noted: HashSet<String>,
+    boot_timeout: Duration,
+    /// Before the first run the guest prepares the workloads and enters
+    /// the config (a setup shell may take its whole step timeout), and
+    /// after the last it leaves it; between runs it does little.
+    setup_allowance: Duration,
+    /// When a guest that sent nothing is a hung guest.
+    deadline: Instant,
+}
+
+impl Exchange {
+    fn new(slots: &[AssignedSlot], boot_timeout: Duration) -> Exchange {
+        let setup_allowance = boot_timeout + SHELL_STEP_TIMEOUT;
+        Exchange {
+            waiting: slots.iter().map(|s| ((s.block, s.seq), *s)).collect(),
+            in_flight: None,
+            started: HashSet::new(),
+            noted: HashSet::new(),
+            boot_timeout,
+            setup_allowance,
+            deadline: Instant::now() + setup_allowance,
+        }
+    }
+}
 
 impl Session<'_> {
     /// Talk to one running VM until its guest is done; any fault is the
@@ -43,8 +79,38 @@ impl Session<'_> {
             .try_clone()
             .map_err(|e| Fault::new(format!("channel: {e}")))?;
         let mut lines = Lines::new(stream, protocol::MAX_LINE);
+        self.hello(vm, &mut lines, id, spec, k, launched)?;
+        self.assign(&writer, id, b, slots)?;
+        let mut x = Exchange::new(slots, k.def.boot_timeout);
+        loop {
+            match self.next_within(vm, &mut lines, &x)? {
+                GuestMsg::Start { block, seq } => self.on_start(&mut x, block, seq)?,
+                GuestMsg::Run { row } => self.on_run(&mut x, *row, b, id, &writer, received)?,
+                GuestMsg::Metrics { workload, specs } => self.on_metrics(workload, specs)?,
+                GuestMsg::Event { kind, message } => self.on_event(&mut x, &kind, message)?,
+                GuestMsg::Done => return on_done(vm, &x),
+                GuestMsg::Error { message } => {
+                    return Err(Fault::new(format!("the guest sysdelta: {message}")))
+                }
+                GuestMsg::Hello { .. } => return Err(Fault::new("a second hello from the guest")),
+            }
+        }
+    }
+
+    /// The guest's hello within the boot timeout, its identity stored with
+    /// the boot, then checked: the kernel, command line and CPUs asked
+    /// for, and the sysdelta binary this experiment started with.
+    fn hello(
+        &mut self,
+        vm: &mut vm::launch::Boot,
+        lines: &mut Lines<UnixStream>,
+        id: i64,
+        spec: &vm::launch::VmSpec,
+        k: &KernelPrep,
+        launched: Instant,
+    ) -> Result<(), Fault> {
         let boot_timeout = k.def.boot_timeout;
-        let hello = match self.next(vm, &mut lines, launched + boot_timeout, None)? {
+        let hello = match self.next(vm, lines, launched + boot_timeout, None)? {
             Some(m) => m,
             None => {
                 return Err(Fault::new(format!(
@@ -87,6 +153,17 @@ impl Session<'_> {
                 self.setup.exe.display()
             )));
         }
+        Ok(())
+    }
+
+    /// Send the guest its assignment: the plan, the config, the slots.
+    fn assign(
+        &self,
+        writer: &UnixStream,
+        id: i64,
+        b: &BootSlot,
+        slots: &[AssignedSlot],
+    ) -> Result<(), Fault> {
         let plan = &self.p.plan;
         let assign = HostMsg::Assign(Box::new(Assignment {
             experiment: self.exp,
@@ -102,175 +179,177 @@ impl Session<'_> {
         }));
         // A guest that stops reading must not block the host.
         let _ = writer.set_write_timeout(Some(Duration::from_secs(10)));
-        (&writer)
+        (&*writer)
             .write_all(&protocol::line(&assign))
-            .map_err(|e| Fault::new(format!("sending the assignment: {e}")))?;
-        let mut waiting: HashMap<(u32, u32), AssignedSlot> =
-            slots.iter().map(|s| ((s.block, s.seq), *s)).collect();
-        let mut in_flight: Option<AssignedSlot> = None;
-        let mut started: HashSet<(u32, u32)> = HashSet::new();
-        let mut noted: HashSet<String> = HashSet::new();
-        // Before the first run the guest prepares the workloads and enters
-        // the config (a setup shell may take its whole step timeout), and
-        // after the last it leaves it; between runs it does little.
-        let setup_allowance = boot_timeout + SHELL_STEP_TIMEOUT;
-        let mut deadline = Instant::now() + setup_allowance;
-        loop {
-            let got = match self.next(vm, &mut lines, deadline, in_flight) {
-                // A guest that keeps talking is held to the same deadline
-                // as a silent one.
-                Ok(Some(_)) if Instant::now() > deadline => Ok(None),
-                other => other,
-            };
-            let msg = match got {
-                Ok(Some(m)) => m,
-                Ok(None) => {
-                    let what = match in_flight {
-                        Some(s) => format!(
-                            "the guest was silent for {}s during run block {} seq {} ({}): hung or panicked",
-                            (self.timeout_of(&s) + RUN_GRACE).as_secs(),
-                            s.block,
-                            s.seq,
-                            self.p.plan.workloads[s.workload].name
-                        ),
-                        None => format!(
-                            "the guest sent no run for {}s: hung or panicked outside a run",
-                            if started.is_empty() || waiting.is_empty() {
-                                setup_allowance.as_secs()
-                            } else {
-                                boot_timeout.as_secs()
-                            }
-                        ),
-                    };
-                    return Err(Fault {
-                        reason: what,
-                        in_flight,
-                        interrupted: false,
-                    });
-                }
-                Err(mut f) => {
-                    f.in_flight = in_flight;
-                    return Err(f);
-                }
-            };
-            match msg {
-                GuestMsg::Start { block, seq } => {
-                    if !started.insert((block, seq)) {
-                        return Err(Fault::new(format!(
-                            "the guest started run block {block} seq {seq} twice"
-                        )));
-                    }
-                    let s = *waiting.get(&(block, seq)).ok_or_else(|| {
-                        Fault::new(format!(
-                            "the guest started run block {block} seq {seq}, which this boot was not assigned"
-                        ))
-                    })?;
-                    in_flight = Some(s);
-                    deadline = Instant::now() + self.timeout_of(&s) + RUN_GRACE;
-                }
-                GuestMsg::Run { row } => {
-                    let key = (row.block, row.seq);
-                    let s = waiting.remove(&key).ok_or_else(|| {
-                        Fault::new(format!(
-                            "the guest sent run block {} seq {}, which this boot was not assigned or already sent",
-                            row.block, row.seq
-                        ))
-                    })?;
-                    let wname = &self.p.plan.workloads[s.workload].name;
-                    let cname = &self.p.plan.configs[b.config].name;
-                    if &row.workload != wname || &row.config != cname || row.warmup != s.warmup {
-                        return Err(Fault::new(format!(
-                            "the guest's run block {} seq {} is {}/{}, assigned as {cname}/{wname}",
-                            row.block, row.seq, row.config, row.workload
-                        )));
-                    }
-                    check_row(&row).map_err(|e| {
-                        Fault::new(format!(
-                            "the guest's run block {} seq {} is not a run: {e}",
-                            row.block, row.seq
-                        ))
-                    })?;
-                    in_flight = None;
-                    deadline = Instant::now()
-                        + if waiting.is_empty() {
-                            setup_allowance
+            .map_err(|e| Fault::new(format!("sending the assignment: {e}")))
+    }
+
+    /// The guest's next message before the exchange's deadline; its
+    /// silence past it is a fault naming the run in flight, if any.
+    fn next_within(
+        &self,
+        vm: &mut vm::launch::Boot,
+        lines: &mut Lines<UnixStream>,
+        x: &Exchange,
+    ) -> Result<GuestMsg, Fault> {
+        let got = match self.next(vm, lines, x.deadline, x.in_flight) {
+            // A guest that keeps talking is held to the same deadline
+            // as a silent one.
+            Ok(Some(_)) if Instant::now() > x.deadline => Ok(None),
+            other => other,
+        };
+        match got {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => {
+                let what = match x.in_flight {
+                    Some(s) => format!(
+                        "the guest was silent for {}s during run block {} seq {} ({}): hung or panicked",
+                        (self.timeout_of(&s) + RUN_GRACE).as_secs(),
+                        s.block,
+                        s.seq,
+                        self.p.plan.workloads[s.workload].name
+                    ),
+                    None => format!(
+                        "the guest sent no run for {}s: hung or panicked outside a run",
+                        if x.started.is_empty() || x.waiting.is_empty() {
+                            x.setup_allowance.as_secs()
                         } else {
-                            boot_timeout
-                        };
-                    *received += u32::from(!s.warmup);
-                    self.store_run(*row, b, &s, id)
-                        .map_err(|e| Fault::new(format!("{e:#}")))?;
-                    (&writer)
-                        .write_all(&protocol::line(&HostMsg::Stored {
-                            block: s.block,
-                            seq: s.seq,
-                        }))
-                        .map_err(|e| {
-                            Fault::new(format!("telling the guest a run is stored: {e}"))
-                        })?;
-                    if self.stopped.is_some() {
-                        return Err(Fault::new(self.stopped.clone().unwrap_or_default()));
-                    }
-                }
-                GuestMsg::Metrics { workload, specs } => {
-                    if self.declared.len() + specs.len() > MAX_GUEST_NOTES {
-                        return Err(Fault::new(
-                            "the guest declared more metrics than any workload reports",
-                        ));
-                    }
-                    let new: Vec<MetricSpec> = specs
-                        .into_iter()
-                        .filter(|m| self.declared.insert((workload.clone(), m.name.clone())))
-                        .collect();
-                    if !new.is_empty() && plan.workloads.iter().any(|w| w.name == workload) {
-                        self.store
-                            .declare_metrics(self.exp, &workload, &new)
-                            .map_err(|e| Fault::new(format!("{e:#}")))?;
-                    }
-                }
-                GuestMsg::Event { kind, message } => {
-                    let kind = if kind == "monitor" {
-                        "monitor"
-                    } else {
-                        "skipped"
-                    };
-                    if noted.len() >= MAX_GUEST_NOTES {
-                        return Err(Fault::new(
-                            "the guest sent more notes than a boot has runs to explain",
-                        ));
-                    }
-                    if noted.insert(message.clone())
-                        && !self
-                            .store
-                            .event_messages(self.exp, kind)
-                            .unwrap_or_default()
-                            .contains(&message)
-                    {
-                        let _ = self.store.add_event(self.exp, kind, &message);
-                        self.progress.note(&message);
-                    }
-                }
-                GuestMsg::Done => {
-                    if !waiting.is_empty() {
-                        return Err(Fault::new(format!(
-                            "the guest ended with {} assigned runs not sent",
-                            waiting.len()
-                        )));
-                    }
-                    if vm.wait_timeout(POWEROFF).is_none() {
-                        return Err(Fault::new(format!(
-                            "the guest sent every run but did not power off within {}s",
-                            POWEROFF.as_secs()
-                        )));
-                    }
-                    return Ok(());
-                }
-                GuestMsg::Error { message } => {
-                    return Err(Fault::new(format!("the guest sysdelta: {message}")))
-                }
-                GuestMsg::Hello { .. } => return Err(Fault::new("a second hello from the guest")),
+                            x.boot_timeout.as_secs()
+                        }
+                    ),
+                };
+                Err(Fault {
+                    reason: what,
+                    in_flight: x.in_flight,
+                    interrupted: false,
+                })
+            }
+            Err(mut f) => {
+                f.in_flight = x.in_flight;
+                Err(f)
             }
         }
+    }
+
+    /// The guest started an assigned run, once: it is in flight, and the
+    /// guest has the run's timeout and a grace to send it.
+    fn on_start(&self, x: &mut Exchange, block: u32, seq: u32) -> Result<(), Fault> {
+        if !x.started.insert((block, seq)) {
+            return Err(Fault::new(format!(
+                "the guest started run block {block} seq {seq} twice"
+            )));
+        }
+        let s = *x.waiting.get(&(block, seq)).ok_or_else(|| {
+            Fault::new(format!(
+                "the guest started run block {block} seq {seq}, which this boot was not assigned"
+            ))
+        })?;
+        x.in_flight = Some(s);
+        x.deadline = Instant::now() + self.timeout_of(&s) + RUN_GRACE;
+        Ok(())
+    }
+
+    /// A run the guest sent: one it was assigned and had not sent, in the
+    /// assigned config and workload, a run the store takes; stored, and
+    /// the guest told so. A stop (too many failures in a row) ends the
+    /// boot after it.
+    fn on_run(
+        &mut self,
+        x: &mut Exchange,
+        row: RunRow,
+        b: &BootSlot,
+        id: i64,
+        writer: &UnixStream,
+        received: &mut u32,
+    ) -> Result<(), Fault> {
+        let key = (row.block, row.seq);
+        let s = x.waiting.remove(&key).ok_or_else(|| {
+            Fault::new(format!(
+                "the guest sent run block {} seq {}, which this boot was not assigned or already sent",
+                row.block, row.seq
+            ))
+        })?;
+        let wname = &self.p.plan.workloads[s.workload].name;
+        let cname = &self.p.plan.configs[b.config].name;
+        if &row.workload != wname || &row.config != cname || row.warmup != s.warmup {
+            return Err(Fault::new(format!(
+                "the guest's run block {} seq {} is {}/{}, assigned as {cname}/{wname}",
+                row.block, row.seq, row.config, row.workload
+            )));
+        }
+        check_row(&row).map_err(|e| {
+            Fault::new(format!(
+                "the guest's run block {} seq {} is not a run: {e}",
+                row.block, row.seq
+            ))
+        })?;
+        x.in_flight = None;
+        x.deadline = Instant::now()
+            + if x.waiting.is_empty() {
+                x.setup_allowance
+            } else {
+                x.boot_timeout
+            };
+        *received += u32::from(!s.warmup);
+        self.store_run(row, b, &s, id)
+            .map_err(|e| Fault::new(format!("{e:#}")))?;
+        (&*writer)
+            .write_all(&protocol::line(&HostMsg::Stored {
+                block: s.block,
+                seq: s.seq,
+            }))
+            .map_err(|e| Fault::new(format!("telling the guest a run is stored: {e}")))?;
+        if self.stopped.is_some() {
+            return Err(Fault::new(self.stopped.clone().unwrap_or_default()));
+        }
+        Ok(())
+    }
+
+    /// Metrics a workload reported beyond those declared: each declared
+    /// once, for a workload of the plan, up to a bound.
+    fn on_metrics(&mut self, workload: String, specs: Vec<MetricSpec>) -> Result<(), Fault> {
+        if self.declared.len() + specs.len() > MAX_GUEST_NOTES {
+            return Err(Fault::new(
+                "the guest declared more metrics than any workload reports",
+            ));
+        }
+        let new: Vec<MetricSpec> = specs
+            .into_iter()
+            .filter(|m| self.declared.insert((workload.clone(), m.name.clone())))
+            .collect();
+        let plan = &self.p.plan;
+        if !new.is_empty() && plan.workloads.iter().any(|w| w.name == workload) {
+            self.store
+                .declare_metrics(self.exp, &workload, &new)
+                .map_err(|e| Fault::new(format!("{e:#}")))?;
+        }
+        Ok(())
+    }
+
+    /// A note of the guest's (a monitor's error, a skipped metric):
+    /// stored and shown once per experiment, up to a bound per boot.
+    fn on_event(&mut self, x: &mut Exchange, kind: &str, message: String) -> Result<(), Fault> {
+        let kind = if kind == "monitor" {
+            "monitor"
+        } else {
+            "skipped"
+        };
+        if x.noted.len() >= MAX_GUEST_NOTES {
+            return Err(Fault::new(
+                "the guest sent more notes than a boot has runs to explain",
+            ));
+        }
+        if x.noted.insert(message.clone())
+            && !self
+                .store
+                .event_messages(self.exp, kind)
+                .unwrap_or_default()
+                .contains(&message)
+        {
+            let _ = self.store.add_event(self.exp, kind, &message);
+            self.progress.note(&message);
+        }
+        Ok(())
     }
 
     /// The next message before `until`; None at the deadline. A stop
@@ -337,4 +416,22 @@ impl Session<'_> {
     pub(super) fn timeout_of(&self, s: &AssignedSlot) -> Duration {
         self.p.plan.workloads[s.workload].timeout
     }
+}
+
+/// The guest said it is done: every assigned run sent, and the VM powers
+/// off in time.
+fn on_done(vm: &mut vm::launch::Boot, x: &Exchange) -> Result<(), Fault> {
+    if !x.waiting.is_empty() {
+        return Err(Fault::new(format!(
+            "the guest ended with {} assigned runs not sent",
+            x.waiting.len()
+        )));
+    }
+    if vm.wait_timeout(POWEROFF).is_none() {
+        return Err(Fault::new(format!(
+            "the guest sent every run but did not power off within {}s",
+            POWEROFF.as_secs()
+        )));
+    }
+    Ok(())
 }
