@@ -31,6 +31,7 @@ pub mod peek;
 pub mod pg;
 pub mod pgpass;
 mod read;
+mod recent;
 pub mod runlog;
 pub mod schema;
 mod send;
