@@ -9,9 +9,9 @@ use std::collections::HashMap;
 
 /// The cells (config/workload) of an experiment without one successful
 /// measured run, each with its last failure: such an experiment has no
-/// result for them, and `run` exits non-zero.
-pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
-    let d = store.load(exp)?;
+/// result for them, and `run` exits non-zero. Of the data `run` loaded
+/// once for its counts and its report.
+pub fn cells_without_success(d: &crate::store::ExperimentData) -> Vec<String> {
     let mut out = Vec::new();
     for (c, w) in crate::monitor::control::distinct_cells(&d.info.configs, &d.info.workloads) {
         let (c, w) = (&d.info.configs[c], &d.info.workloads[w]);
@@ -31,7 +31,7 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
             .unwrap_or_else(|| " (no measured run)".into());
         out.push(format!("{c}/{w}{last}"));
     }
-    Ok(out)
+    out
 }
 
 /// How long the slowest cell may run under `--min-time`, as a multiple of
