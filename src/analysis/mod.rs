@@ -15,6 +15,7 @@ pub mod geomean;
 pub mod hosts;
 mod model;
 pub mod overhead;
+pub mod precision;
 pub mod shell_cost;
 mod warnings;
 

@@ -4,7 +4,7 @@
 
 // The runner's shared types and imports, which this file continues.
 use super::crash::refuse_cut_short;
-use super::finish::{blocks_for_min_time, precision_check};
+use super::finish::SoFar;
 use super::*;
 
 /// After a config is entered, and before its first run, spawn one empty
@@ -79,6 +79,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
 
     declare_metrics(store, exp, p)?;
     telemetry::before_first_block(store, exp, p)?;
+    // The runs so far, for --min-time and --until: read a block at a time.
+    let mut so_far = SoFar::new(store, exp)?;
 
     let mut declared: HashSet<(usize, String)> = HashSet::new();
     // Workload notes already recorded as events (each distinct line once,
@@ -119,7 +121,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                 if opts.cancel.load(Ordering::SeqCst) || stopped.is_some() {
                     break;
                 }
-                let (need, why) = blocks_for_min_time(store, exp, secs)?;
+                let (need, why) = so_far.blocks_for_min_time(store, secs)?;
                 let add = need.min(max_blocks.saturating_sub(next_block));
                 if add == 0 {
                     let msg = if need == 0 {
@@ -148,7 +150,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
                     break;
                 }
                 let (reached, why) =
-                    precision_check(store, exp, target, &plan.overrides.until_metrics)?;
+                    so_far.precision_check(store, target, &plan.overrides.until_metrics)?;
                 if reached || next_block >= max_blocks {
                     let msg = if reached {
                         format!(

@@ -138,23 +138,7 @@ impl Store {
     pub fn load(&self, id: i64) -> Result<ExperimentData> {
         self.flush_runs()?;
         let info = self.info(id)?;
-        let metrics = self.db.query(
-            "SELECT m.workload, m.name, m.unit, m.direction FROM metrics m
-             LEFT JOIN workloads w ON w.experiment_id = m.experiment_id AND w.name = m.workload
-             WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
-            &vals![id],
-            |r| {
-                let dir: String = r.get(3)?;
-                Ok(StoredMetric {
-                    workload: r.get(0)?,
-                    spec: MetricSpec {
-                        name: r.get(1)?,
-                        unit: r.get(2)?,
-                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
-                    },
-                })
-            },
-        )?;
+        let metrics = self.metrics(id)?;
         let runs = self.runs_from_block(id, 0)?;
         let events = self.db.query(
             "SELECT at, kind, message FROM events WHERE experiment_id = ?1 ORDER BY id",
@@ -176,6 +160,28 @@ impl Store {
             profiles: self.profile_totals(id)?,
             boots: self.boots(id)?,
         })
+    }
+
+    /// One experiment's declared metrics, in its workloads' order and each
+    /// workload's own.
+    pub fn metrics(&self, id: i64) -> Result<Vec<StoredMetric>> {
+        self.db.query(
+            "SELECT m.workload, m.name, m.unit, m.direction FROM metrics m
+             LEFT JOIN workloads w ON w.experiment_id = m.experiment_id AND w.name = m.workload
+             WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
+            &vals![id],
+            |r| {
+                let dir: String = r.get(3)?;
+                Ok(StoredMetric {
+                    workload: r.get(0)?,
+                    spec: MetricSpec {
+                        name: r.get(1)?,
+                        unit: r.get(2)?,
+                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                    },
+                })
+            },
+        )
     }
 
     /// Series recorded for one experiment: (run id, series).
