@@ -126,8 +126,8 @@ pub(super) fn cell_means(
     resamples: usize,
     seed: u64,
 ) -> Vec<(usize, Vec<f64>)> {
-    let (joint, alone): (Vec<&(usize, &[f64])>, Vec<&(usize, &[f64])>) =
-        columns.iter().partition(|(_, v)| v.len() == units);
+    type Columns<'a, 'b> = Vec<&'a (usize, &'b [f64])>;
+    let (joint, alone): (Columns, Columns) = columns.iter().partition(|(_, v)| v.len() == units);
     let n = units;
     let mut rows = vec![0.0; n * joint.len()];
     for (j, (_, values)) in joint.iter().enumerate() {

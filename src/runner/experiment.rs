@@ -41,7 +41,7 @@ pub enum Finished {
     NotStarted,
     /// The experiment ran (to its end, or until stopped); its runs are in
     /// the store.
-    Ran(Ran),
+    Ran(Box<Ran>),
 }
 
 /// An experiment that ran, and its store still open and locked, so the
@@ -141,9 +141,9 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
     // its lock are handed on.
     drop(prepared);
     drop(machine_lock);
-    Ok(Finished::Ran(Ran {
+    Ok(Finished::Ran(Box::new(Ran {
         outcome,
         store,
         _lock,
-    }))
+    })))
 }
