@@ -84,6 +84,12 @@ pub(super) fn bootstrap_cis(
     let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
     workloads.sort();
     workloads.dedup();
+    // Each workload's metrics (indices, in order), found once: a scan of
+    // all metrics per cell made a report of W workloads cost W^2.
+    let mut of_workload: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (mi, m) in metrics.iter().enumerate() {
+        of_workload.entry(m.workload.as_str()).or_default().push(mi);
+    }
     let cells: Vec<(usize, usize)> = (0..workloads.len())
         .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
         .collect();
@@ -98,11 +104,10 @@ pub(super) fn bootstrap_cis(
                 .get(&(configs[ci].as_str(), w))
                 .map(|u| u.groups.len())
                 .unwrap_or(0);
-            let columns: Vec<(usize, &[f64])> = metrics
+            let columns: Vec<(usize, &[f64])> = of_workload[w]
                 .iter()
-                .enumerate()
-                .filter(|(_, m)| m.workload == w && m.cells[ci].values.len() >= 2)
-                .map(|(mi, m)| (mi, m.cells[ci].values.as_slice()))
+                .map(|&mi| (mi, metrics[mi].cells[ci].values.as_slice()))
+                .filter(|(_, values)| values.len() >= 2)
                 .collect();
             let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
             cell_means(&columns, runs, opts.resamples, seed)

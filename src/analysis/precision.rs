@@ -180,6 +180,11 @@ impl Precision {
         let mut workloads: Vec<&str> = reported.iter().map(|(m, _)| m.workload.as_str()).collect();
         workloads.sort();
         workloads.dedup();
+        // Each workload's metrics, found once (not a scan per cell).
+        let mut of_workload: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (mi, (m, _)) in reported.iter().enumerate() {
+            of_workload.entry(m.workload.as_str()).or_default().push(mi);
+        }
         let mut means: HashMap<(usize, usize), Vec<f64>> = HashMap::new();
         let mut done: HashSet<(usize, usize)> = HashSet::new();
         let mut widest: Option<(f64, String)> = None;
@@ -194,7 +199,8 @@ impl Precision {
             for ci in 1..self.configs.len() {
                 for side in [0, ci] {
                     if done.insert((wi, side)) {
-                        means.extend(self.cell_means(&reported, &workloads, wi, side));
+                        let of = &of_workload[m.workload.as_str()];
+                        means.extend(self.cell_means(&reported, of, &workloads, wi, side));
                     }
                 }
                 let ci_of = self.ratio_ci(cells[0], cells[ci], (mi, ci), &means);
@@ -231,10 +237,11 @@ impl Precision {
 
     /// The resampled means of cell (workload `wi`, config `ci`), keyed by
     /// (metric index in `reported`, config index), as `cis::bootstrap_cis`
-    /// computes them.
+    /// computes them; `of` holds the workload's metrics' indices.
     fn cell_means(
         &self,
         reported: &[(&StoredMetric, Vec<&[f64]>)],
+        of: &[usize],
         workloads: &[&str],
         wi: usize,
         ci: usize,
@@ -244,11 +251,10 @@ impl Precision {
             .cells
             .get(&(self.configs[ci].clone(), w.to_string()))
             .map_or(0, |c| c.runs);
-        let columns: Vec<(usize, &[f64])> = reported
+        let columns: Vec<(usize, &[f64])> = of
             .iter()
-            .enumerate()
-            .filter(|(_, (m, cells))| m.workload == w && cells[ci].len() >= 2)
-            .map(|(mi, (_, cells))| (mi, cells[ci]))
+            .map(|&mi| (mi, reported[mi].1[ci]))
+            .filter(|(_, values)| values.len() >= 2)
             .collect();
         let seed =
             stats::bootstrap::stream_seed(self.opts.seed, (wi * self.configs.len() + ci) as u64);
