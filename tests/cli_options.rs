@@ -490,3 +490,63 @@ fn ignore_failure_stores_each_exit_status_and_every_format_counts_the_non_zero()
         assert!(words.contains(want), "{format}: {text}");
     }
 }
+
+/// `--until` decides on the runs it stored: its stop line names the
+/// widest ratio CI that the full analysis of all the experiment's runs
+/// gives at the rule's 2,000 resamples. (The rule reads one block at a
+/// time and keeps each cell's values; its answer must be the whole
+/// experiment's, whatever the noise made of the runs.)
+#[test]
+fn until_stops_on_what_the_full_analysis_of_its_runs_says() {
+    use sysdelta::analysis::{analyze, precision::RESAMPLES, Options};
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "--no-report",
+        "--until",
+        "ci=5%",
+        "-M",
+        "8",
+        "--config",
+        "a=",
+        "--config",
+        "b=",
+        "--",
+        "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let store = sysdelta::store::Store::open(&sb.store(), false).unwrap();
+    let data = store.load(store.resolve("last").unwrap()).unwrap();
+    let stop = &data
+        .events
+        .iter()
+        .find(|e| e.kind == "stop")
+        .expect("a stop event")
+        .message;
+    let opts = Options {
+        resamples: RESAMPLES,
+        ..Default::default()
+    };
+    let a = analyze(&data, &opts).unwrap();
+    let mut widest: Option<(f64, String)> = None;
+    for m in &a.metrics {
+        for c in &m.comparisons {
+            if let Some((lo, hi)) = c.ratio_ci {
+                if widest.as_ref().is_none_or(|(w, _)| hi - lo > *w) {
+                    widest = Some((
+                        hi - lo,
+                        format!("{}/{} {}", m.workload, m.spec.name, c.config),
+                    ));
+                }
+            }
+        }
+    }
+    let (w, what) = widest.expect("a CI after 8 runs a side");
+    let line = format!(
+        "widest 95% CI of a ratio {:.2}% ({what}), target 5.00%",
+        100.0 * w
+    );
+    assert!(stop.contains(&line), "{stop}\nexpected: {line}");
+    assert_eq!(stop.starts_with("stopped after"), w <= 0.05, "{stop}");
+}

@@ -84,6 +84,12 @@ pub(super) fn bootstrap_cis(
     let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
     workloads.sort();
     workloads.dedup();
+    // Each workload's metrics (indices, in order), found once: a scan of
+    // all metrics per cell made a report of W workloads cost W^2.
+    let mut of_workload: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (mi, m) in metrics.iter().enumerate() {
+        of_workload.entry(m.workload.as_str()).or_default().push(mi);
+    }
     let cells: Vec<(usize, usize)> = (0..workloads.len())
         .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
         .collect();
@@ -98,41 +104,48 @@ pub(super) fn bootstrap_cis(
                 .get(&(configs[ci].as_str(), w))
                 .map(|u| u.groups.len())
                 .unwrap_or(0);
-            let (joint, alone): (Vec<usize>, Vec<usize>) = metrics
+            let columns: Vec<(usize, &[f64])> = of_workload[w]
                 .iter()
-                .enumerate()
-                .filter(|(_, m)| m.workload == w && m.cells[ci].values.len() >= 2)
-                .map(|(mi, _)| mi)
-                .partition(|&mi| metrics[mi].cells[ci].values.len() == runs);
-            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
-            let n = runs;
-            let mut rows = vec![0.0; n * joint.len()];
-            for (j, &mi) in joint.iter().enumerate() {
-                for (i, v) in metrics[mi].cells[ci].values.iter().enumerate() {
-                    rows[i * joint.len() + j] = *v;
-                }
-            }
-            let joint_means =
-                stats::joint::resample_column_means(&rows, n, joint.len(), opts.resamples, seed);
-            let mut out: Vec<((usize, usize), Vec<f64>)> = joint
-                .iter()
-                .copied()
-                .zip(joint_means)
-                .map(|(mi, m)| ((mi, ci), m))
+                .map(|&mi| (mi, metrics[mi].cells[ci].values.as_slice()))
+                .filter(|(_, values)| values.len() >= 2)
                 .collect();
-            for (k, &mi) in alone.iter().enumerate() {
-                let s = stats::bootstrap::stream_seed(seed, k as u64 + 1);
-                out.push((
-                    (mi, ci),
-                    stats::bootstrap::resample_means(
-                        &metrics[mi].cells[ci].values,
-                        opts.resamples,
-                        s,
-                    ),
-                ));
-            }
-            out
+            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
+            cell_means(&columns, runs, opts.resamples, seed)
+                .into_iter()
+                .map(move |(mi, m)| ((mi, ci), m))
         })
         .collect();
     means
+}
+
+/// Resampled means of one (workload, config) cell's metrics: `columns`
+/// holds (metric index, values) of each metric with at least 2 values, in
+/// the metrics' order; `units` is the cell's number of units. The metrics
+/// every unit reported are resampled jointly from `seed`, each of the
+/// others alone from its own stream of it. The report's CIs and adaptive
+/// stopping's precision rule (`analysis::precision`) both take a cell's
+/// means from here, so the two agree to the bit.
+pub(super) fn cell_means(
+    columns: &[(usize, &[f64])],
+    units: usize,
+    resamples: usize,
+    seed: u64,
+) -> Vec<(usize, Vec<f64>)> {
+    type Columns<'a, 'b> = Vec<&'a (usize, &'b [f64])>;
+    let (joint, alone): (Columns, Columns) = columns.iter().partition(|(_, v)| v.len() == units);
+    let n = units;
+    let mut rows = vec![0.0; n * joint.len()];
+    for (j, (_, values)) in joint.iter().enumerate() {
+        for (i, v) in values.iter().enumerate() {
+            rows[i * joint.len() + j] = *v;
+        }
+    }
+    let joint_means = stats::joint::resample_column_means(&rows, n, joint.len(), resamples, seed);
+    let mut out: Vec<(usize, Vec<f64>)> =
+        joint.iter().map(|(mi, _)| *mi).zip(joint_means).collect();
+    for (k, (mi, values)) in alone.iter().enumerate() {
+        let s = stats::bootstrap::stream_seed(seed, k as u64 + 1);
+        out.push((*mi, stats::bootstrap::resample_means(values, resamples, s)));
+    }
+    out
 }

@@ -20,6 +20,7 @@ pub mod hosts;
 pub mod list;
 mod model;
 pub mod overhead;
+pub mod precision;
 pub mod shell_cost;
 pub mod view;
 mod warnings;

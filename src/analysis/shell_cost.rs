@@ -83,6 +83,18 @@ pub fn compute(data: &ExperimentData, configs: &[String]) -> (Vec<ShellStartup>,
             None => pooled.push(s),
         }
     }
+    // Each cell's wall times, in run order, gathered once (a scan of every
+    // run per cell made W workloads cost W^2).
+    let mut walls_of: std::collections::HashMap<(&str, &str), Vec<f64>> =
+        std::collections::HashMap::new();
+    for r in data.runs.iter().filter(|r| r.is_measured_ok()) {
+        if let Some(w) = r.samples.get("wall").and_then(|v| v.first().copied()) {
+            walls_of
+                .entry((r.config.as_str(), r.workload.as_str()))
+                .or_default()
+                .push(w);
+        }
+    }
     let mut out = Vec::new();
     // Workloads where the shell is a large share, with where.
     let mut large: Vec<(String, Vec<String>)> = Vec::new();
@@ -93,13 +105,10 @@ pub fn compute(data: &ExperimentData, configs: &[String]) -> (Vec<ShellStartup>,
             };
             let mut shares = Vec::new();
             for w in &s.workloads {
-                let walls: Vec<f64> = data
-                    .runs
-                    .iter()
-                    .filter(|r| r.is_measured_ok() && r.config == *c && r.workload == *w)
-                    .filter_map(|r| r.samples.get("wall").and_then(|v| v.first().copied()))
-                    .collect();
-                let Some(wall) = crate::stats::summary::median(&walls).filter(|m| *m > 0.0) else {
+                let walls = walls_of
+                    .get(&(c.as_str(), w.as_str()))
+                    .map_or(&[][..], Vec::as_slice);
+                let Some(wall) = crate::stats::summary::median(walls).filter(|m| *m > 0.0) else {
                     continue;
                 };
                 let share = median_s / wall;

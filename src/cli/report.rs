@@ -79,7 +79,12 @@ pub struct ReportArgs {
 
 /// Print the report of stored experiment `id` in `--format` (unless
 /// `stdout` is false) and write each `--export-*` file.
-pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Result<()> {
+pub fn print_report(
+    store: &Store,
+    data: &crate::store::ExperimentData,
+    f: &ReportFlags,
+    stdout: bool,
+) -> Result<()> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
@@ -88,7 +93,7 @@ pub fn print_report(store: &Store, id: i64, f: &ReportFlags, stdout: bool) -> Re
         return Ok(());
     }
     // Analyzed once, however many formats are written.
-    let x = report::analyze(&store.load(id)?, &opts.analysis)?;
+    let x = report::analyze(data, &opts.analysis)?;
     // HTML also draws the stored series and says where imported samples came from.
     let extras = report::html::Extras::from_store(store, &x.data)?;
     // One view, however many formats render it.
@@ -123,7 +128,7 @@ pub fn check_exports(f: &ReportFlags) -> Result<()> {
 pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, id, &a.flags, true)
+    print_report(&store, &store.load(id)?, &a.flags, true)
 }
 
 /// `sysdelta list`.

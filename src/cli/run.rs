@@ -308,15 +308,16 @@ fn execute(
         cancel: &cancel,
         fleet,
     };
-    let outcome = match experiment::run_plan(store_path, plan, &request)? {
+    let ran = match experiment::run_plan(store_path, plan, &request)? {
         experiment::Finished::NotStarted => {
             crate::sys::stderr::say!(
                 "sysdelta: interrupted before the first run; nothing was stored"
             );
             return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
         }
-        experiment::Finished::Ran(o) => o,
+        experiment::Finished::Ran(ran) => ran,
     };
+    let (outcome, store) = (&ran.outcome, &ran.store);
     let id = outcome.experiment_id;
     if let Some(left) = outcome.left_local {
         // The server stopped answering and did not come back in time: the
@@ -332,10 +333,12 @@ fn execute(
         crate::sys::stderr::say!("{}", crate::store::left_local_line(id, store_path, left));
         return Ok(ExitCode::from(crate::error::EXIT_ONLY_LOCAL));
     }
-    // Counted as the report and `list` count (from the store, measured
-    // runs apart from warm-ups); the progress line counted every run.
-    let store = Store::open(store_path, false)?;
-    let runs = store.load(id)?.runs;
+    // Loaded once, for the counts, the report and the cells without a
+    // result. Counted as the report and `list` count (from the store,
+    // measured runs apart from warm-ups); the progress line counted every
+    // run.
+    let data = store.load(id)?;
+    let runs = &data.runs;
     let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
     let warm = runs.iter().filter(|r| r.warmup).count();
     crate::sys::stderr::say!(
@@ -360,14 +363,14 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    super::report::print_report(&store, id, &e.report, !e.no_report)?;
+    super::report::print_report(store, &data, &e.report, !e.no_report)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
         crate::sys::stderr::say!("sysdelta: {why}");
     }
-    for cell in runner::cells_without_success(&store, id)? {
+    for cell in runner::cells_without_success(&data) {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
     }

@@ -79,8 +79,13 @@ pub fn render(a: &Analysis) -> String {
     }
     let mut workloads: Vec<&str> = a.metrics.iter().map(|m| m.workload.as_str()).collect();
     workloads.dedup();
+    // Each workload's metrics, gathered once (not a scan per workload).
+    let mut of_workload: std::collections::HashMap<&str, Vec<_>> = std::collections::HashMap::new();
+    for m in &a.metrics {
+        of_workload.entry(m.workload.as_str()).or_default().push(m);
+    }
     for w in workloads {
-        let ms: Vec<_> = a.metrics.iter().filter(|m| m.workload == w).collect();
+        let ms: Vec<_> = of_workload[w].clone();
         let _ = writeln!(out, "### {}\n", esc(w));
         let _ = write!(out, "| config |");
         for m in &ms {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
 
-use super::finish::{blocks_for_min_time, precision_check};
+use super::finish::SoFar;
 use super::progress::Progress;
 use super::schedule::{self, Slot};
 use crate::plan::Plan;
@@ -30,6 +30,9 @@ pub(super) struct Blocks<'a> {
     min_time: Option<(f64, u32)>,
     /// The slots to run, in order.
     pub queue: VecDeque<Slot>,
+    /// The runs so far, for --min-time and --until: read from the store a
+    /// block at a time, made at the first look.
+    so_far: Option<SoFar>,
 }
 
 impl<'a> Blocks<'a> {
@@ -78,6 +81,7 @@ impl<'a> Blocks<'a> {
             adaptive,
             min_time,
             queue,
+            so_far: None,
         }
     }
 
@@ -131,7 +135,7 @@ impl<'a> Blocks<'a> {
             return Ok(false);
         }
         let (next_block, warmup) = (self.next_block, self.plan.warmup);
-        let (need, why) = blocks_for_min_time(store, exp, secs)?;
+        let (need, why) = self.so_far(store, exp)?.blocks_for_min_time(store, secs)?;
         let add = need.min(max_blocks.saturating_sub(next_block));
         if add == 0 {
             let msg = if need == 0 {
@@ -158,6 +162,14 @@ impl<'a> Blocks<'a> {
         Ok(true)
     }
 
+    /// What the stopping rules know of the runs so far.
+    fn so_far(&mut self, store: &Store, exp: i64) -> Result<&mut SoFar> {
+        if self.so_far.is_none() {
+            self.so_far = Some(SoFar::new(store, exp)?);
+        }
+        Ok(self.so_far.as_mut().expect("made above"))
+    }
+
     /// Adaptive stopping: check the precision, then add one block.
     fn until_precision(
         &mut self,
@@ -168,7 +180,11 @@ impl<'a> Blocks<'a> {
     ) -> Result<bool> {
         let plan = self.plan;
         let next_block = self.next_block;
-        let (reached, why) = precision_check(store, exp, target, &plan.overrides.until_metrics)?;
+        let (reached, why) = self.so_far(store, exp)?.precision_check(
+            store,
+            target,
+            &plan.overrides.until_metrics,
+        )?;
         if reached || next_block >= max_blocks {
             let msg = if reached {
                 format!(

@@ -41,7 +41,18 @@ pub enum Finished {
     NotStarted,
     /// The experiment ran (to its end, or until stopped); its runs are in
     /// the store.
-    Ran(Outcome),
+    Ran(Box<Ran>),
+}
+
+/// An experiment that ran, and its store still open and locked, so the
+/// caller reads the result without opening the store again (a team
+/// store's connection is made once per command). The machine-wide lock
+/// and the scratch directory are already gone; the store's lock goes
+/// when this is dropped, after the store (fields drop in order).
+pub struct Ran {
+    pub outcome: Outcome,
+    pub store: Store,
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 /// Prepare, lock, create (or reopen) and execute one experiment in the
@@ -125,5 +136,14 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
         },
     )?;
     machine::unregister_if_clean(store_path);
-    Ok(Finished::Ran(outcome))
+    // The scratch directory goes, then the machine's lock, as before; the
+    // store (its run log closed: execute ends with every run folded) and
+    // its lock are handed on.
+    drop(prepared);
+    drop(machine_lock);
+    Ok(Finished::Ran(Box::new(Ran {
+        outcome,
+        store,
+        _lock,
+    })))
 }

@@ -5,13 +5,14 @@
 
 // The runner's shared types and imports, which this file continues.
 use super::*;
+use crate::analysis::precision::Precision;
 use std::collections::HashMap;
 
 /// The cells (config/workload) of an experiment without one successful
 /// measured run, each with its last failure: such an experiment has no
-/// result for them, and `run` exits non-zero.
-pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
-    let d = store.load(exp)?;
+/// result for them, and `run` exits non-zero. Of the data `run` loaded
+/// once for its counts and its report.
+pub fn cells_without_success(d: &crate::store::ExperimentData) -> Vec<String> {
     let mut out = Vec::new();
     for (c, w) in crate::monitor::control::distinct_cells(&d.info.configs, &d.info.workloads) {
         let (c, w) = (&d.info.configs[c], &d.info.workloads[w]);
@@ -31,7 +32,7 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
             .unwrap_or_else(|| " (no measured run)".into());
         out.push(format!("{c}/{w}{last}"));
     }
-    Ok(out)
+    out
 }
 
 /// How long the slowest cell may run under `--min-time`, as a multiple of
@@ -43,32 +44,75 @@ pub fn cells_without_success(store: &Store, exp: i64) -> Result<Vec<String>> {
 /// minimum time.
 pub(super) const MIN_TIME_SLOWEST_FACTOR: f64 = 20.0;
 
-/// The `--min-time` rule, hyperfine's: each cell runs until its measured
-/// successful runs add up to `secs` of wall time. Returns the measured
-/// blocks still needed, estimated from each cell's mean wall time so far
-/// (0: every cell has its time, or the slowest cell reached
-/// [`MIN_TIME_SLOWEST_FACTOR`] x `secs`), and the line that says why it
-/// stopped. Cells without a successful run or without a wall time
-/// (built-ins that time themselves) ask for nothing: their count stays the
-/// planned one.
-pub(super) fn blocks_for_min_time(store: &Store, exp: i64, secs: f64) -> Result<(u32, String)> {
-    let data = store.load(exp)?;
-    let mut sums: HashMap<(&str, &str), (u32, f64)> = HashMap::new();
-    for r in data.runs.iter().filter(|r| r.is_measured_ok()) {
-        let Some(w) = r.samples.get("wall").and_then(|v| v.first()) else {
-            continue;
-        };
-        let e = sums.entry((&r.config, &r.workload)).or_default();
-        e.0 += 1;
-        e.1 += w;
+/// What `--min-time` and `--until` ask after each block, answered from
+/// the runs so far: kept up to date by reading from the store only the
+/// blocks not yet seen (`Store::runs_from_block`), so a block's check
+/// costs what that block added, not everything before it.
+pub(super) struct SoFar {
+    exp: i64,
+    cells: Precision,
+}
+
+impl SoFar {
+    /// Nothing seen yet of experiment `exp`.
+    pub(super) fn new(store: &Store, exp: i64) -> Result<SoFar> {
+        let info = store.info(exp)?;
+        let cells = Precision::new(&info).map_err(crate::error::Error::into_failure)?;
+        Ok(SoFar { exp, cells })
     }
+
+    /// Take in the runs stored since the last look.
+    fn update(&mut self, store: &Store) -> Result<()> {
+        let runs = store.runs_from_block(self.exp, self.cells.from_block())?;
+        self.cells.add(&runs);
+        Ok(())
+    }
+
+    /// The `--min-time` rule (see [`blocks_for_min_time`]) on the runs so
+    /// far.
+    pub(super) fn blocks_for_min_time(
+        &mut self,
+        store: &Store,
+        secs: f64,
+    ) -> Result<(u32, String)> {
+        self.update(store)?;
+        Ok(blocks_for_min_time(&self.cells.wall_sums(), secs))
+    }
+
+    /// The adaptive stopping rule, a precision rule: stop when every
+    /// defined ratio CI (every metric, every config against the baseline)
+    /// is narrower than `target` (as a fraction of the baseline mean); see
+    /// [`Precision::check`]. Uses 2,000 resamples per check; the final
+    /// report uses the full count.
+    pub(super) fn precision_check(
+        &mut self,
+        store: &Store,
+        target: f64,
+        only: &[String],
+    ) -> Result<(bool, String)> {
+        self.update(store)?;
+        let metrics = store.metrics(self.exp)?;
+        Ok(self.cells.check(&metrics, target, only))
+    }
+}
+
+/// The `--min-time` rule, hyperfine's: each cell runs until its measured
+/// successful runs add up to `secs` of wall time. `sums` holds, per
+/// cell, its successful measured runs with a wall time and their sum.
+/// Returns the measured blocks still needed, estimated from each cell's
+/// mean wall time so far (0: every cell has its time, or the slowest cell
+/// reached [`MIN_TIME_SLOWEST_FACTOR`] x `secs`), and the line that says
+/// why it stopped. Cells without a successful run or without a wall time
+/// (built-ins that time themselves) ask for nothing: their count stays
+/// the planned one.
+fn blocks_for_min_time(sums: &HashMap<(&str, &str), (u32, f64)>, secs: f64) -> (u32, String) {
     let mut need = 0u32;
     let mut shortest = f64::INFINITY;
     // The most blocks any cell may still add before it reaches the bound.
     let mut room = u32::MAX;
     let mut slowest: Option<((&str, &str), f64)> = None;
     let limit = MIN_TIME_SLOWEST_FACTOR * secs;
-    for (cell, (n, total)) in &sums {
+    for (cell, (n, total)) in sums {
         shortest = shortest.min(*total);
         if *total <= 0.0 {
             continue;
@@ -91,71 +135,10 @@ pub(super) fn blocks_for_min_time(store: &Store, exp: i64, secs: f64) -> Result<
         let why = format!(
             "{c}/{w} ran {total:.1} s, the most --min-time {secs} s lets the slowest cell run              ({MIN_TIME_SLOWEST_FACTOR} x); the shortest cell ran {shortest:.3} s"
         );
-        return Ok((room, why));
+        return (room, why);
     }
     let why = format!("every cell ran at least {shortest:.3} s (--min-time {secs} s)");
-    Ok((need, why))
-}
-
-/// The adaptive stopping rule, a precision rule: stop when every defined
-/// ratio CI (every metric, every config against the baseline) is narrower
-/// than `target` (as a fraction of the baseline mean). It looks only at the
-/// widths, never at whether a difference is significant, so stopping does
-/// not bias the tests (a "stop when significant" rule would). Uses 2,000
-/// resamples per check; the final report uses the full count.
-pub(super) fn precision_check(
-    store: &Store,
-    exp: i64,
-    target: f64,
-    only: &[String],
-) -> Result<(bool, String)> {
-    let data = store.load(exp)?;
-    let opts = crate::analysis::Options {
-        resamples: 2000,
-        ..Default::default()
-    };
-    let a = crate::analysis::analyze(&data, &opts).map_err(crate::error::Error::into_failure)?;
-    let mut widest: Option<(f64, String)> = None;
-    let mut undefined = 0usize;
-    let wanted = |workload: &str, metric: &str| {
-        only.is_empty()
-            || only
-                .iter()
-                .any(|o| o == metric || *o == format!("{workload}/{metric}"))
-    };
-    for m in a
-        .metrics
-        .iter()
-        .filter(|m| wanted(&m.workload, &m.spec.name))
-    {
-        for c in &m.comparisons {
-            match c.ratio_ci {
-                Some((lo, hi)) => {
-                    let w = hi - lo;
-                    if widest.as_ref().is_none_or(|(x, _)| w > *x) {
-                        widest = Some((w, format!("{}/{} {}", m.workload, m.spec.name, c.config)));
-                    }
-                }
-                None => undefined += 1,
-            }
-        }
-    }
-    Ok(match widest {
-        None => (false, "no confidence interval defined yet".into()),
-        Some((w, what)) => (
-            w <= target,
-            format!(
-                "widest 95% CI of a ratio {:.2}% ({what}), target {:.2}%{}",
-                100.0 * w,
-                100.0 * target,
-                if undefined > 0 {
-                    format!("; {undefined} comparisons without a CI not counted")
-                } else {
-                    String::new()
-                }
-            ),
-        ),
-    })
+    (need, why)
 }
 
 /// Record how an experiment that ran to its end (or was stopped) ended:

@@ -35,6 +35,7 @@ pub mod peek;
 pub mod pg;
 pub mod pgpass;
 mod read;
+mod recent;
 pub mod runlog;
 pub mod schema;
 mod send;

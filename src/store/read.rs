@@ -138,77 +138,8 @@ impl Store {
     pub fn load(&self, id: i64) -> Result<ExperimentData> {
         self.flush_runs()?;
         let info = self.info(id)?;
-        let metrics = self.db.query(
-            "SELECT m.workload, m.name, m.unit, m.direction FROM metrics m
-             LEFT JOIN workloads w ON w.experiment_id = m.experiment_id AND w.name = m.workload
-             WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
-            &vals![id],
-            |r| {
-                let dir: String = r.get(3)?;
-                Ok(StoredMetric {
-                    workload: r.get(0)?,
-                    spec: MetricSpec {
-                        name: r.get(1)?,
-                        unit: r.get(2)?,
-                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
-                    },
-                })
-            },
-        )?;
-        let mut runs: Vec<StoredRun> = self.db.query(
-            "SELECT id, block, seq, config, workload, warmup, status, reason, stderr_tail, exit_code, started_at, boot_id
-             FROM runs WHERE experiment_id = ?1 ORDER BY block, seq",
-            &vals![id],
-            |r| {
-                Ok(StoredRun {
-                    id: r.get(0)?,
-                    block: r.get(1)?,
-                    seq: r.get(2)?,
-                    config: r.get(3)?,
-                    workload: r.get(4)?,
-                    warmup: r.get(5)?,
-                    status: r.get(6)?,
-                    reason: r.get(7)?,
-                    stderr_tail: r.get(8)?,
-                    exit_code: r.get(9)?,
-                    started_at: r.get(10)?,
-                    samples: BTreeMap::new(),
-                    boot_id: r.get(11)?,
-                })
-            },
-        )?;
-        {
-            let index: std::collections::HashMap<i64, usize> =
-                runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
-            self.db.for_each(
-                // Ordered along the runs index and the samples key, so SQLite
-                // streams the rows without a temporary sort of all samples.
-                "SELECT s.run_id, s.metric, s.value FROM samples s JOIN runs r ON r.id = s.run_id
-                 WHERE r.experiment_id = ?1 ORDER BY r.block, r.seq, s.metric, s.idx",
-                &vals![id],
-                |row| {
-                    let run_id: i64 = row.get(0)?;
-                    let v: f64 = row.get(2)?;
-                    if let Some(&i) = index.get(&run_id) {
-                        let samples = &mut runs[i].samples;
-                        // Borrow the name; allocate only for a run's first sample of it.
-                        row.with_cell(1, |c| {
-                            let db::CellRef::Text(metric) = c else {
-                                return Err(anyhow::anyhow!("a sample's metric is not text"));
-                            };
-                            match samples.get_mut(metric) {
-                                Some(values) => values.push(v),
-                                None => {
-                                    samples.insert(metric.to_string(), vec![v]);
-                                }
-                            }
-                            Ok(())
-                        })?;
-                    }
-                    Ok(())
-                },
-            )?;
-        }
+        let metrics = self.metrics(id)?;
+        let runs = self.runs_from_block(id, 0)?;
         let events = self.db.query(
             "SELECT at, kind, message FROM events WHERE experiment_id = ?1 ORDER BY id",
             &vals![id],
@@ -229,6 +160,28 @@ impl Store {
             profiles: self.profile_totals(id)?,
             boots: self.boots(id)?,
         })
+    }
+
+    /// One experiment's declared metrics, in its workloads' order and each
+    /// workload's own.
+    pub fn metrics(&self, id: i64) -> Result<Vec<StoredMetric>> {
+        self.db.query(
+            "SELECT m.workload, m.name, m.unit, m.direction FROM metrics m
+             LEFT JOIN workloads w ON w.experiment_id = m.experiment_id AND w.name = m.workload
+             WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
+            &vals![id],
+            |r| {
+                let dir: String = r.get(3)?;
+                Ok(StoredMetric {
+                    workload: r.get(0)?,
+                    spec: MetricSpec {
+                        name: r.get(1)?,
+                        unit: r.get(2)?,
+                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                    },
+                })
+            },
+        )
     }
 
     /// Series recorded for one experiment: (run id, series).

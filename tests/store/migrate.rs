@@ -54,10 +54,19 @@ fn a_v4_store_is_migrated_in_place_and_keeps_its_experiments(sb) {
     assert_eq!(data.info.fleet_id, None);
     let uid = store.uid(1).unwrap();
     assert_eq!(uid.len(), 32, "{uid}");
+    // Migrated to the newest schema, whose indexes are there.
     assert_eq!(
-        sb.sql_number("SELECT COUNT(*) FROM meta WHERE key = 'schema_version' AND value = '5'"),
+        sb.sql_number(&format!(
+            "SELECT COUNT(*) FROM meta WHERE key = 'schema_version' AND value = '{}'",
+            MIGRATIONS.len()
+        )),
         1
     );
+    let index = match &sb.pg {
+        None => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'workloads_name'",
+        Some(_) => "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'workloads_name'",
+    };
+    assert_eq!(sb.sql_number(index), 1, "the metrics' join has its index");
     drop(store);
     // A second open finds it current and changes nothing.
     let again = Store::open(&sb.store(), false).unwrap();
