@@ -51,6 +51,32 @@ pub fn tick_decimals(step: f64) -> usize {
         .unwrap_or(12)
 }
 
+/// Decimals for an axis whose ticks are `ticks` (ascending): what the tick
+/// step needs ([`tick_decimals`]), and at least what the reports have
+/// always printed at the ticks' magnitude (none from 100, two from 1,
+/// three below), so that one axis prints all its ticks alike.
+pub fn axis_decimals(ticks: &[f64]) -> usize {
+    let step = ticks
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let top = ticks.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let floor = if top >= 100.0 {
+        0
+    } else if top >= 1.0 {
+        2
+    } else {
+        3
+    };
+    let need = if step.is_finite() {
+        tick_decimals(step)
+    } else {
+        ticks.first().map_or(0, |v| tick_decimals(*v))
+    };
+    need.max(floor)
+}
+
 /// One axis tick `v` with `decimals` decimals (from [`tick_decimals`]),
 /// never in `e` notation and never "-0".
 pub fn tick(v: f64, decimals: usize) -> String {
@@ -80,6 +106,10 @@ mod tests {
             .collect();
         assert_eq!(labels, ["4.665", "4.670", "4.675", "4.680"]);
         assert_eq!(super::tick(-1e-17, 2), "0.00");
+        assert_eq!(super::axis_decimals(&[116.0, 116.5, 117.0]), 1);
+        assert_eq!(super::axis_decimals(&[5.0, 5.5, 6.0]), 2);
+        assert_eq!(super::axis_decimals(&[100.0, 200.0]), 0);
+        assert_eq!(super::axis_decimals(&[2e-5, 4e-5]), 5);
         assert_eq!(super::tick(-0.5, 1), "-0.5");
     }
 

@@ -130,19 +130,11 @@ pub fn clip(s: &str, max: usize) -> String {
 }
 
 /// A formatter for the `n` ticks plotters puts on `range` (the same key
-/// points its mesh asks for): each printed with the decimals the tick step
-/// needs (`report::units::tick_decimals`), so ticks never repeat.
+/// points its mesh asks for): all printed with the decimals the tick step
+/// needs (`report::units::axis_decimals`), so ticks never repeat.
 pub fn tick_labels(range: std::ops::Range<f64>, n: usize) -> impl Fn(&f64) -> String {
     let kp = plotters::coord::types::RangedCoordf64::from(range).key_points(n);
-    let step = kp
-        .windows(2)
-        .map(|w| w[1] - w[0])
-        .fold(f64::INFINITY, f64::min);
-    let decimals = if step.is_finite() {
-        units::tick_decimals(step)
-    } else {
-        kp.first().map_or(0, |v| units::tick_decimals(*v))
-    };
+    let decimals = units::axis_decimals(&kp);
     move |v: &f64| units::tick(*v, decimals)
 }
 
