@@ -430,6 +430,15 @@ fn draw_row(
 mod tests {
     use super::*;
 
+    /// Ticks near -100% are printed exactly, never all as "-100%".
+    #[test]
+    fn ticks_near_minus_100_percent_stay_apart() {
+        assert_eq!(pct(1.0 - 0.995, false), "-99.5%");
+        assert_eq!(pct(1.0 - 0.999, false), "-99.9%");
+        assert_eq!(pct(1.25, false), "+25%");
+        assert_eq!(pct(1.0 - 0.995, true), "-99.5%");
+    }
+
     /// Every axis, from +-1% to x1000, gets 0% and at least one round tick
     /// on each side, and nothing outside the axis.
     #[test]
