@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 from oracle_formats import (_close, check_csv, check_json, check_markdown,  # noqa: E402
                             check_micro_summary, check_text, json_cis)
 from oracle_html import axis, check_html  # noqa: E402
-from oracle_more import check_fleet, check_gobench, go_benchmarks  # noqa: E402
+from oracle_more import benchstat_name, check_fleet, check_gobench, go_benchmarks  # noqa: E402
 from oracle_truth import (Checks, display_scale, expected, holm, load,  # noqa: E402
                           mwu_p, pool, summary)
 
@@ -97,6 +97,8 @@ def selftest():
     g = go_benchmarks(t.name)
     __import__("os").unlink(t.name)
     assert sorted(v for v in g.values()) == [[3.0], [5.0], [7.0], [9.0]], g
+    assert [benchstat_name(u) for u in ("ns/op", "MB/s", "B/op", "allocs/op", "ns/frame")] == \
+        ["sec/op", "B/s", "B/op", "allocs/op", "sec/frame"]
     print("oracle self-test ok")
 
 

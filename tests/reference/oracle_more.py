@@ -12,10 +12,18 @@ from oracle_formats import NUM
 from oracle_truth import Checks, display_scale, expected, load, mlabel, pool
 
 
+def benchstat_name(unit):
+    """The name benchstat gives a Go unit (golang.org/x/perf benchunit's
+    TidyUnit): a prescaled `ns` is `sec` and `MB` is `B`, one unit term
+    at a time (`ns/op` is `sec/op`, `MB/s` is `B/s`); others keep theirs."""
+    return "/".join({"ns": "sec", "MB": "B"}.get(t, t) for t in unit.split("/"))
+
+
 def go_benchmarks(path):
     """A Go benchmark file as benchstat reads it: a benchmark is its full
     name (with the -N GOMAXPROCS suffix) and the configuration keys above
-    it (pkg, goos, goarch, cpu); its values per unit, in file order."""
+    it (pkg, goos, goarch, cpu); its values per unit as written, in file
+    order."""
     keys, out = {}, {}
     for line in open(path):
         kv = re.match(r"^([a-z][a-zA-Z0-9_-]*):\s*(.*)$", line)
@@ -32,14 +40,17 @@ def go_benchmarks(path):
 
 
 def check_gobench(db, exp_id, name, files, d):
-    """Each benchmark of each file is a cell of its own: its values, and
-    no other benchmark's, in one (workload, metric) of that file's config.
+    """Each benchmark of each file is a cell of its own: its values as
+    written, and no other benchmark's, in one (workload, metric) of that
+    file's config, the metric named as benchstat names it and stored in
+    the file's unit, the workload named by the benchmark (with its -N) and
+    by each identity key that tells two of the file's benchmarks apart.
     Go's time units scale as any time unit does (docs/reports.md: `ns/op`
-    is shown as `us/op` when its values are microseconds), in text and
-    Markdown headers alike."""
+    is shown as `us/op` when its values are microseconds), in text and in
+    each workload's Markdown table."""
     exp = expected(load(db, exp_id))
     fails = []
-    text, md = open(f"{d}/report.txt").read(), open(f"{d}/report.md").read()
+    text, md = open(f"{d}/report.txt").read(), open(f"{d}/report.md").read().replace("\\", "")
     for m in exp["metrics"]:
         go_unit = m["unit"] or m["name"]
         if not re.match(r"^(ns|us|ms|s|B|KiB|MiB)/op$", go_unit):
@@ -48,19 +59,41 @@ def check_gobench(db, exp_id, name, files, d):
         if want not in text:
             fails.append(f"text: experiment {name}, {mlabel(m)}: unit: printed {m['display'] or '(none)'}"
                          f" ({go_unit} stored as unit {m['unit']!r}), expected {want}")
-        head = re.search(r"\| " + re.escape(m["name"]) + r" \(([^)]*)\)", md.replace("\\", ""))
-        if head and head.group(1) != want:
+        # The header of this workload's table, not the first one naming the metric.
+        sec = md.split(f"### {m['workload']}\n", 1)
+        head = re.search(r"\| " + re.escape(m["name"]) + r" \(([^)]*)\)", sec[1].split("### ", 1)[0]) \
+            if len(sec) == 2 else None
+        if head is None:
+            fails.append(f"markdown: experiment {name}, {mlabel(m)}: no table header names it")
+        elif head.group(1) != want:
             fails.append(f"markdown: experiment {name}, {mlabel(m)}: unit: printed ({head.group(1)}), expected ({want})")
     for path in files:
         cfg = re.sub(r"\.[^.]*$", "", path.rsplit("/", 1)[-1])
-        for ((bench, keys), unit), want in go_benchmarks(path).items():
-            cells = {m["workload"]: m["cells"].get(cfg, []) for m in exp["metrics"] if m["name"] == unit}
-            if not any(sorted(v) == sorted(want) for v in cells.values()):
-                pkg = dict(keys).get("pkg", "")
-                fails.append(f"store: experiment {name}, {bench} (pkg {pkg}) {unit} in {cfg}: "
+        benches = go_benchmarks(path)
+        # The identity keys whose values differ between the file's benchmarks.
+        telling = {k for (_b, ks), _u in benches for k, v in ks
+                   if any(dict(o).get(k) != v for (_ob, o), _ou in benches)}
+        for ((bench, keys), unit), want in benches.items():
+            metric = benchstat_name(unit)
+            cells = {m["workload"]: m["cells"].get(cfg, []) for m in exp["metrics"]
+                     if m["name"] == metric and m["unit"] == unit}
+            own = [w for w, v in cells.items() if sorted(v) == sorted(want)]
+            pkg = dict(keys).get("pkg", "")
+            if not own:
+                fails.append(f"store: experiment {name}, {bench} (pkg {pkg}) {metric} ({unit}) in {cfg}: "
                              f"printed values {dict((w, v) for w, v in cells.items() if v)}, expected "
                              f"a cell of its own holding {want}")
+                continue
+            short = bench[len("Benchmark"):]
+            named = [w for w in own if (w == short or w.startswith(short + " "))
+                     and all(v in w for k, v in keys if k in telling)]
+            if not named:
+                fails.append(f"store: experiment {name}, {bench} (pkg {pkg}) in {cfg}: workload "
+                             f"{own[0]!r}, expected it named {short} with "
+                             f"{', '.join(f'{k}={v}' for k, v in keys if k in telling) or 'no key'}")
     return fails
+
+
 def check_fleet(db, fleet, d, name):
     """Each host's row recomputed from its samples (means, delta) and taken
     from its own report (the bootstrap CI, verdict); the hosts pooled again

@@ -157,8 +157,9 @@ pub fn ticks(x: (f64, f64), parts: f64) -> Vec<f64> {
     out
 }
 
-/// A change in percent, as the ticks and the points are labelled: whole
-/// percents from 1% up, one decimal below (and for the points' values).
+/// A change in percent, as the ticks and the points are labelled: a point's
+/// value in whole percents from 1% up and with one decimal below; a tick
+/// as exactly as its round value needs (one decimal below 1%).
 fn pct(r: f64, point: bool) -> String {
     let d = (r - 1.0) * 100.0;
     // A change that rounds to zero is no "-0.0%".
@@ -168,8 +169,13 @@ fn pct(r: f64, point: bool) -> String {
         "0%".into()
     } else if point && d.abs() < 100.0 || d.abs() < 1.0 {
         format!("{d:+.1}%")
-    } else {
+    } else if point {
         format!("{d:+.0}%")
+    } else {
+        // A tick is a round change (25%, 99.5%): printed exactly, so that
+        // -99.5% and -99.9% never both read "-100%".
+        let k = crate::report::units::tick_decimals(d);
+        format!("{d:+.k$}%")
     }
 }
 
@@ -423,6 +429,15 @@ fn draw_row(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Ticks near -100% are printed exactly, never all as "-100%".
+    #[test]
+    fn ticks_near_minus_100_percent_stay_apart() {
+        assert_eq!(pct(1.0 - 0.995, false), "-99.5%");
+        assert_eq!(pct(1.0 - 0.999, false), "-99.9%");
+        assert_eq!(pct(1.25, false), "+25%");
+        assert_eq!(pct(1.0 - 0.995, true), "-99.5%");
+    }
 
     /// Every axis, from +-1% to x1000, gets 0% and at least one round tick
     /// on each side, and nothing outside the axis.

@@ -100,6 +100,8 @@ pub fn time_series(
         SeriesShape::PerInterval => "seconds since run start",
         SeriesShape::PerRun => "run (mean of its values)",
     };
+    let x_ticks = plot::tick_labels(x0.max(0.0)..x1, 6);
+    let y_ticks = plot::tick_labels(y0..y1, 5);
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
@@ -114,14 +116,14 @@ pub fn time_series(
             .configure_mesh()
             .x_labels(6)
             .x_label_formatter(&|v| match shape {
-                SeriesShape::PerInterval => plot::tick(*v),
+                SeriesShape::PerInterval => x_ticks(v),
                 // Runs are counted: whole numbers only.
                 SeriesShape::PerRun if (v - v.round()).abs() < 1e-9 => format!("{}", v.round()),
                 SeriesShape::PerRun => String::new(),
             })
             .x_desc(x_desc)
             .y_labels(5)
-            .y_label_formatter(&|v| plot::tick(*v))
+            .y_label_formatter(&y_ticks)
             .y_desc(unit)
             .label_style(plot::font(12))
             .max_light_lines(0)

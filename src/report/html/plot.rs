@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::esc;
+use crate::report::units;
 
 /// Config colours: the Okabe-Ito palette reordered so that neighbours differ
 /// in lightness as well as hue (baseline near-black, then light, mid, ...),
@@ -128,25 +129,13 @@ pub fn clip(s: &str, max: usize) -> String {
     }
 }
 
-/// Short number for axis ticks, never in `e` notation (the report's units
-/// keep most values between 1 and 1000; a tiny unitless one gets the
-/// decimals its first three significant digits need).
-pub fn tick(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".into()
-    } else if !a.is_finite() {
-        format!("{v}")
-    } else if a < 1e-3 {
-        let decimals = (-a.log10()).ceil() as usize + 2;
-        format!("{v:.decimals$}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
+/// A formatter for the `n` ticks plotters puts on `range` (the same key
+/// points its mesh asks for): all printed with the decimals the tick step
+/// needs (`report::units::axis_decimals`), so ticks never repeat.
+pub fn tick_labels(range: std::ops::Range<f64>, n: usize) -> impl Fn(&f64) -> String {
+    let kp = plotters::coord::types::RangedCoordf64::from(range).key_points(n);
+    let decimals = units::axis_decimals(&kp);
+    move |v: &f64| units::tick(*v, decimals)
 }
 
 /// Padded [lo, hi] of finite values (a flat set gets +-5% or +-1).
@@ -206,6 +195,7 @@ pub fn category_chart<'a, DB: DrawingBackend>(
     >,
 > {
     let k = names.len().max(1);
+    let y_ticks = tick_labels(ys.clone(), y_labels);
     let mut chart = ChartBuilder::on(root)
         .margin(8)
         .x_label_area_size(40)
@@ -225,7 +215,7 @@ pub fn category_chart<'a, DB: DrawingBackend>(
             }
         })
         .y_labels(y_labels)
-        .y_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&y_ticks)
         .y_desc(unit)
         .label_style(font(12))
         .max_light_lines(0)
