@@ -17,13 +17,14 @@
 //!    per run (or per workload) to the smallest's: 1.00 is linear. Stores
 //!    are written whole through the store's import path
 //!    (`Store::insert_whole`). `SYSDELTA_BENCH_MAX=N` caps the sizes.
+//!    Each report's peak resident memory is printed beside its time.
 //!
 //! Run: `cargo bench --bench linear_costs`. Times depend on the machine
 //! and its load; the ratios are what to read.
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Instant;
 
 use sysdelta::analysis::precision::{Precision, RESAMPLES};
@@ -242,24 +243,47 @@ fn store_of(
     path
 }
 
-/// One `sysdelta report` process, exec to exit, seconds.
-fn report(path: &Path, format: &str) -> f64 {
+/// One `sysdelta report` process, exec to exit: seconds, and its peak
+/// resident memory in MiB. The peak is the child's `VmHWM` read from
+/// /proc every 2 ms until it exits (its own address space's high-water
+/// mark; `ru_maxrss` from `wait4` would carry this benchmark's own peak
+/// across the spawn). The output goes to a file, so nothing waits on a pipe.
+fn report(dir: &Path, path: &Path, format: &str) -> (f64, f64) {
+    let out = std::fs::File::create(dir.join("report.out")).unwrap();
+    let err = std::fs::File::create(dir.join("report.err")).unwrap();
     let t = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
         .arg("--store")
         .arg(path)
         .args(["report", "last", "--format", format])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
+        .stdout(out)
+        .stderr(err)
+        .spawn()
         .unwrap();
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak_kib = 0u64;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let hwm = std::fs::read_to_string(&status_file)
+            .ok()
+            .and_then(|s| {
+                let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
+                line.split_whitespace().nth(1)?.parse::<u64>().ok()
+            })
+            .unwrap_or(0);
+        peak_kib = peak_kib.max(hwm);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    // The exit is seen up to 2 ms late: at most 2 ms more than the process took.
     let s = t.elapsed().as_secs_f64();
     assert!(
-        out.status.success(),
+        status.success(),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        std::fs::read_to_string(dir.join("report.err")).unwrap_or_default()
     );
-    s
+    (s, peak_kib as f64 / 1024.0)
 }
 
 /// Part 2: report time against the number of runs, then of workloads.
@@ -278,11 +302,12 @@ fn reports(dir: &Path, max: usize) {
                 _ => store_of(dir, &format!("workloads{n}.db"), n, 2, &["wall"]),
             };
             let built = t.elapsed().as_secs_f64();
-            let (text, json) = (report(&path, "text"), report(&path, "json"));
+            let ((text, text_rss), (json, json_rss)) =
+                (report(dir, &path, "text"), report(dir, &path, "json"));
             let (t0, j0, n0) = *first.get_or_insert((text, json, n));
             let scale = n as f64 / n0 as f64;
             println!(
-                "  {n:>7} {what}: text {text:>8.3} s (ratio {:>5.2}), json {json:>8.3} s (ratio {:>5.2}); store written in {built:.1} s",
+                "  {n:>7} {what}: text {text:>8.3} s (ratio {:>5.2}), json {json:>8.3} s (ratio {:>5.2}); peak RSS text {text_rss:.0} MiB, json {json_rss:.0} MiB; store written in {built:.1} s",
                 text / t0 / scale,
                 json / j0 / scale
             );

@@ -1,7 +1,7 @@
 //! The bootstrap CIs of the ratio of means: resampled means of every
 //! cell, and whether a CI is estimable.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::boots::CellUnits;
 use super::model::{MetricAnalysis, Options, NOT_ESTIMABLE};
@@ -64,57 +64,59 @@ pub(super) fn estimable(
     }))
 }
 
-/// Resampled means of every (metric, config) cell, for the bootstrap CIs
-/// of mean(config) / mean(baseline).
+/// Each workload's metrics (indices, in order), workloads sorted by name:
+/// a workload's place in this list seeds its cells' streams
+/// ([`workload_means`]). Found once: a scan of all metrics per cell made a
+/// report of W workloads cost W^2.
+pub(super) fn by_workload(metrics: &[MetricAnalysis]) -> Vec<(&str, Vec<usize>)> {
+    let mut of: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (mi, m) in metrics.iter().enumerate() {
+        of.entry(m.workload.as_str()).or_default().push(mi);
+    }
+    of.into_iter().collect()
+}
+
+/// Resampled means of one workload's (metric, config) cells, for the
+/// bootstrap CIs of mean(config) / mean(baseline): `wi` is the workload's
+/// place in [`by_workload`], `of_workload` its metrics.
 ///
 /// Runs are the unit of resampling, or boots where the runs are in boots
 /// (resampling boots alone, see `report::boots`). Within one (workload,
 /// config) cell all metrics that every unit reported are resampled jointly
 /// (one draw of unit indices serves them all, see [`stats::joint`]); a
-/// metric some units lack is resampled alone. Cells run in parallel; every cell has its
-/// own seed stream, so results do not depend on the thread count.
-pub(super) fn bootstrap_cis(
+/// metric some units lack is resampled alone. Every cell has its own seed
+/// stream, so results depend neither on the thread count nor on which
+/// other workloads are analysed at the same time. A caller holds one
+/// workload's means at a time (`resamples` values per cell: 10,000 x 8
+/// bytes), turns them into CIs and drops them, so a report's memory does
+/// not grow with resamples x workloads.
+pub(super) fn workload_means(
     metrics: &[MetricAnalysis],
+    (wi, w, of_workload): (usize, &str, &[usize]),
     units: &CellUnits,
     configs: &[String],
     opts: &Options,
 ) -> HashMap<(usize, usize), Vec<f64>> {
-    use rayon::prelude::*;
-
-    let mut workloads: Vec<&str> = metrics.iter().map(|m| m.workload.as_str()).collect();
-    workloads.sort();
-    workloads.dedup();
-    // Each workload's metrics (indices, in order), found once: a scan of
-    // all metrics per cell made a report of W workloads cost W^2.
-    let mut of_workload: HashMap<&str, Vec<usize>> = HashMap::new();
-    for (mi, m) in metrics.iter().enumerate() {
-        of_workload.entry(m.workload.as_str()).or_default().push(mi);
-    }
-    let cells: Vec<(usize, usize)> = (0..workloads.len())
-        .flat_map(|w| (0..configs.len()).map(move |c| (w, c)))
-        .collect();
-    // (metric index, config index) -> resampled means.
-    let means = cells
-        .par_iter()
-        .flat_map_iter(|&(wi, ci)| {
-            let w = workloads[wi];
-            // Units: runs, or boots for runs in boots (whose values are one
-            // per boot), so the bootstrap resamples boots there.
-            let runs = units
-                .get(&(configs[ci].as_str(), w))
-                .map(|u| u.groups.len())
-                .unwrap_or(0);
-            let columns: Vec<(usize, &[f64])> = of_workload[w]
-                .iter()
-                .map(|&mi| (mi, metrics[mi].cells[ci].values.as_slice()))
-                .filter(|(_, values)| values.len() >= 2)
-                .collect();
-            let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
+    let mut means = HashMap::new();
+    for (ci, config) in configs.iter().enumerate() {
+        // Units: runs, or boots for runs in boots (whose values are one
+        // per boot), so the bootstrap resamples boots there.
+        let runs = units
+            .get(&(config.as_str(), w))
+            .map(|u| u.groups.len())
+            .unwrap_or(0);
+        let columns: Vec<(usize, &[f64])> = of_workload
+            .iter()
+            .map(|&mi| (mi, metrics[mi].cells[ci].values.as_slice()))
+            .filter(|(_, values)| values.len() >= 2)
+            .collect();
+        let seed = stats::bootstrap::stream_seed(opts.seed, (wi * configs.len() + ci) as u64);
+        means.extend(
             cell_means(&columns, runs, opts.resamples, seed)
                 .into_iter()
-                .map(move |(mi, m)| ((mi, ci), m))
-        })
-        .collect();
+                .map(|(mi, m)| ((mi, ci), m)),
+        );
+    }
     means
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 
+use super::boots::CellUnits;
 use super::cis;
 use super::families;
 use super::model::*;
@@ -64,29 +65,60 @@ fn pct_ci((lo, hi): (f64, f64), base_sign: f64) -> (f64, f64) {
     (a.min(b), a.max(b))
 }
 
-/// Every metric's comparisons, metrics in parallel; the raw p-values.
+/// Every metric's comparisons, workloads in parallel; the raw p-values,
+/// in metric order.
+///
+/// One workload at a time per thread: its cells' bootstrap means
+/// ([`cis::workload_means`]) are made, turned into its metrics'
+/// comparisons and dropped before the next workload, so memory holds the
+/// resampled means of as many workloads as there are threads, not of all
+/// (10,000 means per cell made 100,000 workloads need 16 GB).
 pub(super) fn compare_all(
     metrics: &mut [MetricAnalysis],
-    means: &HashMap<(usize, usize), Vec<f64>>,
+    units: &CellUnits,
+    configs: &[String],
     opts: &Options,
 ) -> Pvals {
     use rayon::prelude::*;
-    let per_metric: Vec<Pvals> = metrics
-        .par_iter_mut()
+    let workloads = cis::by_workload(metrics);
+    let shared: &[MetricAnalysis] = metrics;
+    let done: Vec<Vec<(usize, Vec<Comparison>)>> = workloads
+        .par_iter()
         .enumerate()
-        .map(|(mi, m)| {
-            let cmps: Vec<Comparison> = (1..m.cells.len())
-                .map(|ci| compare_cell(m, ci, (means.get(&(mi, 0)), means.get(&(mi, ci))), opts))
-                .collect();
-            m.comparisons = cmps;
-            m.comparisons
+        .map(|(wi, (w, of_workload))| {
+            let means = cis::workload_means(shared, (wi, w, of_workload), units, configs, opts);
+            of_workload
                 .iter()
-                .enumerate()
-                .filter_map(|(i, c)| c.p.map(|p| (mi, i, p)))
+                .map(|&mi| (mi, compare_metric(&shared[mi], mi, &means, opts)))
                 .collect()
         })
         .collect();
-    per_metric.into_iter().flatten().collect()
+    for (mi, cmps) in done.into_iter().flatten() {
+        metrics[mi].comparisons = cmps;
+    }
+    metrics
+        .iter()
+        .enumerate()
+        .flat_map(|(mi, m)| {
+            m.comparisons
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, c)| c.p.map(|p| (mi, i, p)))
+        })
+        .collect()
+}
+
+/// Metric `mi`'s configs against its baseline; `means` hold its
+/// workload's resampled means by (metric index, config index).
+fn compare_metric(
+    m: &MetricAnalysis,
+    mi: usize,
+    means: &HashMap<(usize, usize), Vec<f64>>,
+    opts: &Options,
+) -> Vec<Comparison> {
+    (1..m.cells.len())
+        .map(|ci| compare_cell(m, ci, (means.get(&(mi, 0)), means.get(&(mi, ci))), opts))
+        .collect()
 }
 
 /// Config `ci` of `m` against its baseline (cell 0); `means` are the two

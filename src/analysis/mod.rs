@@ -144,10 +144,9 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         });
     }
 
-    let means = cis::bootstrap_cis(&metrics, &units, &configs, opts);
-
-    // Raw comparisons (metrics in parallel), then one correction over all.
-    let pvals = comparison::compare_all(&mut metrics, &means, opts);
+    // Raw comparisons (workloads in parallel, each workload's bootstrap
+    // means made and dropped in turn), then one correction over all.
+    let pvals = comparison::compare_all(&mut metrics, &units, &configs, opts);
     let (n_headline, n_telemetry) = comparison::correct(&mut metrics, &pvals, opts);
 
     let runs_ok = data.runs.iter().filter(|r| r.is_measured_ok()).count();

@@ -125,12 +125,19 @@ pub fn from_parts(
         .iter()
         .map(|m| units::metric_scale(m, time_unit))
         .collect();
+    let measured = order::measured_by_workload(&data.runs);
     let order = a
         .metrics
         .iter()
         .zip(&scales)
-        .map(|(m, s)| order::points(&data.runs, &a.configs, &m.workload, &m.spec.name, s))
+        .map(|(m, s)| {
+            let runs = measured
+                .get(m.workload.as_str())
+                .map_or(&[][..], Vec::as_slice);
+            order::points(runs, &a.configs, &m.spec.name, s)
+        })
         .collect();
+    drop(measured);
     ReportView {
         shown: units::rescale(&a, time_unit),
         order,

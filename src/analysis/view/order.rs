@@ -5,6 +5,8 @@
 //! metric's other values, so they must be in that axis' unit: they are
 //! converted here, with the metric's [`Scale`], and never by a renderer.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use super::units::Scale;
@@ -19,20 +21,29 @@ pub struct ExecutionOrder {
     pub points: Vec<Vec<(usize, f64)>>,
 }
 
-/// The execution-order points of `metric` of `workload`, per config of
-/// `configs`, scaled by `scale` (the metric's display scale).
+/// Each workload's measured successful runs, in execution order: found
+/// once for all of a report's metrics (a scan of every run per metric made
+/// a report of W workloads cost W^2).
+pub fn measured_by_workload(runs: &[StoredRun]) -> HashMap<&str, Vec<&StoredRun>> {
+    let mut of: HashMap<&str, Vec<&StoredRun>> = HashMap::new();
+    for r in runs.iter().filter(|r| r.is_measured_ok()) {
+        of.entry(r.workload.as_str()).or_default().push(r);
+    }
+    of
+}
+
+/// The execution-order points of `metric`, per config of `configs`, from
+/// its workload's measured runs (`measured`, in execution order, as
+/// [`measured_by_workload`] gives them), scaled by `scale` (the metric's
+/// display scale).
 pub fn points(
-    runs: &[StoredRun],
+    measured: &[&StoredRun],
     configs: &[String],
-    workload: &str,
     metric: &str,
     scale: &Scale,
 ) -> ExecutionOrder {
     let mut seq = vec![Vec::new(); configs.len()];
-    let measured = runs
-        .iter()
-        .filter(|r| r.is_measured_ok() && r.workload == workload);
-    for (i, r) in measured.enumerate() {
+    for (i, r) in measured.iter().enumerate() {
         if let (Some(ci), Some(v)) = (
             configs.iter().position(|c| *c == r.config),
             r.samples

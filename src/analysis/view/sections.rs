@@ -4,7 +4,7 @@
 //! medians over runs per config), the series every run recorded, and the
 //! run counts per config and workload.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
@@ -71,22 +71,33 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> Vec<Workloa
         .filter(|r| r.is_measured_ok())
         .map(|r| (r.id, r))
         .collect();
-    let mut names: Vec<(&str, &str)> = data
-        .series
+    // The workloads' declared metrics, and each (workload, series,
+    // config)'s series in stored order, found once: a scan of all metrics
+    // per series, or of all series per (workload, series, config), made a
+    // report of W workloads cost W^2.
+    let declared: HashSet<(&str, &str)> = data
+        .metrics
         .iter()
-        .filter_map(|(id, s)| {
-            // A workload's time series is a metric with one sample per
-            // interval; monitor telemetry has its own series and per-run
-            // summaries, shown as metrics.
-            let r = runs.get(id)?;
-            let is_metric = data
-                .metrics
-                .iter()
-                .any(|m| m.workload == r.workload && m.spec.name == s.name);
-            let per_interval = r.samples.get(&s.name).is_some_and(|v| v.len() > 1);
-            (is_metric && per_interval).then_some((r.workload.as_str(), s.name.as_str()))
-        })
+        .map(|m| (m.workload.as_str(), m.spec.name.as_str()))
         .collect();
+    type Key<'a> = (&'a str, &'a str, &'a str);
+    let mut of_cell: HashMap<Key, Vec<&SeriesRecord>> = HashMap::new();
+    let mut names: Vec<(&str, &str)> = Vec::new();
+    for (id, s) in &data.series {
+        let Some(r) = runs.get(id) else { continue };
+        let (w, name) = (r.workload.as_str(), s.name.as_str());
+        of_cell
+            .entry((w, name, r.config.as_str()))
+            .or_default()
+            .push(s);
+        // A workload's time series is a metric with one sample per
+        // interval; monitor telemetry has its own series and per-run
+        // summaries, shown as metrics.
+        let per_interval = r.samples.get(name).is_some_and(|v| v.len() > 1);
+        if declared.contains(&(w, name)) && per_interval {
+            names.push((w, name));
+        }
+    }
     names.sort();
     names.dedup();
     let mut out = Vec::new();
@@ -95,16 +106,11 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> Vec<Workloa
         let mut unit = String::new();
         let mut columns = Vec::new();
         for c in configs {
-            let series: Vec<&Vec<f64>> = data
-                .series
+            let series: Vec<&Vec<f64>> = of_cell
+                .get(&(workload, name, c.as_str()))
+                .map_or(&[][..], Vec::as_slice)
                 .iter()
-                .filter(|(id, s)| {
-                    s.name == name
-                        && runs
-                            .get(id)
-                            .is_some_and(|r| r.config == *c && r.workload == workload)
-                })
-                .map(|(_, s)| {
+                .map(|s| {
                     if let (Some(a), Some(b)) = (s.t.first(), s.t.get(1)) {
                         interval = b - a;
                     } else if let Some(a) = s.t.first() {
@@ -154,17 +160,21 @@ pub struct RunCounts {
 
 /// The run counts of `data` per config of `configs`.
 pub fn run_counts(data: &ExperimentData, configs: &[String]) -> RunCounts {
+    // Workloads in order of their first run, each found by name in one
+    // look-up (a scan of the list per run made W workloads cost W^2).
     let mut workloads: Vec<String> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for r in &data.runs {
-        if !workloads.contains(&r.workload) {
+        index.entry(r.workload.as_str()).or_insert_with(|| {
             workloads.push(r.workload.clone());
-        }
+            workloads.len() - 1
+        });
     }
     let mut counts = vec![vec![(0, 0, 0); workloads.len()]; configs.len()];
     for r in &data.runs {
-        let (Some(ci), Some(wi)) = (
+        let (Some(ci), Some(&wi)) = (
             configs.iter().position(|c| *c == r.config),
-            workloads.iter().position(|w| *w == r.workload),
+            index.get(r.workload.as_str()),
         ) else {
             continue;
         };
