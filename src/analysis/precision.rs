@@ -27,7 +27,6 @@ mod poisson;
 
 use std::collections::HashMap;
 
-use super::cis;
 use super::model::{run_value, Options};
 use crate::error::Error;
 use crate::monitor::{control::PROBE_WORKLOAD, CONTROL_SUFFIX};
@@ -39,13 +38,53 @@ use crate::store::{ExperimentInfo, StoredMetric, StoredRun};
 /// of resamples.
 pub const RESAMPLES: usize = 2000;
 
-/// One metric's state in one cell.
+/// One metric's state in one cell: what a check reads, kept up to date run
+/// by run, so a check passes over no values (only Welch's interval, below
+/// 5 runs a side, reads them).
 struct MetricState {
-    /// Its values, one per run that reported it, in run order (Welch's
-    /// interval below 5 a side, the expanded level, the sign rules).
+    /// Its values, one per run that reported it, in run order.
     values: Vec<f64>,
+    /// Their running mean and sum of squared deviations (Welford), for
+    /// the expanded level.
+    mean: f64,
+    m2: f64,
+    /// Whether every value is finite, whether one is negative.
+    finite: bool,
+    negative: bool,
     /// The streaming bootstrap's replicates of its mean.
     replicates: poisson::Replicates,
+}
+
+impl MetricState {
+    fn new() -> MetricState {
+        MetricState {
+            values: Vec::new(),
+            mean: 0.0,
+            m2: 0.0,
+            finite: true,
+            negative: false,
+            replicates: poisson::Replicates::new(RESAMPLES),
+        }
+    }
+
+    /// Take in one run's value with the run's replicate weights.
+    fn add(&mut self, x: f64, weights: &[u32]) {
+        self.values.push(x);
+        self.finite &= x.is_finite();
+        self.negative |= x < 0.0;
+        let d = x - self.mean;
+        self.mean += d / self.values.len() as f64;
+        self.m2 += d * (x - self.mean);
+        self.replicates.add(x, weights);
+    }
+
+    /// (s^2 / (n mean^2), n), as `expanded_confidence` computes it from
+    /// the values; None below 2 values or at a zero or non-finite mean.
+    fn rel_var(&self) -> Option<(f64, f64)> {
+        let n = self.values.len() as f64;
+        (self.values.len() >= 2 && self.mean != 0.0 && self.mean.is_finite())
+            .then(|| (self.m2 / (n - 1.0) / (n * self.mean * self.mean), n))
+    }
 }
 
 /// One (config, workload) cell's successful measured runs so far.
@@ -163,15 +202,10 @@ impl Precision {
             let weights = cell.weights.draw();
             for metric in r.samples.keys() {
                 if let Some(v) = run_value(r, metric) {
-                    let m = cell
-                        .metrics
+                    cell.metrics
                         .entry(metric.clone())
-                        .or_insert_with(|| MetricState {
-                            values: Vec::new(),
-                            replicates: poisson::Replicates::new(RESAMPLES),
-                        });
-                    m.values.push(v);
-                    m.replicates.add(v, weights);
+                        .or_insert_with(MetricState::new)
+                        .add(v, weights);
                 }
             }
             if let Some(w) = r.samples.get("wall").and_then(|v| v.first()) {
@@ -240,8 +274,9 @@ impl Precision {
 
     /// Every comparison the rule reads ("workload/metric config"), in the
     /// store's metric order then plan order, with its interval (None: the
-    /// report would have none either). O(B) per comparison, plus a pass
-    /// over each side's values for the level (a few flops a value).
+    /// report would have none either). O(B) per comparison: the level
+    /// comes from running moments, and only Welch's interval (below 5 runs
+    /// a side) reads values.
     fn intervals(
         &self,
         metrics: &[StoredMetric],
@@ -287,24 +322,24 @@ impl Precision {
     /// None where the report has none.
     fn ratio_ci(&self, base: &MetricState, other: &MetricState) -> Option<(f64, f64)> {
         let conf = self.opts.confidence;
-        let (bv, ov) = (base.values.as_slice(), other.values.as_slice());
+        let (nb, no) = (base.values.len(), other.values.len());
         // As `stats::summary::summarize`: no mean with a non-finite value.
-        let finite = |xs: &[f64]| !xs.is_empty() && xs.iter().all(|x| x.is_finite());
-        if !finite(bv) || !finite(ov) || bv.len() < 2 || ov.len() < 2 {
+        if !base.finite || !other.finite || nb < 2 || no < 2 || base.mean == 0.0 {
             return None;
         }
-        if bv.iter().sum::<f64>() == 0.0 {
-            return None;
-        }
-        let main = if bv.len().min(ov.len()) < stats::welch::SMALL_CI_BELOW {
-            stats::welch::log_ratio_ci(bv, ov, conf)
+        let (lo, hi) = if nb.min(no) < stats::welch::SMALL_CI_BELOW {
+            stats::welch::log_ratio_ci(&base.values, &other.values, conf)?
         } else {
-            let level = stats::bootstrap::expanded_confidence(bv, ov, conf);
-            poisson::ratio_ci(&base.replicates, &other.replicates, level)
+            // `expanded_confidence`'s level, from the running moments.
+            let level = match (base.rel_var(), other.rel_var()) {
+                (Some(b), Some(o)) => stats::bootstrap::expanded_level(b, o, conf),
+                _ => conf,
+            };
+            poisson::ratio_ci(&base.replicates, &other.replicates, level)?
         };
-        // The report's refusals (an interval below -100% of non-negative
-        // values); the replicates' means only word the reason, unused here.
-        cis::estimable(bv, ov, &[], main).ok()
+        // The report's refusal (`cis::estimable`): an interval reaching
+        // below -100% when no value is negative is a numerical failure.
+        (base.negative || other.negative || lo >= 0.0).then_some((lo, hi))
     }
 }
 

@@ -481,3 +481,25 @@ fn min_time_sums_are_the_full_experiments() {
     }
     assert_eq!(p.wall_sums(), expected);
 }
+
+/// The level from running moments is `expanded_confidence`'s from the
+/// values (to rounding: Welford's sums, not two passes).
+#[test]
+fn the_running_level_is_the_reports_expanded_level() {
+    let mut noise = Noise(0x5EED);
+    for n in [2, 5, 20, 200] {
+        let (b, o) = (normals(&mut noise, n), normals(&mut noise, n + 3));
+        let (b, o): (Vec<f64>, Vec<f64>) = (
+            b.iter().map(|z| 50.0 + 5.0 * z).collect(),
+            o.iter().map(|z| 52.0 + 2.0 * z).collect(),
+        );
+        let (mut sb, mut so) = (MetricState::new(), MetricState::new());
+        let w = vec![1; RESAMPLES];
+        b.iter().for_each(|&x| sb.add(x, &w));
+        o.iter().for_each(|&x| so.add(x, &w));
+        let running =
+            stats::bootstrap::expanded_level(sb.rel_var().unwrap(), so.rel_var().unwrap(), 0.95);
+        let want = stats::bootstrap::expanded_confidence(&b, &o, 0.95);
+        assert!((running - want).abs() < 1e-12, "n={n}: {running} {want}");
+    }
+}
