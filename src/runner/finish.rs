@@ -82,8 +82,9 @@ impl SoFar {
     /// The adaptive stopping rule, a precision rule: stop when every
     /// defined ratio CI (every metric, every config against the baseline)
     /// is narrower than `target` (as a fraction of the baseline mean); see
-    /// [`Precision::check`]. Uses 2,000 resamples per check; the final
-    /// report uses the full count.
+    /// [`Precision::check`]. Reads a streaming bootstrap of 2,000
+    /// replicates per cell (a check's cost does not grow with the blocks);
+    /// the final report computes its full bootstrap.
     pub(super) fn precision_check(
         &mut self,
         store: &Store,

@@ -155,7 +155,6 @@ pub fn ratio_ci(base_means: &[f64], other_means: &[f64], confidence: f64) -> Opt
 /// four shapes (normal, log-normal, bimodal, t with 3 degrees of freedom) is measured by
 /// `sysdelta calibrate`.
 pub fn expanded_confidence(base: &[f64], other: &[f64], confidence: f64) -> f64 {
-    use crate::stats::special::{normal_cdf, normal_quantile, t_quantile};
     let rel_var = |xs: &[f64]| -> Option<(f64, f64)> {
         let n = xs.len() as f64;
         if xs.len() < 2 {
@@ -168,9 +167,18 @@ pub fn expanded_confidence(base: &[f64], other: &[f64], confidence: f64) -> f64 
         let ss: f64 = xs.iter().map(|x| (x - m) * (x - m)).sum();
         Some((ss / (n - 1.0) / (n * m * m), n))
     };
-    let (Some((vb, nb)), Some((vo, no))) = (rel_var(base), rel_var(other)) else {
+    let (Some(b), Some(o)) = (rel_var(base), rel_var(other)) else {
         return confidence;
     };
+    expanded_level(b, o, confidence)
+}
+
+/// [`expanded_confidence`] from each side's (relative variance of its
+/// mean, count) instead of its values: v = s^2 / (n mean^2) and n, with
+/// n >= 2 and a finite non-zero mean. For callers that keep running
+/// moments (adaptive stopping), so the level costs nothing per value.
+pub fn expanded_level((vb, nb): (f64, f64), (vo, no): (f64, f64), confidence: f64) -> f64 {
+    use crate::stats::special::{normal_cdf, normal_quantile, t_quantile};
     let v = vb + vo;
     if !(v > 0.0 && v.is_finite() && confidence > 0.0 && confidence < 1.0) {
         return confidence;
