@@ -8,9 +8,13 @@ use anyhow::Result;
 use super::ReportOptions;
 use crate::analysis::view::ReportView;
 
-/// One output format of the reports. The comparison, history and fleet
-/// views get their methods here when their views leave `report/` for
-/// `analysis/` (issue 29's compare part); the lead wires them.
+/// One output format of the reports. A comparison is rendered through it
+/// too (`report::compare` makes its combined experiment a report's view).
+/// The history and the fleet report are views of their own
+/// (`analysis::history`, `analysis::fleet`) that only some formats show:
+/// `report::history` (text, JSON; HTML in `html/history.rs`) and
+/// `report::fleet` (text, markdown, JSON) each choose among them in one
+/// `match`, where a new format that shows them is one more line.
 pub trait ReportFormat: Sync {
     /// An experiment's report (`report`, `run`, `ab`; `compare` renders
     /// its combined experiment through this too).

@@ -331,7 +331,37 @@ impl Store {
                 false => self.in_transaction(migrate)?,
             }
         }
-        Ok(())
+        self.add_missing_indexes()
+    }
+
+    /// Create the look-up indexes ([`schema::INDEXES`]) this store lacks:
+    /// once per store, as it is first opened for writing by a sysdelta
+    /// that knows them; a store that has them all is only asked which it
+    /// has (no lock on its tables).
+    fn add_missing_indexes(&self) -> Result<()> {
+        let names_sql = match self.db.is_pg() {
+            true => {
+                "SELECT CAST(indexname AS TEXT) FROM pg_indexes WHERE schemaname = current_schema()"
+            }
+            false => "SELECT name FROM sqlite_master WHERE type = 'index'",
+        };
+        let present: Vec<String> = self.db.query(names_sql, &[], |r| r.get(0))?;
+        let missing = schema::missing_indexes(&present);
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let create = || -> Result<()> {
+            for sql in &missing {
+                self.db
+                    .batch(sql)
+                    .with_context(|| format!("adding a look-up index: {sql}"))?;
+            }
+            Ok(())
+        };
+        match self.db.is_pg() {
+            true => create(),
+            false => self.in_transaction(create),
+        }
     }
 
     /// Give each experiment stored before uids existed its own (see

@@ -155,23 +155,54 @@ ALTER TABLE experiments ADD COLUMN fleet_id INTEGER REFERENCES fleets(id);
 ALTER TABLE experiments ADD COLUMN fleet_host TEXT;
 CREATE INDEX events_experiment ON events (experiment_id);
 "#,
-    // v6: indexes for the look-ups by name that v1 left to a scan. The
-    // metrics' join to their workloads' order (and every folded run's
-    // check that its config and workload exist) looked a workload up by
-    // (experiment_id, name) through a scan of the experiment's workloads:
-    // `report` of one experiment with 8,000 workloads took 38.6 s, 0.11 s
-    // with the index. Labels (`report LABEL`, `compare`, `history`), a
-    // fleet's experiments, an experiment's boots and a boot's runs are
-    // found the same way.
-    r#"
-CREATE INDEX workloads_name ON workloads (experiment_id, name);
-CREATE INDEX configs_name ON configs (experiment_id, name);
-CREATE INDEX experiments_label ON experiments (label);
-CREATE INDEX experiments_fleet ON experiments (fleet_id, fleet_host);
-CREATE INDEX boots_experiment ON boots (experiment_id);
-CREATE INDEX runs_boot ON runs (boot_id);
-"#,
 ];
+
+/// Indexes for the look-ups by name that v1 left to a scan, kept outside
+/// the numbered migrations: they change no stored data, so adding them
+/// must not raise the schema version (a raised version would lock every
+/// older sysdelta out of a shared team store and make a read-only reader
+/// of an older store fail with "must be upgraded"). A store opened for
+/// writing gets the ones it lacks ([`missing_indexes`]); one only read
+/// works without them, at a scan's cost. The metrics' join to their
+/// workloads' order (and every folded run's check that its config and
+/// workload exist) looked a workload up by (experiment_id, name) through
+/// a scan of the experiment's workloads: `report` of one experiment with
+/// 8,000 workloads took 38.6 s, 0.11 s with the index. Labels (`report
+/// LABEL`, `compare`, `history`), a fleet's experiments, an experiment's
+/// boots and a boot's runs are found the same way.
+pub const INDEXES: &[(&str, &str)] = &[
+    (
+        "workloads_name",
+        "CREATE INDEX workloads_name ON workloads (experiment_id, name)",
+    ),
+    (
+        "configs_name",
+        "CREATE INDEX configs_name ON configs (experiment_id, name)",
+    ),
+    (
+        "experiments_label",
+        "CREATE INDEX experiments_label ON experiments (label)",
+    ),
+    (
+        "experiments_fleet",
+        "CREATE INDEX experiments_fleet ON experiments (fleet_id, fleet_host)",
+    ),
+    (
+        "boots_experiment",
+        "CREATE INDEX boots_experiment ON boots (experiment_id)",
+    ),
+    ("runs_boot", "CREATE INDEX runs_boot ON runs (boot_id)"),
+];
+
+/// The statements that create those of [`INDEXES`] not in `present` (the
+/// store's index names), in order.
+pub fn missing_indexes(present: &[String]) -> Vec<&'static str> {
+    INDEXES
+        .iter()
+        .filter(|(name, _)| !present.iter().any(|p| p == name))
+        .map(|(_, sql)| *sql)
+        .collect()
+}
 
 /// The version whose migration adds `experiments.uid`: migrating to it
 /// gives every experiment already stored its uid.
@@ -237,6 +268,23 @@ mod tests {
             .collect()
     }
 
+    /// The look-up indexes change no stored data, so they raise no schema
+    /// version (an older sysdelta still opens a store that has them); a
+    /// store is given only the ones it lacks.
+    #[test]
+    fn indexes_raise_no_version_and_only_missing_ones_are_made() {
+        assert_eq!(MIGRATIONS.len(), 5, "v6 would lock older sysdeltas out");
+        assert!(MIGRATIONS.iter().all(|m| !m.contains("workloads_name")));
+        assert_eq!(missing_indexes(&[]).len(), INDEXES.len());
+        let all: Vec<String> = INDEXES.iter().map(|(n, _)| n.to_string()).collect();
+        assert!(missing_indexes(&all).is_empty());
+        assert_eq!(
+            missing_indexes(&all[1..]),
+            vec![INDEXES[0].1],
+            "only the one missing"
+        );
+    }
+
     /// The look-ups of one experiment (its runs, samples, metrics, series,
     /// profiles, events, boots), of a label, of a fleet's hosts and of a
     /// folded run's config and workload each go through an index: none
@@ -249,6 +297,9 @@ mod tests {
         let c = rusqlite::Connection::open_in_memory().unwrap();
         for m in MIGRATIONS {
             c.execute_batch(m).unwrap();
+        }
+        for sql in missing_indexes(&[]) {
+            c.execute_batch(sql).unwrap();
         }
         let whole_store = [
             "SELECT id FROM experiments ORDER BY id",
