@@ -163,13 +163,15 @@ fn the_report_shows_what_the_shell_costs() {
         median > 0.0 && median < 4.0 * run_median,
         "{s} (runs {walls:?})"
     );
-    // The runs keep the shell: nothing was subtracted from any sample.
+    // The runs keep the shell: nothing was subtracted from any sample
+    // (each is a positive time, and their median is of the shell's size;
+    // one run against the shell's median is no test on a loaded machine,
+    // where a single run of `true` took 0.94 ms beside a median start-up
+    // over four times that).
     for run in r["runs"].as_array().unwrap() {
-        assert!(
-            run["samples"]["wall"][0].as_f64().unwrap() > median / 4.0,
-            "{run}"
-        );
+        assert!(run["samples"]["wall"][0].as_f64().unwrap() > 0.0, "{run}");
     }
+    assert!(run_median > median / 4.0, "{s} (runs {walls:?})");
 }
 
 #[test]
