@@ -94,8 +94,10 @@ def selftest():
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as t:
         t.write("pkg: a\nBenchmarkX-2 10 5 ns/op\npkg: b\nBenchmarkX-2 10 7 ns/op\nBenchmarkX-4 10 9 ns/op 3 B/op\n")
-    g = go_benchmarks(t.name)
-    __import__("os").unlink(t.name)
+    try:
+        g = go_benchmarks(t.name)
+    finally:
+        __import__("os").unlink(t.name)
     assert sorted(v for v in g.values()) == [[3.0], [5.0], [7.0], [9.0]], g
     assert [benchstat_name(u) for u in ("ns/op", "MB/s", "B/op", "allocs/op", "ns/frame")] == \
         ["sec/op", "B/s", "B/op", "allocs/op", "sec/frame"]
