@@ -1,6 +1,7 @@
 //! sysdelta: measure what a system change costs, and whether it is beyond noise.
 
 pub mod analysis;
+pub mod bisect;
 pub mod builtins;
 pub mod cli;
 pub mod commands;

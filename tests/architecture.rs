@@ -90,7 +90,7 @@ const LAYERS: &[&[&str]] = &[
     &["builtins"],
     &["plan", "analysis", "import"],
     &["report", "runner"],
-    &["commands", "fleet"],
+    &["commands", "fleet", "bisect"],
     &["cli"],
 ];
 

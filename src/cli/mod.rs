@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub mod args;
+pub mod bisect;
 pub mod env;
 pub mod fleet;
 pub mod flush;
@@ -72,6 +73,9 @@ pub enum Cmd {
     /// One plan on several hosts at once over ssh, into one team store:
     /// run, resume, status, report.
     Fleet(fleet::FleetArgs),
+    /// Which commit between --good and --bad changed a metric, each step
+    /// decided beyond the noise; each round an experiment in the store.
+    Bisect(Box<bisect::BisectArgs>),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
     Import(import::ImportArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
@@ -128,6 +132,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Fleet(a) => fleet::run(&a, store),
+        Cmd::Bisect(a) => bisect::run(&a, store),
         Cmd::Flush => flush::run(store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),

@@ -1,0 +1,129 @@
+//! How a commit becomes a config an experiment runs.
+//!
+//! A [`Subject`] builds a commit (once: the result is cached by commit id)
+//! and writes the `[[config]]` table that runs it. The userspace subject
+//! checks the commit out in its own directory under the cache (`git clone
+//! --shared`: the user's tree and its `.git` are never written), runs the
+//! build command there, and points the config's `workdir` at it. A kernel
+//! subject is the same shape: its config table names `[config.kernel]`
+//! with the tree and `ref = "<commit>"`, and its units are boots.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+
+use super::range::{git, short};
+
+/// A commit made ready, or not.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Built {
+    /// Ready: the directory its runs use.
+    Ready(PathBuf),
+    /// The build failed (its log is there): skipped, as `git bisect skip`.
+    Failed(PathBuf),
+}
+
+/// What the bisection needs of the thing it bisects.
+pub trait Subject {
+    /// Build `commit` (or find its earlier build).
+    fn build(&self, commit: &str) -> Result<Built>;
+    /// The `[[config]]` table named `name` that runs `commit`, built in
+    /// `dir`.
+    fn config_toml(&self, name: &str, commit: &str, dir: &Path) -> String;
+}
+
+/// A userspace repository and its build command.
+pub struct Userspace {
+    pub repo: PathBuf,
+    /// This bisection's cache directory (one subdirectory a commit).
+    pub cache: PathBuf,
+    pub build: String,
+}
+
+impl Userspace {
+    fn status_file(&self, commit: &str) -> PathBuf {
+        self.cache.join(format!("{commit}.status"))
+    }
+
+    /// The build log of `commit`.
+    pub fn log_file(&self, commit: &str) -> PathBuf {
+        self.cache.join(format!("{commit}.log"))
+    }
+
+    fn checkout(&self, commit: &str, dir: &Path) -> Result<()> {
+        if dir.exists() {
+            // A checkout cut short by a kill: made again from scratch.
+            std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+        }
+        let repo = self.repo.to_string_lossy();
+        let target = dir.to_string_lossy();
+        git(
+            &self.cache,
+            &[
+                "clone",
+                "--quiet",
+                "--shared",
+                "--no-checkout",
+                &repo,
+                &target,
+            ],
+        )
+        .map_err(|e| anyhow::anyhow!("cloning {} for {}: {e}", repo, short(commit)))?;
+        git(dir, &["checkout", "--quiet", "--detach", commit])
+            .map_err(|e| anyhow::anyhow!("checking out {}: {e}", short(commit)))?;
+        Ok(())
+    }
+}
+
+impl Subject for Userspace {
+    fn build(&self, commit: &str) -> Result<Built> {
+        let dir = self.cache.join(commit);
+        let status = self.status_file(commit);
+        let log = self.log_file(commit);
+        // The status file is written last, so a build a kill cut short is
+        // done again.
+        if let Ok(s) = std::fs::read_to_string(&status) {
+            return Ok(match s.trim() {
+                "ok" => Built::Ready(dir),
+                _ => Built::Failed(log),
+            });
+        }
+        std::fs::create_dir_all(&self.cache)
+            .with_context(|| format!("creating {}", self.cache.display()))?;
+        self.checkout(commit, &dir)?;
+        let out =
+            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let ok = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(&self.build)
+            .current_dir(&dir)
+            .env("SYSDELTA_BISECT_COMMIT", commit)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .status()
+            .with_context(|| format!("running the build of {}", short(commit)))?
+            .success();
+        let tmp = status.with_extension("status.tmp");
+        std::fs::write(&tmp, if ok { "ok\n" } else { "failed\n" })?;
+        std::fs::rename(&tmp, &status)?;
+        Ok(if ok {
+            Built::Ready(dir)
+        } else {
+            Built::Failed(log)
+        })
+    }
+
+    fn config_toml(&self, name: &str, commit: &str, dir: &Path) -> String {
+        let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let d = dir.to_string_lossy();
+        format!(
+            "\n[[config]]\nname = {}\nworkdir = {}\nenv = {{ SYSDELTA_BISECT_COMMIT = {}, SYSDELTA_BISECT_DIR = {} }}\n",
+            q(name),
+            q(&d),
+            q(commit),
+            q(&d)
+        )
+    }
+}

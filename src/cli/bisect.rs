@@ -1,0 +1,241 @@
+//! `sysdelta bisect`: its flags, checked before anything is built or
+//! stored, then [`crate::bisect::run`] and the answer on stdout.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+
+use crate::bisect::{self, range, state::Params, subject::Userspace, Outcome};
+use crate::error::{bad, Error};
+
+#[derive(Args)]
+pub struct BisectArgs {
+    /// The git repository (its first-parent line from --good to --bad is
+    /// searched; it is never written: commits are checked out in the cache).
+    #[arg(long, required_unless_present = "resume")]
+    pub repo: Option<PathBuf>,
+    /// A commit, tag or branch where the metric is as it should be.
+    #[arg(long, required_unless_present = "resume")]
+    pub good: Option<String>,
+    /// A later commit, tag or branch where it changed.
+    #[arg(long, required_unless_present = "resume")]
+    pub bad: Option<String>,
+    /// The shell command that builds a checked-out commit (run in its
+    /// directory; a non-zero exit skips the commit, as `git bisect skip`).
+    #[arg(long, required_unless_present = "resume")]
+    pub build: Option<String>,
+    /// WORKLOAD/METRIC decided on (with `-- CMD`: the workload's name and
+    /// wall, user, sys, maxrss or the metric --regex gives).
+    #[arg(long, required_unless_present = "resume")]
+    pub metric: Option<String>,
+    /// A plan file of workloads and settings, without configs: bisect adds
+    /// one config a commit (its runs' directory is the commit's build).
+    #[arg(long, conflicts_with = "command")]
+    pub plan: Option<PathBuf>,
+    /// With `-- CMD`: the metric from the command's stdout, the regex's
+    /// `value` group (or first group).
+    #[arg(long, requires = "command")]
+    pub regex: Option<String>,
+    /// The most runs a config one step may take (default 48).
+    #[arg(long)]
+    pub budget: Option<u32>,
+    /// Runs a config each look adds (default 8).
+    #[arg(long)]
+    pub round: Option<u32>,
+    /// Each decision's error allowance, spent over its looks (default 0.01).
+    #[arg(long)]
+    pub alpha: Option<f64>,
+    /// Seed of the run orders and the bootstraps (default: random).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// No adaptivity: N runs a config a step, one look, each midpoint
+    /// decided by its estimate alone (to compare with the adaptive mode).
+    #[arg(long, value_name = "N")]
+    pub fixed_runs: Option<u32>,
+    /// Where commits are checked out and built [default:
+    /// $XDG_CACHE_HOME/sysdelta/bisect or ~/.cache/sysdelta/bisect].
+    #[arg(long)]
+    pub cache: Option<PathBuf>,
+    /// Finish an interrupted bisection (its id, as printed).
+    #[arg(long, conflicts_with_all = ["repo", "good", "bad", "build", "metric", "plan", "command"])]
+    pub resume: Option<String>,
+    /// The command to measure (instead of --plan).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// `sysdelta bisect`.
+pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
+    let p = match &a.resume {
+        Some(id) => {
+            let changed = a.budget.is_some()
+                || a.round.is_some()
+                || a.alpha.is_some()
+                || a.seed.is_some()
+                || a.fixed_runs.is_some()
+                || a.cache.is_some()
+                || a.regex.is_some();
+            if changed {
+                return Err(bad(
+                    "--resume finishes the bisection as it was started; its options cannot change",
+                ));
+            }
+            bisect::state::load(store, id)?
+        }
+        None => params(a)?,
+    };
+    range::check_owned(&p.repo)?;
+    let commits = range::commits(&p.repo, &p.good, &p.bad)?;
+    let subject = Userspace {
+        repo: p.repo.clone(),
+        cache: p.cache.clone(),
+        build: p.build.clone(),
+    };
+    crate::sys::stderr::say!(
+        "sysdelta: bisect {}: {} commits from {} to {}; resume with: sysdelta bisect --resume {} --store {}",
+        p.id,
+        commits.len(),
+        range::short(&p.good),
+        range::short(&p.bad),
+        p.id,
+        store.display()
+    );
+    let cancel = crate::runner::signals::install()?;
+    match bisect::run(store, &p, &subject, &commits, &cancel)? {
+        Outcome::Interrupted => {
+            crate::sys::stderr::say!(
+                "sysdelta: bisect {} interrupted; resume with: sysdelta bisect --resume {} --store {}",
+                p.id,
+                p.id,
+                store.display()
+            );
+            Ok(ExitCode::from(crate::runner::signals::INTERRUPTED as u8))
+        }
+        Outcome::Answered(s) => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bisect::report::text(&s).as_bytes())?;
+            out.flush()?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// A new bisection's parameters from the flags, every one checked.
+fn params(a: &BisectArgs) -> Result<Params> {
+    let need = |v: &Option<String>, f: &str| {
+        v.clone()
+            .ok_or_else(|| bad(format!("bisect needs {f} (or --resume ID)")))
+    };
+    let repo = a.repo.clone().ok_or_else(|| bad("bisect needs --repo"))?;
+    range::check_owned(&repo)?;
+    let repo = repo
+        .canonicalize()
+        .map_err(|e| bad(format!("--repo {}: {e}", repo.display())))?;
+    let good = range::resolve(&repo, &need(&a.good, "--good")?, "--good")?;
+    let bad_id = range::resolve(&repo, &need(&a.bad, "--bad")?, "--bad")?;
+    if good == bad_id {
+        return Err(bad("--good and --bad name the same commit"));
+    }
+    let metric = need(&a.metric, "--metric")?;
+    let (workload, metric) = metric
+        .split_once('/')
+        .filter(|(w, m)| !w.is_empty() && !m.is_empty())
+        .ok_or_else(|| bad(format!("--metric '{metric}': expected WORKLOAD/METRIC")))?;
+    let workloads_toml = workloads_toml(a, workload, metric)?;
+    let (budget, round) = (a.budget.unwrap_or(48), a.round.unwrap_or(8));
+    if round < 2 || budget < round {
+        return Err(bad(format!(
+            "--round {round} --budget {budget}: a round needs 2 runs or more, and the budget at least one round"
+        )));
+    }
+    if a.fixed_runs.is_some_and(|n| n < 2) {
+        return Err(bad("--fixed-runs: at least 2"));
+    }
+    let alpha = a.alpha.unwrap_or(0.01);
+    if !(alpha > 0.0 && alpha < 0.5) {
+        return Err(bad(format!(
+            "--alpha {alpha}: expected a number in (0, 0.5)"
+        )));
+    }
+    let seed = a.seed.unwrap_or_else(rand::random);
+    let id = format!("{:08x}", rand::random::<u32>());
+    let cache = match &a.cache {
+        Some(c) => c.clone(),
+        None => default_cache()?,
+    }
+    .join(&id);
+    Ok(Params {
+        id,
+        repo,
+        good,
+        bad: bad_id,
+        build: need(&a.build, "--build")?,
+        workload: workload.to_string(),
+        metric: metric.to_string(),
+        workloads_toml,
+        budget,
+        round,
+        alpha,
+        seed,
+        fixed_runs: a.fixed_runs,
+        cache,
+    })
+}
+
+/// The plan's text without configs: --plan's file, or one workload made
+/// from `-- CMD`. Checked by parsing it with one config.
+fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str) -> Result<String> {
+    let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+    let text = match (&a.plan, a.command.is_empty()) {
+        (Some(path), _) => std::fs::read_to_string(path)
+            .map_err(|e| bad(format!("--plan {}: {e}", path.display())))?,
+        (None, false) => {
+            let mut t = format!(
+                "[[workload]]\nname = {}\ncommand = {}\n",
+                q(workload),
+                q(&a.command.join(" "))
+            );
+            if let Some(re) = &a.regex {
+                t.push_str(&format!(
+                    "metrics = [{{ name = {}, regex = {} }}]\n",
+                    q(metric),
+                    q(re)
+                ));
+            }
+            t
+        }
+        (None, true) => return Err(bad("bisect needs --plan PLAN or -- CMD")),
+    };
+    let shown = a
+        .plan
+        .as_ref()
+        .map_or("the command".to_string(), |p| p.display().to_string());
+    let table: toml::Table = text.parse().map_err(|e| bad(format!("{shown}: {e}")))?;
+    if table.contains_key("config") {
+        return Err(bad(format!(
+            "{shown}: a bisect plan holds no [[config]]: bisect makes one for each commit"
+        )));
+    }
+    let trial = format!("{text}\n[[config]]\nname = \"trial\"\n");
+    let plan =
+        crate::plan::parse(&shown, &trial, &Default::default()).map_err(Error::into_bad_input)?;
+    if !plan.workloads.iter().any(|w| w.name == workload) {
+        return Err(bad(format!(
+            "--metric {workload}/{metric}: {shown} has no workload '{workload}'"
+        )));
+    }
+    Ok(text)
+}
+
+/// `$XDG_CACHE_HOME/sysdelta/bisect`, else `~/.cache/sysdelta/bisect`.
+fn default_cache() -> Result<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .ok_or_else(|| bad("bisect: no HOME or XDG_CACHE_HOME for its cache; give --cache"))?;
+    Ok(base.join("sysdelta").join("bisect"))
+}
