@@ -1,6 +1,6 @@
 //! `sysdelta bisect` on generated userspace repositories: about 30
 //! commits whose build writes a script printing a metric with seeded noise
-//! (sd 2.5%) in every run, one commit adding 5%. It must name that commit,
+//! (sd 2%) in every run, one commit adding 5%. It must name that commit,
 //! say "no regression" where there is none, skip a commit that does not
 //! build, and finish after a SIGKILL without repeating a finished step.
 
@@ -16,12 +16,12 @@ use common::{note, Sandbox};
 const COMMITS: usize = 30;
 
 /// The build: writes run.sh, which prints `value: V` with V = 100 x shift
-/// x (1 + 0.025 z), z normal from awk's rand seeded by the repository's
+/// x (1 + 0.02 z), z normal from awk's rand seeded by the repository's
 /// seed, the commit and a run counter kept in the build directory.
 const BUILD: &str = r#". ./params
 [ "$broken" = 1 ] && { echo "does not compile" >&2; exit 1; }
 cat > run.sh <<EOS
-exec awk -v shift=$shift -v seed=$seed -v idx=$idx 'BEGIN { f = "counter"; c = 0; if ((getline c < f) <= 0) c = 0; close(f); print c + 1 > f; close(f); srand(seed * 100003 + idx * 1009 + c); u1 = rand(); u2 = rand(); if (u1 < 1e-12) u1 = 1e-12; z = sqrt(-2 * log(u1)) * cos(6.283185307 * u2); printf "value: %.4f\n", 100 * shift * (1 + 0.025 * z) }'
+exec awk -v shift=$shift -v seed=$seed -v idx=$idx 'BEGIN { f = "counter"; c = 0; if ((getline c < f) <= 0) c = 0; close(f); print c + 1 > f; close(f); srand(seed * 100003 + idx * 1009 + c); u1 = rand(); u2 = rand(); if (u1 < 1e-12) u1 = 1e-12; z = sqrt(-2 * log(u1)) * cos(6.283185307 * u2); printf "value: %.4f\n", 100 * shift * (1 + 0.02 * z) }'
 EOS
 "#;
 

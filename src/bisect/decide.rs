@@ -12,7 +12,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::stats::bootstrap::{quantile_linear, ratio_ci, resample_means, stream_seed};
+use crate::stats::bootstrap::{
+    expanded_confidence, quantile_linear, ratio_ci, resample_means, stream_seed,
+};
 use crate::stats::mannwhitney::mann_whitney_u;
 
 /// Bootstrap resamples per look (the report's default).
@@ -67,6 +69,11 @@ pub fn place(g: &[f64], m: &[f64], b: &[f64], alpha_look: f64, seed: u64, forced
             nowhere += 1;
         }
     }
+    // The percentile bootstrap is too narrow with few units: read it at
+    // the level the report's small-sample correction expands to (the
+    // midpoint against the good end: theta's numerator), so that an early
+    // look is not bolder than its alpha.
+    let alpha_look = small_sample(g, m, alpha_look);
     let n = RESAMPLES as f64;
     let above = (thetas.iter().filter(|&&t| t >= 0.5).count() + nowhere) as f64 / n;
     let below = (thetas.iter().filter(|&&t| t < 0.5).count() + nowhere) as f64 / n;
@@ -102,6 +109,13 @@ pub fn place(g: &[f64], m: &[f64], b: &[f64], alpha_look: f64, seed: u64, forced
         ci,
         wrong_mass,
     }
+}
+
+/// The one-sided allowance `alpha` as `expanded_confidence` widens the
+/// two-sided level 1 - 2 alpha for `a` against `b`.
+fn small_sample(a: &[f64], b: &[f64], alpha: f64) -> f64 {
+    let level = expanded_confidence(a, b, 1.0 - 2.0 * alpha);
+    ((1.0 - level) / 2.0).min(alpha)
 }
 
 /// (m - g) / (b - g); not finite when the ends coincide.

@@ -42,7 +42,7 @@ pub struct BisectArgs {
     /// The most runs a config one step may take (default 48).
     #[arg(long)]
     pub budget: Option<u32>,
-    /// Runs a config each look adds (default 8).
+    /// Runs a config each look adds (default 6).
     #[arg(long)]
     pub round: Option<u32>,
     /// Each decision's error allowance, spent over its looks (default 0.01).
@@ -145,7 +145,7 @@ fn params(a: &BisectArgs) -> Result<Params> {
         .filter(|(w, m)| !w.is_empty() && !m.is_empty())
         .ok_or_else(|| bad(format!("--metric '{metric}': expected WORKLOAD/METRIC")))?;
     let workloads_toml = workloads_toml(a, workload, metric)?;
-    let (budget, round) = (a.budget.unwrap_or(48), a.round.unwrap_or(8));
+    let (budget, round) = (a.budget.unwrap_or(48), a.round.unwrap_or(6));
     if round < 2 || budget < round {
         return Err(bad(format!(
             "--round {round} --budget {budget}: a round needs 2 runs or more, and the budget at least one round"
