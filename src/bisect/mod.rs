@@ -227,7 +227,13 @@ fn walk(
     let mut skipped: Vec<usize> = Vec::new();
     let mut step = 1u32;
     while let Some(mid) = midpoint(lo, hi, &skipped) {
-        let dm = match w.subject.build(&commits[mid])? {
+        let built = w.subject.build(&commits[mid]);
+        // A Ctrl-C during a build stops the bisection as one during a run
+        // does: cleanly, to be resumed.
+        if w.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let dm = match built? {
             Built::Ready(d) => d,
             Built::Failed(log) => {
                 crate::sys::stderr::say!(

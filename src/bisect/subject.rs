@@ -94,7 +94,7 @@ impl Subject for Userspace {
         self.checkout(commit, &dir)?;
         let out =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
-        let ok = Command::new("/bin/sh")
+        let status_of = Command::new("/bin/sh")
             .arg("-c")
             .arg(&self.build)
             .current_dir(&dir)
@@ -103,8 +103,16 @@ impl Subject for Userspace {
             .stdout(out.try_clone()?)
             .stderr(out)
             .status()
-            .with_context(|| format!("running the build of {}", short(commit)))?
-            .success();
+            .with_context(|| format!("running the build of {}", short(commit)))?;
+        // A build a signal stopped (Ctrl-C reaches it too) says nothing
+        // about the commit: no outcome is cached, and resume builds again.
+        let Some(code) = status_of.code() else {
+            return Err(anyhow::anyhow!(
+                "the build of {} was stopped by a signal; resume builds it again",
+                short(commit)
+            ));
+        };
+        let ok = code == 0;
         let tmp = status.with_extension("status.tmp");
         std::fs::write(&tmp, if ok { "ok\n" } else { "failed\n" })?;
         std::fs::rename(&tmp, &status)?;

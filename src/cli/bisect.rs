@@ -83,6 +83,9 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
                     "--resume finishes the bisection as it was started; its options cannot change",
                 ));
             }
+            // The stored parameters name a build command run as us: only
+            // from a store we own (as `run --resume` runs a stored plan).
+            crate::store::Store::check_trusted(store)?;
             bisect::state::load(store, id)?
         }
         None => params(a)?,
