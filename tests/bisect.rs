@@ -47,17 +47,27 @@ fn git(repo: &Path, args: &[&str]) -> String {
 /// starts at commit `culprit` (None: never), commit `broken` fails to
 /// build.
 fn repo(dir: &Path, culprit: Option<usize>, seed: u64, broken: Option<usize>) -> Vec<String> {
+    let shift = |i: usize| match culprit {
+        Some(c) if i >= c => "1.05",
+        _ => "1.00",
+    };
+    repo_with(dir, shift, seed, broken)
+}
+
+/// As [`repo`], commit i's shift given by `shift`.
+fn repo_with(
+    dir: &Path,
+    shift: impl Fn(usize) -> &'static str,
+    seed: u64,
+    broken: Option<usize>,
+) -> Vec<String> {
     std::fs::create_dir_all(dir).unwrap();
     git(dir, &["init", "-q"]);
     git(dir, &["config", "user.email", "t@example.com"]);
     git(dir, &["config", "user.name", "t"]);
     std::fs::write(dir.join("build.sh"), BUILD).unwrap();
     for i in 0..=COMMITS {
-        let shift = if culprit.is_some_and(|c| i >= c) {
-            "1.05"
-        } else {
-            "1.00"
-        };
+        let shift = shift(i);
         let b = u8::from(broken == Some(i));
         let params = format!("idx={i}\nshift={shift}\nseed={seed}\nbroken={b}\n");
         std::fs::write(dir.join("params"), params).unwrap();
@@ -166,6 +176,25 @@ fn says_no_regression_when_good_and_bad_do_not_differ() {
     let (_, text) = run(&mut bisect(&sb, &sb.path("repo"), 3, &[]));
     assert!(
         text.contains("no regression between good and bad"),
+        "{text}"
+    );
+    assert!(named(&text).is_none(), "{text}");
+}
+
+#[test]
+fn says_when_the_change_is_spread_over_several_commits() {
+    let sb = Sandbox::sqlite();
+    // +2.5% at commit 10 and again at commit 20: the first midpoint (15)
+    // sits halfway.
+    let shift = |i: usize| match i {
+        0..=9 => "1.00",
+        10..=19 => "1.025",
+        _ => "1.05",
+    };
+    repo_with(&sb.path("repo"), shift, 6, None);
+    let (_, text) = run(&mut bisect(&sb, &sb.path("repo"), 6, &[]));
+    assert!(
+        text.contains("the change is spread over several commits"),
         "{text}"
     );
     assert!(named(&text).is_none(), "{text}");

@@ -25,6 +25,9 @@ const RESAMPLES: usize = crate::stats::bootstrap::DEFAULT_RESAMPLES;
 pub enum Verdict {
     LikeGood,
     LikeBad,
+    /// Confidently between the ends (theta's interval inside 0..1): the
+    /// change is spread over several commits.
+    Between,
     Unknown,
 }
 
@@ -37,7 +40,7 @@ pub struct Look {
     /// theta's bootstrap interval at the per-look level (one-sided each way).
     pub ci: (f64, f64),
     /// The bootstrap mass on the side of 0.5 opposite the verdict (for
-    /// Unknown: the smaller of the two).
+    /// Between: outside 0..1; for Unknown: the smaller side of 0.5).
     pub wrong_mass: f64,
 }
 
@@ -77,6 +80,7 @@ pub fn place(g: &[f64], m: &[f64], b: &[f64], alpha_look: f64, seed: u64, forced
     let n = RESAMPLES as f64;
     let above = (thetas.iter().filter(|&&t| t >= 0.5).count() + nowhere) as f64 / n;
     let below = (thetas.iter().filter(|&&t| t < 0.5).count() + nowhere) as f64 / n;
+    let outside = (thetas.iter().filter(|&&t| t <= 0.0 || t >= 1.0).count() + nowhere) as f64 / n;
     let ci = if thetas.len() >= 2 {
         (
             quantile_linear(&mut thetas, alpha_look),
@@ -95,12 +99,15 @@ pub fn place(g: &[f64], m: &[f64], b: &[f64], alpha_look: f64, seed: u64, forced
         Verdict::LikeGood
     } else if below < alpha_look {
         Verdict::LikeBad
+    } else if ci.0 > 0.0 && ci.1 < 1.0 {
+        Verdict::Between
     } else {
         Verdict::Unknown
     };
     let wrong_mass = match verdict {
         Verdict::LikeGood => above,
         Verdict::LikeBad => below,
+        Verdict::Between => outside,
         Verdict::Unknown => above.min(below),
     };
     Look {
@@ -201,11 +208,16 @@ mod tests {
     }
 
     #[test]
-    fn a_midpoint_halfway_stays_unknown_unless_forced() {
+    fn a_midpoint_halfway_is_between_and_a_vague_one_unknown_unless_forced() {
         let (g, b) = (noisy(100.0, 20, 1), noisy(110.0, 20, 2));
         let half = noisy(105.0, 20, 5);
         assert_eq!(
             place(&g, &half, &b, 0.005, 1, false).verdict,
+            Verdict::Between
+        );
+        let few = [100.0, 106.0, 104.0];
+        assert_eq!(
+            place(&g, &few, &b, 0.005, 1, false).verdict,
             Verdict::Unknown
         );
         assert_ne!(

@@ -298,6 +298,13 @@ fn walk(
         match verdict {
             Verdict::LikeGood => lo = mid,
             Verdict::LikeBad => hi = mid,
+            Verdict::Between => {
+                summary.answer = Answer::Spread {
+                    lo: commits[lo].clone(),
+                    hi: commits[hi].clone(),
+                };
+                return Ok(Some(None));
+            }
             Verdict::Unknown => {
                 summary.answer = Answer::Undecided {
                     lo: commits[lo].clone(),

@@ -40,6 +40,9 @@ pub enum Answer {
     },
     /// A step stayed unknown at its budget: the culprit is in (lo, hi].
     Undecided { lo: String, hi: String, left: usize },
+    /// A midpoint sat confidently between the ends: the change between
+    /// lo and hi is spread over several commits.
+    Spread { lo: String, hi: String },
 }
 
 /// Everything the text shows.
@@ -80,6 +83,7 @@ fn verdict_word(v: Verdict) -> &'static str {
     match v {
         Verdict::LikeGood => "like good",
         Verdict::LikeBad => "like bad",
+        Verdict::Between => "between good and bad",
         Verdict::Unknown => "unknown",
     }
 }
@@ -111,6 +115,14 @@ pub fn decision_line(d: &Decision) -> String {
         d.looks,
         if d.looks == 1 { "" } else { "s" },
         d.error
+    )
+}
+
+fn how_sure_line(s: &Summary) -> String {
+    format!(
+        "how sure: {:.3} (1 - the sum of {} decisions' error bounds, a Bonferroni bound)",
+        s.how_sure(),
+        s.decisions.len()
     )
 }
 
@@ -184,12 +196,7 @@ pub fn text(s: &Summary) -> String {
                     d.look.ci.1
                 );
             }
-            let _ = writeln!(
-                o,
-                "  how sure: {:.3} (1 - the sum of {} decisions' error bounds, a Bonferroni bound)",
-                s.how_sure(),
-                s.decisions.len()
-            );
+            let _ = writeln!(o, "  {}", how_sure_line(s));
         }
         Answer::Undecided { lo, hi, left } => {
             let _ = writeln!(
@@ -200,6 +207,19 @@ pub fn text(s: &Summary) -> String {
                 short(hi)
             );
             let _ = writeln!(o, "  good -> bad: {}", delta_text(&s.whole));
+        }
+        Answer::Spread { lo, hi } => {
+            let mid = s.decisions.last().map_or("", |d| d.commit.as_str());
+            let _ = writeln!(
+                o,
+                "bisect {}: the change is spread over several commits: {} is neither like good nor like bad but between them; the change lies in more than one commit after {} and at or before {}",
+                s.id,
+                short(mid),
+                short(lo),
+                short(hi)
+            );
+            let _ = writeln!(o, "  good -> bad: {}", delta_text(&s.whole));
+            let _ = writeln!(o, "  {}", how_sure_line(s));
         }
     }
     for d in &s.decisions {
