@@ -201,6 +201,29 @@ fn says_when_the_change_is_spread_over_several_commits() {
 }
 
 #[test]
+fn a_config_template_makes_each_commits_config() {
+    let sb = Sandbox::sqlite();
+    let commits = repo(&sb.path("repo"), Some(12), 7, None);
+    // The setup fails (and so every run) unless {dir} holds {commit}.
+    let template = sb.write(
+        "config.toml",
+        r#"[[config]]
+name = "{name}"
+workdir = "{dir}"
+setup = 'test "$(git -C {dir} rev-parse HEAD)" = {commit}'
+"#,
+    );
+    let t = template.to_str().unwrap();
+    let (_, text) = run(&mut bisect(
+        &sb,
+        &sb.path("repo"),
+        7,
+        &["--config-template", t],
+    ));
+    assert_eq!(named(&text).as_deref(), Some(&commits[12][..12]), "{text}");
+}
+
+#[test]
 fn skips_a_commit_that_does_not_build() {
     let sb = Sandbox::sqlite();
     // Commit 15 is the first midpoint: it does not build.

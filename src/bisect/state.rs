@@ -25,7 +25,11 @@ pub struct Params {
     /// Commit ids, resolved once.
     pub good: String,
     pub bad: String,
-    pub build: String,
+    /// None only with a config template.
+    pub build: Option<String>,
+    /// `--config-template`'s text.
+    #[serde(default)]
+    pub config_template: Option<String>,
     /// The workload and metric decided on.
     pub workload: String,
     pub metric: String,

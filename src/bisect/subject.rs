@@ -33,12 +33,27 @@ pub trait Subject {
     fn config_toml(&self, name: &str, commit: &str, dir: &Path) -> String;
 }
 
-/// A userspace repository and its build command.
+/// A repository, its build command, and how a commit's config reads.
 pub struct Userspace {
     pub repo: PathBuf,
     /// This bisection's cache directory (one subdirectory a commit).
     pub cache: PathBuf,
-    pub build: String,
+    /// None (only with a template): nothing is checked out or built here;
+    /// the config itself names the commit (a kernel config's `ref`).
+    pub build: Option<String>,
+    /// A `[[config]]` table with `{name}`, `{commit}` and `{dir}` in it.
+    pub template: Option<String>,
+}
+
+/// `template` with its placeholders filled.
+pub fn fill(template: &str, name: &str, commit: &str, dir: &Path) -> String {
+    format!(
+        "\n{}\n",
+        template
+            .replace("{name}", name)
+            .replace("{commit}", commit)
+            .replace("{dir}", &dir.to_string_lossy())
+    )
 }
 
 impl Userspace {
@@ -78,6 +93,9 @@ impl Userspace {
 
 impl Subject for Userspace {
     fn build(&self, commit: &str) -> Result<Built> {
+        let Some(build) = &self.build else {
+            return Ok(Built::Ready(self.repo.clone()));
+        };
         let dir = self.cache.join(commit);
         let status = self.status_file(commit);
         let log = self.log_file(commit);
@@ -96,7 +114,7 @@ impl Subject for Userspace {
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let status_of = Command::new("/bin/sh")
             .arg("-c")
-            .arg(&self.build)
+            .arg(build)
             .current_dir(&dir)
             .env("SYSDELTA_BISECT_COMMIT", commit)
             .stdin(Stdio::null())
@@ -124,6 +142,9 @@ impl Subject for Userspace {
     }
 
     fn config_toml(&self, name: &str, commit: &str, dir: &Path) -> String {
+        if let Some(t) = &self.template {
+            return fill(t, name, commit, dir);
+        }
         let q = |s: &str| toml::Value::String(s.to_string()).to_string();
         let d = dir.to_string_lossy();
         format!(

@@ -25,8 +25,13 @@ pub struct BisectArgs {
     pub bad: Option<String>,
     /// The shell command that builds a checked-out commit (run in its
     /// directory; a non-zero exit skips the commit, as `git bisect skip`).
-    #[arg(long, required_unless_present = "resume")]
+    #[arg(long, required_unless_present_any = ["resume", "config_template"])]
     pub build: Option<String>,
+    /// A file holding the `[[config]]` table each commit runs as, with
+    /// {name}, {commit} and {dir} (its build directory) filled in; e.g. a
+    /// kernel config whose `[config.kernel]` names `ref = "{commit}"`.
+    #[arg(long, value_name = "FILE")]
+    pub config_template: Option<PathBuf>,
     /// WORKLOAD/METRIC decided on (with `-- CMD`: the workload's name and
     /// wall, user, sys, maxrss or the metric --regex gives).
     #[arg(long, required_unless_present = "resume")]
@@ -60,7 +65,7 @@ pub struct BisectArgs {
     #[arg(long)]
     pub cache: Option<PathBuf>,
     /// Finish an interrupted bisection (its id, as printed).
-    #[arg(long, conflicts_with_all = ["repo", "good", "bad", "build", "metric", "plan", "command"])]
+    #[arg(long, conflicts_with_all = ["repo", "good", "bad", "build", "metric", "plan", "command", "config_template"])]
     pub resume: Option<String>,
     /// The command to measure (instead of --plan).
     #[arg(last = true)]
@@ -96,6 +101,7 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
         repo: p.repo.clone(),
         cache: p.cache.clone(),
         build: p.build.clone(),
+        template: p.config_template.clone(),
     };
     crate::sys::stderr::say!(
         "sysdelta: bisect {}: {} commits from {} to {}; resume with: sysdelta bisect --resume {} --store {}",
@@ -175,7 +181,8 @@ fn params(a: &BisectArgs) -> Result<Params> {
         repo,
         good,
         bad: bad_id,
-        build: need(&a.build, "--build")?,
+        build: a.build.clone(),
+        config_template: template(a, &workloads_toml)?,
         workload: workload.to_string(),
         metric: metric.to_string(),
         workloads_toml,
@@ -231,6 +238,33 @@ fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str) -> Result<String
         )));
     }
     Ok(text)
+}
+
+/// `--config-template`'s text, checked: one `[[config]]` that, filled in,
+/// makes a valid plan with the workloads.
+fn template(a: &BisectArgs, workloads: &str) -> Result<Option<String>> {
+    let Some(path) = &a.config_template else {
+        return Ok(None);
+    };
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("--config-template {shown}: {e}")))?;
+    let filled = crate::bisect::subject::fill(&text, "trial", "0000000000", Path::new("/"));
+    let table: toml::Table = filled
+        .parse()
+        .map_err(|e| bad(format!("--config-template {shown}: {e}")))?;
+    let configs = table
+        .get("config")
+        .and_then(|c| c.as_array())
+        .map_or(0, Vec::len);
+    if configs != 1 || table.len() != 1 {
+        return Err(bad(format!(
+            "--config-template {shown}: expected one [[config]] table and nothing else"
+        )));
+    }
+    crate::plan::parse(&shown, &format!("{workloads}{filled}"), &Default::default())
+        .map_err(Error::into_bad_input)?;
+    Ok(Some(text))
 }
 
 /// `$XDG_CACHE_HOME/sysdelta/bisect`, else `~/.cache/sysdelta/bisect`.
