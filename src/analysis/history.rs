@@ -52,6 +52,8 @@ pub struct History {
     pub skipped: Vec<String>,
     pub alpha: f64,
     pub permutations: usize,
+    /// The newest experiment judged against those before it.
+    pub newest: super::newest::Newest,
 }
 
 /// The history of `metric` (`WORKLOAD/METRIC`, or `METRIC` when one
@@ -99,6 +101,7 @@ pub fn history_on(
         skipped: Vec::new(),
         alpha,
         permutations: 999,
+        newest: super::newest::judge_newest(&[], &[], alpha, true),
     };
     let mut without_config = Vec::new();
     for (id, label) in exps {
@@ -173,6 +176,8 @@ pub fn history_on(
     }
     h.skipped.extend(without_config);
     h.change_points = change_points(&h.points, alpha, h.permutations);
+    h.newest =
+        super::newest::judge_newest(&h.points, &h.change_points, alpha, h.direction == "lower");
     Ok(h)
 }
 

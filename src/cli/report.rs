@@ -64,6 +64,10 @@ pub struct HistoryArgs {
     /// Also write the HTML page to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
+    /// Exit with status 1 when the newest experiment (or the newest two)
+    /// regressed against those before it: a CI job's verdict on a commit.
+    #[arg(long)]
+    pub fail_on_newest: bool,
 }
 
 #[derive(Args)]
@@ -179,8 +183,9 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `sysdelta history`.
-pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
+/// `sysdelta history`: exit status 1 with `--fail-on-newest` when the
+/// newest experiment regressed.
+pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<std::process::ExitCode> {
     if !(a.alpha > 0.0 && a.alpha < 1.0) {
         return Err(bad(format!(
             "--alpha must be between 0 and 1, got {}",
@@ -221,5 +226,13 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
     for (text, path) in texts {
         emit(&text, path)?;
     }
-    Ok(())
+    let regressed = h.newest.judged == analysis::newest::Judged::Regressed;
+    if a.fail_on_newest && regressed {
+        crate::sys::stderr::say!(
+            "sysdelta: {} regressed at the newest (--fail-on-newest)",
+            crate::report::escape::terminal_safe(&h.newest.labels.join(", "))
+        );
+        return Ok(std::process::ExitCode::FAILURE);
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }
