@@ -68,6 +68,11 @@ pub struct HistoryArgs {
     /// regressed against those before it: a CI job's verdict on a commit.
     #[arg(long)]
     pub fail_on_newest: bool,
+    /// With --fail-on-newest: fail only on a regression of at least this
+    /// much (e.g. 5%), as well as beyond noise and drift.
+    #[arg(long, value_name = "PCT", requires = "fail_on_newest",
+          value_parser = super::args::parse_percent)]
+    pub fail_min_change: Option<f64>,
 }
 
 #[derive(Args)]
@@ -226,11 +231,18 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<std::process::ExitC
     for (text, path) in texts {
         emit(&text, path)?;
     }
-    let regressed = h.newest.judged == analysis::newest::Judged::Regressed;
+    let big = |t: &crate::series::newest::NewestTest| {
+        t.relative().abs() >= a.fail_min_change.unwrap_or(0.0)
+    };
+    let regressed = h.newest.judged == analysis::newest::Judged::Regressed
+        && h.newest.test.as_ref().is_some_and(big);
     if a.fail_on_newest && regressed {
         crate::sys::stderr::say!(
-            "sysdelta: {} regressed at the newest (--fail-on-newest)",
-            crate::report::escape::terminal_safe(&h.newest.labels.join(", "))
+            "sysdelta: {} regressed at the newest (--fail-on-newest{})",
+            crate::report::escape::terminal_safe(&h.newest.labels.join(", ")),
+            a.fail_min_change
+                .map(|m| format!(", at least {}%", 100.0 * m))
+                .unwrap_or_default()
         );
         return Ok(std::process::ExitCode::FAILURE);
     }
