@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub mod args;
+pub mod baseline;
 pub mod env;
 pub mod fleet;
 pub mod flush;

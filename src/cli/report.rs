@@ -16,8 +16,12 @@ use crate::store::Store;
 #[derive(Args)]
 pub struct CompareArgs {
     /// Experiments as LABEL, ID, or LABEL:CONFIG; the first is the baseline.
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 1..)]
     pub experiments: Vec<String>,
+    /// Compare against the experiment baseline NAME points at (saved with
+    /// `run --save-baseline NAME`), put first; NAME:CONFIG picks its config.
+    #[arg(long, value_name = "NAME[:CONFIG]")]
+    pub against_baseline: Option<String>,
     /// Only experiments that ran on host NAME (its name in a fleet, else
     /// the machine's): a label every host of a fleet has names this one's.
     #[arg(long, value_name = "NAME")]
@@ -169,7 +173,15 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
-    let c = analysis::compare::build_on(&store, &a.experiments, a.host.as_deref())?;
+    let mut specs = a.experiments.clone();
+    if let Some(b) = &a.against_baseline {
+        let (name, config) = match b.split_once(':') {
+            Some((n, c)) => (n, format!(":{c}")),
+            None => (b.as_str(), String::new()),
+        };
+        specs.insert(0, format!("{}{config}", store.baseline(name)?));
+    }
+    let c = analysis::compare::build_on(&store, &specs, a.host.as_deref())?;
     // Text on a terminal already leads with the warnings: stderr repeats
     // them only where stdout is not what the user is reading.
     use std::io::IsTerminal as _;
