@@ -32,7 +32,11 @@ fn git(repo: &Path, args: &[&str]) {
         .current_dir(repo)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", common::stderr(&out));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        common::stderr(&out)
+    );
 }
 
 /// Commit a `bench.sh` that sleeps `secs`, then run the recipe in the

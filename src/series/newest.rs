@@ -118,7 +118,11 @@ pub fn judge(exps: &[Experiment], from: usize, newest: usize) -> Option<NewestTe
     // ones' mean error stands in for it.
     let own: f64 = recent
         .iter()
-        .map(|e| Some(median_var(e.values)).filter(|v| v.is_finite()).unwrap_or(e2))
+        .map(|e| {
+            Some(median_var(e.values))
+                .filter(|v| v.is_finite())
+                .unwrap_or(e2)
+        })
         .sum();
     let var = tau2 / j + own / (j * j) + s_b2 / k as f64;
     let t = (level - reference) / var.sqrt();
@@ -162,7 +166,11 @@ mod tests {
         let levels = [1.00, 1.02, 0.98, 1.01, 0.99, 1.02];
         let runs: Vec<Vec<f64>> = levels
             .iter()
-            .map(|l| (0..10).map(|i| l * (1.0 + 0.001 * (i % 3) as f64)).collect())
+            .map(|l| {
+                (0..10)
+                    .map(|i| l * (1.0 + 0.001 * (i % 3) as f64))
+                    .collect()
+            })
             .collect();
         let exps: Vec<Experiment> = runs.iter().map(|r| exp(r)).collect();
         let t = judge(&exps, 0, 1).unwrap();

@@ -64,7 +64,11 @@ impl Store {
             true => "none is saved (run with --save-baseline NAME)".to_string(),
             false => format!(
                 "saved: {}",
-                names.iter().map(|b| b.0.as_str()).collect::<Vec<_>>().join(", ")
+                names
+                    .iter()
+                    .map(|b| b.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         };
         Err(bad(format!(
@@ -85,7 +89,10 @@ impl Store {
             .into_iter()
             .filter_map(|(k, v)| {
                 let name = k.strip_prefix(PREFIX)?.to_string();
-                let ids = v.split_whitespace().filter_map(|i| i.parse().ok()).collect();
+                let ids = v
+                    .split_whitespace()
+                    .filter_map(|i| i.parse().ok())
+                    .collect();
                 Some((name, ids))
             })
             .collect())

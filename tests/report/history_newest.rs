@@ -33,7 +33,13 @@ fn import(sb: &Sandbox, levels: &[f64], seed: u64) {
             ),
         );
         let label = format!("c{}", k + 1);
-        let out = sb.run(&["import", "hyperfine", f.to_str().unwrap(), "--label", &label]);
+        let out = sb.run(&[
+            "import",
+            "hyperfine",
+            f.to_str().unwrap(),
+            "--label",
+            &label,
+        ]);
         assert!(out.status.success(), "{}", stderr(&out));
     }
 }
@@ -79,7 +85,11 @@ fn an_improvement_is_said_and_does_not_fail() {
     levels.push(0.007);
     import(&sb, &levels, 4);
     let out = history(&sb);
-    assert!(stdout(&out).contains("improved at the newest"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("improved at the newest"),
+        "{}",
+        stdout(&out)
+    );
     assert!(out.status.success());
 }
 

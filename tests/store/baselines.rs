@@ -8,7 +8,9 @@ use common::{stderr, stdout, Sandbox};
 
 /// `ab` of `sleep SECS` under one config `base`, 5 runs, with `extra` flags.
 fn ab(sb: &Sandbox, secs: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec!["ab", "--runs", "5", "--config", "base=", "-n", "job", "--quiet"];
+    let mut args = vec![
+        "ab", "--runs", "5", "--config", "base=", "-n", "job", "--quiet",
+    ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "sleep", secs]);
     sb.run(&args)
@@ -30,7 +32,13 @@ fn a_saved_baseline_is_compared_against_and_moved_explicitly() {
     let out = ab(
         &sb,
         "0.02",
-        &["--no-report", "--against-baseline", "main", "--save-baseline", "main"],
+        &[
+            "--no-report",
+            "--against-baseline",
+            "main",
+            "--save-baseline",
+            "main",
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
@@ -40,7 +48,8 @@ fn a_saved_baseline_is_compared_against_and_moved_explicitly() {
         "this run is a row:\n{text}"
     );
     assert!(
-        text.lines().any(|l| l.contains("delta (%)") && l.contains("worse")),
+        text.lines()
+            .any(|l| l.contains("delta (%)") && l.contains("worse")),
         "4x slower is worse:\n{text}"
     );
     assert!(
@@ -51,7 +60,14 @@ fn a_saved_baseline_is_compared_against_and_moved_explicitly() {
     assert_eq!(experiments(&sb), 2);
 
     // compare puts the baseline first.
-    let out = sb.run(&["compare", "--against-baseline", "main", "1", "--format", "json"]);
+    let out = sb.run(&[
+        "compare",
+        "--against-baseline",
+        "main",
+        "1",
+        "--format",
+        "json",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v.to_string().contains("comparison of #2, #1"), "{v}");
@@ -66,7 +82,10 @@ fn an_unknown_or_malformed_baseline_is_bad_input_and_runs_nothing() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no baseline 'nightly'") && err.contains("saved: main"), "{err}");
+    assert!(
+        err.contains("no baseline 'nightly'") && err.contains("saved: main"),
+        "{err}"
+    );
     let out = ab(&sb, "0", &["--save-baseline", "a b"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("baseline name 'a b'"));
