@@ -253,7 +253,7 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<std::process::ExitC
             "sysdelta: {} regressed at the newest (--fail-on-newest{})",
             crate::report::escape::terminal_safe(&h.newest.labels.join(", ")),
             a.fail_min_change
-                .map(|m| format!(", at least {}%", 100.0 * m))
+                .map(|m| format!(", at least {}%", (1e6 * m).round() / 1e4))
                 .unwrap_or_default()
         );
         return Ok(std::process::ExitCode::FAILURE);

@@ -67,6 +67,49 @@ fn a_30_percent_step_in_the_newest_experiment_is_flagged_and_fails() {
 }
 
 #[test]
+fn the_html_page_and_the_json_carry_the_verdict() {
+    let sb = Sandbox::new();
+    let mut levels = vec![0.010; 9];
+    levels.push(0.013);
+    import(&sb, &levels, 5);
+    let out = sb.run(&["history", "wall", "--format", "html"]);
+    assert!(out.status.success(), "without --fail-on-newest: exit 0");
+    assert!(stdout(&out).contains("Newest experiment c10: REGRESSED at the newest"));
+    let out = sb.run(&["history", "wall", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["newest"]["judged"], "regressed");
+    assert_eq!(v["newest"]["labels"][0], "c10");
+    let rel = v["newest"]["test"]["level"].as_f64().unwrap()
+        / v["newest"]["test"]["reference"].as_f64().unwrap();
+    assert!((1.2..1.4).contains(&rel), "{rel}");
+}
+
+#[test]
+fn a_minimum_change_spares_smaller_regressions() {
+    let sb = Sandbox::new();
+    let mut levels = vec![0.010; 9];
+    levels.push(0.013);
+    import(&sb, &levels, 6);
+    let out = sb.run(&[
+        "history",
+        "wall",
+        "--fail-on-newest",
+        "--fail-min-change",
+        "50%",
+    ]);
+    assert!(out.status.success(), "+30% < 50%: {}", stderr(&out));
+    let out = sb.run(&[
+        "history",
+        "wall",
+        "--fail-on-newest",
+        "--fail-min-change",
+        "10%",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("at least 10%"), "{}", stderr(&out));
+}
+
+#[test]
 fn a_step_in_the_newest_two_is_flagged_as_the_newest_two() {
     let sb = Sandbox::new();
     let mut levels = vec![0.010; 8];
