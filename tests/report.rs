@@ -22,6 +22,8 @@ mod compare_labels;
 mod escaping;
 #[path = "report/fleet.rs"]
 mod fleet;
+#[path = "report/history_newest.rs"]
+mod history_newest;
 #[path = "report/history_steps.rs"]
 mod history_steps;
 #[path = "report/host_filter.rs"]

@@ -10,6 +10,8 @@
 #[macro_use]
 mod common;
 
+#[path = "store/baselines.rs"]
+mod baselines;
 #[path = "store/commands.rs"]
 mod commands;
 #[path = "store/migrate.rs"]

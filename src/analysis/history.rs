@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::error::bad;
 use crate::series::changepoint::binary_segmentation;
+use crate::series::newest::Experiment;
 use crate::stats::summary::median;
 use crate::store::{Store, StoredMetric};
 use crate::sys::visible::terminal_safe as safe;
@@ -52,6 +53,8 @@ pub struct History {
     pub skipped: Vec<String>,
     pub alpha: f64,
     pub permutations: usize,
+    /// The newest experiment judged against those before it.
+    pub newest: super::newest::Newest,
 }
 
 /// The history of `metric` (`WORKLOAD/METRIC`, or `METRIC` when one
@@ -99,6 +102,7 @@ pub fn history_on(
         skipped: Vec::new(),
         alpha,
         permutations: 999,
+        newest: super::newest::judge_newest(&[], &[], &[], alpha, true),
     };
     let mut without_config = Vec::new();
     for (id, label) in exps {
@@ -173,6 +177,7 @@ pub fn history_on(
     }
     h.skipped.extend(without_config);
     h.change_points = change_points(&h.points, alpha, h.permutations);
+    h.newest = newest(&h);
     Ok(h)
 }
 
@@ -201,6 +206,22 @@ fn labelled_on(store: &Store, prefix: &str, host: Option<&str>) -> Result<Vec<(i
         )));
     }
     Ok(exps)
+}
+
+/// The verdict on `h`'s newest experiment (or two), from its points and
+/// change points.
+fn newest(h: &History) -> super::newest::Newest {
+    let exps: Vec<Experiment> = h
+        .points
+        .iter()
+        .map(|p| Experiment {
+            median: p.median,
+            values: &p.values,
+        })
+        .collect();
+    let labels: Vec<String> = h.points.iter().map(|p| p.label.clone()).collect();
+    let cps: Vec<usize> = h.change_points.iter().map(|c| c.index).collect();
+    super::newest::judge_newest(&exps, &labels, &cps, h.alpha, h.direction == "lower")
 }
 
 /// The change points of the points' medians, each with the median of the

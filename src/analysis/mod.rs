@@ -19,6 +19,7 @@ pub mod history;
 pub mod hosts;
 pub mod list;
 mod model;
+pub mod newest;
 pub mod overhead;
 pub mod precision;
 pub mod shell_cost;

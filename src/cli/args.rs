@@ -85,6 +85,14 @@ pub struct ExecArgs {
     /// Show the measured command's output on the terminal (--output inherit).
     #[arg(long, conflicts_with = "output")]
     pub show_output: bool,
+    /// Save this experiment as baseline NAME: a named pointer in the store
+    /// (moved here if it pointed elsewhere; that experiment is kept).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare this experiment with the one baseline NAME points at, as
+    /// `compare` does (--baseline names the reference config instead).
+    #[arg(long, value_name = "NAME")]
+    pub against_baseline: Option<String>,
     #[command(flatten)]
     pub report: ReportFlags,
 }

@@ -116,6 +116,12 @@ const FLEET_OWN: &[&str] = &["--seed", "--quiet", "-q", "--no-report", "--fleet-
 fn run_flags(flags: &[String]) -> Result<crate::overrides::Overrides> {
     for f in flags {
         let name = f.split('=').next().unwrap_or(f);
+        // A baseline names one experiment; a fleet run is one per host.
+        if ["--save-baseline", "--against-baseline"].contains(&name) {
+            return Err(bad(format!(
+                "fleet run: {name} after --: a baseline is one experiment, a fleet run one per host (compare a host's with compare --host HOST --against-baseline NAME)"
+            )));
+        }
         if FLEET_OWN.contains(&name) {
             return Err(bad(format!(
                 "fleet run: {name} after --: the fleet gives each host its own{}",

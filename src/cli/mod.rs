@@ -10,6 +10,7 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 pub mod args;
+pub mod baseline;
 pub mod bisect;
 pub mod env;
 pub mod fleet;
@@ -127,7 +128,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Report(a) => report::report(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::List => report::list(store).map(|()| ExitCode::SUCCESS),
         Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
-        Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::History(a) => report::history(&a, store),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),

@@ -16,8 +16,12 @@ use crate::store::Store;
 #[derive(Args)]
 pub struct CompareArgs {
     /// Experiments as LABEL, ID, or LABEL:CONFIG; the first is the baseline.
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 1..)]
     pub experiments: Vec<String>,
+    /// Compare against the experiment baseline NAME points at (saved with
+    /// `run --save-baseline NAME`), put first; NAME:CONFIG picks its config.
+    #[arg(long, value_name = "NAME[:CONFIG]")]
+    pub against_baseline: Option<String>,
     /// Only experiments that ran on host NAME (its name in a fleet, else
     /// the machine's): a label every host of a fleet has names this one's.
     #[arg(long, value_name = "NAME")]
@@ -64,6 +68,15 @@ pub struct HistoryArgs {
     /// Also write the HTML page to FILE.
     #[arg(long, value_name = "FILE")]
     pub export_html: Option<PathBuf>,
+    /// Exit with status 1 when the newest experiment (or the newest two)
+    /// regressed against those before it: a CI job's verdict on a commit.
+    #[arg(long)]
+    pub fail_on_newest: bool,
+    /// With --fail-on-newest: fail only on a regression of at least this
+    /// much (e.g. 5%), as well as beyond noise and drift.
+    #[arg(long, value_name = "PCT", requires = "fail_on_newest",
+          value_parser = super::args::parse_percent)]
+    pub fail_min_change: Option<f64>,
 }
 
 #[derive(Args)]
@@ -160,7 +173,15 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
-    let c = analysis::compare::build_on(&store, &a.experiments, a.host.as_deref())?;
+    let mut specs = a.experiments.clone();
+    if let Some(b) = &a.against_baseline {
+        let (name, config) = match b.split_once(':') {
+            Some((n, c)) => (n, format!(":{c}")),
+            None => (b.as_str(), String::new()),
+        };
+        specs.insert(0, format!("{}{config}", store.baseline(name)?));
+    }
+    let c = analysis::compare::build_on(&store, &specs, a.host.as_deref())?;
     // Text on a terminal already leads with the warnings: stderr repeats
     // them only where stdout is not what the user is reading.
     use std::io::IsTerminal as _;
@@ -179,8 +200,9 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `sysdelta history`.
-pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
+/// `sysdelta history`: exit status 1 with `--fail-on-newest` when the
+/// newest experiment regressed.
+pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<std::process::ExitCode> {
     if !(a.alpha > 0.0 && a.alpha < 1.0) {
         return Err(bad(format!(
             "--alpha must be between 0 and 1, got {}",
@@ -221,5 +243,20 @@ pub fn history(a: &HistoryArgs, store_path: &Path) -> Result<()> {
     for (text, path) in texts {
         emit(&text, path)?;
     }
-    Ok(())
+    let big = |t: &crate::series::newest::NewestTest| {
+        t.relative().abs() >= a.fail_min_change.unwrap_or(0.0)
+    };
+    let regressed = h.newest.judged == analysis::newest::Judged::Regressed
+        && h.newest.test.as_ref().is_some_and(big);
+    if a.fail_on_newest && regressed {
+        crate::sys::stderr::say!(
+            "sysdelta: {} regressed at the newest (--fail-on-newest{})",
+            crate::report::escape::terminal_safe(&h.newest.labels.join(", ")),
+            a.fail_min_change
+                .map(|m| format!(", at least {}%", (1e6 * m).round() / 1e4))
+                .unwrap_or_default()
+        );
+        return Ok(std::process::ExitCode::FAILURE);
+    }
+    Ok(std::process::ExitCode::SUCCESS)
 }

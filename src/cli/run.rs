@@ -277,6 +277,7 @@ fn execute(
         }
     }
     super::report::check_exports(&e.report)?;
+    super::baseline::check(e, store_path)?;
     if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, &resume) {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
         std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
@@ -373,6 +374,13 @@ fn execute(
     for cell in runner::cells_without_success(&data) {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
+    }
+    if failed && (e.save_baseline.is_some() || e.against_baseline.is_some()) {
+        crate::sys::stderr::say!(
+            "sysdelta: a cell has no result: not compared with or saved as a baseline"
+        );
+    } else {
+        super::baseline::after(store, id, e)?;
     }
     Ok(if failed {
         ExitCode::FAILURE

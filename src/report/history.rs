@@ -7,6 +7,7 @@ use super::escape::{self, terminal_safe as safe};
 use super::text;
 use super::wrap::wrap;
 use crate::analysis::history::History;
+use crate::analysis::newest::{Judged, Newest, NEEDED};
 
 /// The history as JSON (`history --format json`), terminal-safe like the
 /// JSON report (see [`escape::json_text`]).
@@ -88,7 +89,10 @@ pub fn text(h: &History) -> String {
         );
     }
     o.push('\n');
+    o.push_str(&wrap(&newest_line(&h.newest), "  "));
+    let flagged = matches!(h.newest.judged, Judged::Regressed | Judged::Improved);
     let found = match h.change_points.len() {
+        0 if flagged => "No change point found".to_string(),
         0 => "No change found".to_string(),
         1 => "1 change point".to_string(),
         n => format!("{n} change points"),
@@ -113,6 +117,51 @@ pub fn text(h: &History) -> String {
         ));
     }
     escape::terminal_safe_lines(&o)
+}
+
+/// The newest experiment's verdict in one paragraph: "regressed at the
+/// newest" (or two), improved, no change, or why it was not judged.
+pub fn newest_line(n: &Newest) -> String {
+    let labels = safe(&n.labels.join(", "));
+    let what = match n.labels.len() {
+        1 => format!("Newest experiment {labels}"),
+        k => format!("Newest {k} experiments {labels}"),
+    };
+    let (Some(t), Some(p)) = (&n.test, n.p) else {
+        return format!(
+            "{what}: not judged (it needs {NEEDED} experiments before it, after the last \
+             change point)."
+        );
+    };
+    let at = match t.newest {
+        1 => "at the newest".to_string(),
+        k => format!("at the newest {k}"),
+    };
+    let verdict = match n.judged {
+        Judged::Regressed => format!("REGRESSED {at}"),
+        Judged::Improved => format!("improved {at}"),
+        _ => "no change beyond noise and drift".to_string(),
+    };
+    format!(
+        "{what}: {verdict}, {:+.1}% (median {} against {} in the {} before; {}, \
+         a t test of experiment medians, the drift between \
+         experiments (sd {}) allowed for).",
+        100.0 * t.relative(),
+        text::fmt_num(t.level),
+        text::fmt_num(t.reference),
+        t.earlier,
+        fmt_p(p, n.level),
+        text::fmt_num(t.drift_sd),
+    )
+}
+
+/// "p = 0.0123 < 0.025", or "p < 0.0001".
+fn fmt_p(p: f64, level: f64) -> String {
+    match p {
+        p if p < 1e-4 => "p < 0.0001".into(),
+        p if p < level => format!("p = {p:.4} < {level}"),
+        p => format!("p = {p:.4} >= {level}"),
+    }
 }
 
 /// Which config the history follows, in words.

@@ -6,6 +6,7 @@
 
 pub mod changepoint;
 pub mod mannkendall;
+pub mod newest;
 pub mod table;
 pub mod theilsen;
 

@@ -16,6 +16,7 @@
 //! mount) is opened read-only, and then nothing is written in or next to
 //! it.
 
+pub mod baselines;
 pub mod boots;
 mod copy;
 pub(crate) mod db;

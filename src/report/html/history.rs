@@ -36,6 +36,13 @@ pub fn render(h: &History) -> Result<String> {
         esc(&h.direction),
         esc(&h.unit)
     );
+    // The newest experiment's verdict first: what a reader (and a CI job)
+    // asks of the newest commit.
+    let _ = write!(
+        o,
+        "<p>{}</p>",
+        esc(&crate::report::history::newest_line(&h.newest))
+    );
     let found = if h.change_points.is_empty() {
         "<b>No change found.</b>".to_string()
     } else {

@@ -1,0 +1,87 @@
+//! Named baselines on the command line: `run`/`ab` `--save-baseline NAME`
+//! stores the finished experiment as baseline NAME, `--against-baseline
+//! NAME` (also `compare --against-baseline`) compares with the experiment
+//! it points at, with `compare`'s statistics. Named `--against-baseline`
+//! rather than criterion's `--baseline`, which has long meant the
+//! reference config of `run`, `ab` and `report` (docs/reports.md,
+//! "Baselines").
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use super::args::{report_options, ExecArgs};
+use super::output::emit;
+use crate::analysis;
+use crate::report::{self, ReportOptions};
+use crate::store::{baselines::check_name, Store};
+use crate::sys::stderr::say;
+use crate::sys::visible::terminal_safe as safe;
+
+/// Before anything runs: the names are names, and `--against-baseline`'s
+/// exists in the store (bad input otherwise, nothing run or stored).
+pub fn check(e: &ExecArgs, store_path: &Path) -> Result<()> {
+    if let Some(n) = &e.save_baseline {
+        check_name(n)?;
+    }
+    if let Some(n) = &e.against_baseline {
+        check_name(n)?;
+        Store::open(store_path, false)?.baseline(n)?;
+    }
+    Ok(())
+}
+
+/// After a complete experiment `id` with a result in every cell: compare it
+/// with `--against-baseline`'s experiment, config by config, then save it
+/// as `--save-baseline` (so a run may be compared with the old baseline and
+/// become the new one).
+pub fn after(store: &Store, id: i64, e: &ExecArgs) -> Result<()> {
+    if let Some(name) = &e.against_baseline {
+        against(store, name, id, report_options(&e.report)?)?;
+    }
+    if let Some(name) = &e.save_baseline {
+        match store.save_baseline(name, id)? {
+            Some(old) => say!(
+                "sysdelta: baseline '{name}' moved from experiment {old} (kept) to experiment {id}"
+            ),
+            None => say!("sysdelta: baseline '{name}' is experiment {id}"),
+        }
+    }
+    Ok(())
+}
+
+/// Experiment `id` against baseline `name`'s, one comparison per config
+/// both have (a plan's configs compared with themselves, not with the
+/// baseline config), in the report's `--format` on stdout.
+fn against(store: &Store, name: &str, id: i64, mut opts: ReportOptions) -> Result<()> {
+    let base = store.baseline(name)?;
+    let base_configs = store.info(base)?.configs;
+    let configs: Vec<String> = store
+        .info(id)?
+        .configs
+        .into_iter()
+        .filter(|c| base_configs.contains(c))
+        .collect();
+    if configs.is_empty() {
+        return Err(crate::error::bad(format!(
+            "--against-baseline {name}: experiment {base} shares no config with experiment {id}"
+        )));
+    }
+    // The comparison's configs are the two experiments: --baseline's
+    // config name means nothing there.
+    opts.analysis.baseline = None;
+    for c in configs {
+        say!(
+            "sysdelta: experiment {id} against baseline '{name}' (experiment {base}), config {}:",
+            safe(&c)
+        );
+        let specs = [format!("{base}:{c}"), format!("{id}:{c}")];
+        let compared = analysis::compare::build(store, &specs)?;
+        for w in &compared.warnings {
+            say!("sysdelta: warning: {w}");
+        }
+        let view = analysis::compare::analyze(compared, &opts.analysis)?;
+        emit(&report::compare::render(&view, &opts)?, None)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,131 @@
+//! Named baselines (`--save-baseline NAME`, `--against-baseline NAME`, as
+//! criterion's `--save-baseline` / `--baseline`): a name pointing at one
+//! experiment, kept in the `meta` table as `baseline:NAME` -> the ids it
+//! has pointed at, oldest first, the last the current one. A row in a
+//! table every schema version has: no migration, and older sysdeltas (which
+//! read only `meta`'s `app` and `schema_version`) open the store as before.
+//! Saving a name again moves it to the new experiment explicitly and keeps
+//! the experiments it pointed at before, and their ids in the row.
+
+use anyhow::Result;
+
+use super::db::vals;
+use super::Store;
+use crate::error::bad;
+use crate::sys::visible::terminal_safe as safe;
+
+/// The `meta` key prefix of a baseline.
+const PREFIX: &str = "baseline:";
+/// The longest baseline name.
+const NAME_MAX: usize = 64;
+
+/// Bad input unless `name` is a baseline name: 1 to 64 letters, digits,
+/// '.', '_' or '-' (it is shown in reports and typed in CI scripts).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= NAME_MAX
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    match ok {
+        true => Ok(()),
+        false => Err(bad(format!(
+            "baseline name '{}': use 1 to {NAME_MAX} letters, digits, '.', '_' or '-'",
+            safe(name)
+        ))),
+    }
+}
+
+impl Store {
+    /// The ids baseline `name` has pointed at, oldest first; empty when
+    /// there is no such baseline.
+    fn baseline_ids(&self, name: &str) -> Result<Vec<i64>> {
+        let value: Option<String> = self.db.query_opt(
+            "SELECT value FROM meta WHERE key = ?1",
+            &vals![&format!("{PREFIX}{name}")],
+            |r| r.get(0),
+        )?;
+        Ok(value
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|id| id.parse().ok())
+            .collect())
+    }
+
+    /// The experiment baseline `name` points at now; bad input naming the
+    /// saved baselines when there is no such one.
+    pub fn baseline(&self, name: &str) -> Result<i64> {
+        check_name(name)?;
+        if let Some(id) = self.baseline_ids(name)?.last() {
+            return Ok(*id);
+        }
+        let names = self.baselines()?;
+        let saved = match names.is_empty() {
+            true => "none is saved (run with --save-baseline NAME)".to_string(),
+            false => format!(
+                "saved: {}",
+                names
+                    .iter()
+                    .map(|b| b.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Err(bad(format!(
+            "no baseline '{name}' in {}; {saved}",
+            self.shown()
+        )))
+    }
+
+    /// Every baseline: its name and the ids it has pointed at, oldest
+    /// first.
+    pub fn baselines(&self) -> Result<Vec<(String, Vec<i64>)>> {
+        let rows: Vec<(String, String)> = self.db.query(
+            "SELECT key, value FROM meta WHERE key LIKE 'baseline:%' ORDER BY key",
+            &[],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let name = k.strip_prefix(PREFIX)?.to_string();
+                let ids = v
+                    .split_whitespace()
+                    .filter_map(|i| i.parse().ok())
+                    .collect();
+                Some((name, ids))
+            })
+            .collect())
+    }
+
+    /// Point baseline `name` at experiment `id` (which must exist),
+    /// keeping the ids it pointed at before; the one it pointed at until
+    /// now, if another.
+    pub fn save_baseline(&self, name: &str, id: i64) -> Result<Option<i64>> {
+        check_name(name)?;
+        if let Some(why) = &self.read_only {
+            return Err(bad(format!(
+                "--save-baseline: {} cannot be written ({why})",
+                self.shown()
+            )));
+        }
+        self.resolve(&id.to_string())?;
+        let mut ids = self.baseline_ids(name)?;
+        let before = ids.last().copied();
+        if before == Some(id) {
+            return Ok(None);
+        }
+        ids.push(id);
+        let value = ids
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2)
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            &vals![&format!("{PREFIX}{name}"), &value],
+        )?;
+        Ok(before)
+    }
+}
