@@ -8,6 +8,7 @@
 use std::collections::HashSet;
 
 use super::model::{Overrides, Plan};
+use super::scan::Grid;
 pub use super::scan::Scan;
 use crate::error::Error;
 
@@ -62,33 +63,66 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
 pub struct Ab<'a> {
     /// `--config NAME=SETUP`.
     pub configs: &'a [String],
-    /// `-c/--cleanup NAME=CMD`.
+    /// `-c/--cleanup`: NAME=CMD (that config's teardown) or CMD (after all
+    /// runs of each command, as hyperfine's).
     pub cleanups: &'a [String],
     /// `-k NAME=IMAGE ...`.
     pub kernels: &'a [String],
-    /// The command's words.
+    /// The command's words after `--`.
     pub command: &'a [String],
-    /// `-n`: the workload's name (default: after the command).
-    pub name: Option<&'a str>,
-    /// `-P`/`-L`: one workload (or config) per value.
-    pub scan: Option<Scan>,
+    /// Commands before `--`, each a shell command line as written
+    /// (`ab 'CMD1' 'CMD2'`).
+    pub commands: &'a [String],
+    /// `-n`: a name per command (with no --config: per config).
+    pub names: &'a [String],
+    /// `-P`/`-L`: their cross product.
+    pub scans: Vec<Scan>,
+    /// `-s/--setup`: run once per command, before the first run.
+    pub setup: Option<&'a str>,
+    /// `--reference`: the command (or config) the others are compared with.
+    pub reference: Option<&'a str>,
     /// `-S`/`-N`, `--prepare`, `--conclude`.
     pub run: RunOptions,
 }
 
 /// A config of the plan `ab` writes.
-struct ConfigText {
-    name: String,
-    setup: String,
-    cleanup: Option<String>,
-    kernel: Option<toml::Table>,
+pub(super) struct ConfigText {
+    pub(super) name: String,
+    pub(super) setup: String,
+    pub(super) cleanup: Option<String>,
+    pub(super) command: Option<String>,
+    pub(super) kernel: Option<toml::Table>,
+}
+
+/// The plan-wide keys `ab` writes besides the run options.
+#[derive(Default)]
+pub(super) struct PlanKeys {
+    /// Once before the first run: every command's `-s`.
+    pub(super) setup: Option<String>,
+    /// Once after the last run: every command's `-c`.
+    pub(super) teardown: Option<String>,
+    pub(super) baseline: Option<String>,
 }
 
 /// The plan TOML for `ab`: its configs, and its workloads as (name,
 /// command).
-fn plan_text(configs: &[ConfigText], workloads: &[(String, String)], name: &str) -> String {
+pub(super) fn plan_text(
+    configs: &[ConfigText],
+    workloads: &[(String, String)],
+    keys: &PlanKeys,
+) -> String {
     let mut root = toml::Table::new();
-    root.insert("name".into(), toml::Value::String(name.into()));
+    root.insert("name".into(), toml::Value::String("ab".into()));
+    let plan_wide = [
+        ("setup", &keys.setup),
+        ("teardown", &keys.teardown),
+        ("baseline", &keys.baseline),
+    ];
+    for (k, v) in plan_wide {
+        if let Some(v) = v {
+            root.insert(k.into(), toml::Value::String(v.clone()));
+        }
+    }
     let cfgs: Vec<toml::Value> = configs
         .iter()
         .map(|c| {
@@ -99,6 +133,9 @@ fn plan_text(configs: &[ConfigText], workloads: &[(String, String)], name: &str)
             }
             if let Some(td) = &c.cleanup {
                 t.insert("teardown".into(), toml::Value::String(td.clone()));
+            }
+            if let Some(cmd) = &c.command {
+                t.insert("command".into(), toml::Value::String(cmd.clone()));
             }
             if let Some(k) = &c.kernel {
                 t.insert("kernel".into(), toml::Value::Table(k.clone()));
@@ -133,7 +170,7 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// `text` (a plan) with these options as its plan-wide keys.
-    fn apply(&self, text: String) -> String {
+    pub(super) fn apply(&self, text: String) -> String {
         let keys = [
             ("shell", &self.shell),
             ("prepare", &self.prepare),
@@ -199,24 +236,166 @@ pub fn build(
     )
 }
 
-/// Validate an `ab` invocation as a plan. A kernel names a config given
-/// with `--config`, or a new one (after those given with `--config`).
+/// Validate an `ab` invocation as a plan. Without --config or -k each
+/// command is a config ([`super::ab_commands`]); with them, the configs
+/// are compared and each command is a workload. A kernel names a config
+/// given with `--config`, or a new one (after those given with `--config`).
 pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
-    let (config_args, kernel_args, command) = (ab.configs, ab.kernels, ab.command);
-    if config_args.is_empty() && kernel_args.is_empty() {
-        return Err(
-            Error::bad("ab needs at least one --config NAME=SETUP (e.g. --config base= --config 'slow=export X=1') or -k NAME=IMAGE"),
-        );
+    let grid = Grid::new(ab.scans.clone())?;
+    let commands = commands_of(ab)?;
+    if !ab.names.is_empty() && ab.names.len() != commands.len() {
+        return Err(Error::bad(format!(
+            "-n: {} given for {} commands; give one name per command",
+            ab.names.len(),
+            commands.len()
+        )));
     }
-    if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
-        return Err(Error::bad("ab needs a command after --"));
+    let params: Vec<&str> = grid.scans.iter().map(|s| s.param.as_str()).collect();
+    for (what, text) in commands
+        .iter()
+        .map(|c| ("the command", c.as_str()))
+        .chain(ab.names.iter().map(|n| ("-n", n.as_str())))
+        .chain(ab.setup.map(|t| ("--setup", t)))
+        .chain(ab.cleanups.iter().map(|c| ("--cleanup", c.as_str())))
+        .chain(ab.configs.iter().map(|c| ("--config", c.as_str())))
+    {
+        if let Some(p) = super::scan::unfilled(text, &params) {
+            return Err(Error::bad(format!(
+                "{what} '{text}': {p} is no parameter: scan it with -L {} VALUES or -P {} MIN MAX",
+                &p[1..p.len() - 1],
+                &p[1..p.len() - 1]
+            )));
+        }
     }
-    let mut configs = config_args
+    if ab.configs.is_empty() && ab.kernels.is_empty() {
+        return super::ab_commands::build(ab, &commands, &grid, ov);
+    }
+    let (mut cfgs, hooks) = configs_of(ab)?;
+    // A scan in a command varies the workloads; in a config's setup or
+    // cleanup, the configs.
+    let in_config = |s: &Scan| {
+        cfgs.iter().any(|c| {
+            s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+        })
+    };
+    let in_command = |s: &Scan| commands.iter().any(|c| s.appears_in(c));
+    for s in &grid.scans {
+        match (in_command(s), in_config(s)) {
+            (true, true) => {
+                return Err(Error::bad(format!(
+                    "{} is in the command and in a config's setup or cleanup: a scan varies one of them",
+                    s.placeholder()
+                )))
+            }
+            (false, false) => {
+                return Err(Error::bad(format!(
+                    "{} appears neither in the command nor in a config's setup or cleanup",
+                    s.placeholder()
+                )))
+            }
+            _ => {}
+        }
+    }
+    let config_grid = grid.only(|s| in_config(s));
+    let mut workloads: Vec<(String, String)> = Vec::new();
+    let mut each_command: Vec<(String, super::scan::Point)> = Vec::new();
+    for (i, cmd) in commands.iter().enumerate() {
+        let g = grid.only(|s| s.appears_in(cmd));
+        let mut named: Vec<(String, String)> = g
+            .points()
+            .into_iter()
+            .map(|p| {
+                let filled = Grid::fill(cmd, &p);
+                let name = match ab.names.get(i) {
+                    Some(n) => Grid::name(n, &p),
+                    None => name_after(&filled),
+                };
+                each_command.push((cmd.clone(), p));
+                (name, filled)
+            })
+            .collect();
+        // A long command is named after its program, the same for every
+        // value: then each name says its value.
+        let distinct: HashSet<&String> = named.iter().map(|n| &n.0).collect();
+        if ab.names.is_empty() && distinct.len() < named.len() {
+            let program = name_after(cmd);
+            for (n, p) in named.iter_mut().zip(g.points()) {
+                n.0 = Grid::name(&program, &p);
+            }
+        }
+        workloads.extend(named);
+    }
+    dedupe(workloads.iter_mut().map(|w| &mut w.0));
+    if !config_grid.scans.is_empty() {
+        let mut out = Vec::new();
+        for c in cfgs {
+            let g = config_grid.only(|s| {
+                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+            });
+            if g.scans.is_empty() {
+                out.push(c);
+                continue;
+            }
+            for p in g.points() {
+                out.push(ConfigText {
+                    name: Grid::name(&c.name, &p),
+                    setup: Grid::fill(&c.setup, &p),
+                    cleanup: c.cleanup.as_ref().map(|t| Grid::fill(t, &p)),
+                    command: None,
+                    kernel: c.kernel.clone(),
+                });
+            }
+        }
+        cfgs = out;
+    }
+    let baseline = match ab.reference {
+        None => None,
+        Some(r) if cfgs.iter().any(|c| c.name == r) => Some(r.to_string()),
+        Some(r) => return Err(Error::bad(format!(
+            "--reference '{r}': no config of that name (with --config, the reference is a config)"
+        ))),
+    };
+    let keys = super::ab_commands::hook_keys(ab.setup, &hooks, &each_command, baseline);
+    let text = ab.run.apply(plan_text(&cfgs, &workloads, &keys));
+    super::load::parse("(ab)", &text, ov)
+}
+
+/// The commands `ab` measures: the words after `--` as one command (quoted
+/// for the shell when there are several), or each command before it.
+fn commands_of(ab: &Ab) -> Result<Vec<String>, Error> {
+    if !ab.command.is_empty() && !ab.commands.is_empty() {
+        return Err(Error::bad(
+            "ab takes its commands before -- ('CMD1' 'CMD2') or one after it, not both",
+        ));
+    }
+    let out = if ab.command.len() > 1 {
+        // Several words must reach the program as they are
+        // (`-- sh -c 'x y' z`), so quote them.
+        vec![shlex::try_join(ab.command.iter().map(String::as_str))
+            .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?]
+    } else if ab.command.len() == 1 {
+        ab.command.to_vec()
+    } else {
+        ab.commands.to_vec()
+    };
+    if out.is_empty() || out.iter().any(|c| c.trim().is_empty()) {
+        return Err(Error::bad(
+            "ab needs a command: sysdelta ab 'CMD1' 'CMD2' (each command a config), or --config NAME=SETUP ... -- CMD",
+        ));
+    }
+    Ok(out)
+}
+
+/// The configs of `--config` and `-k`, with the cleanups that name one;
+/// the other cleanups, which run after all runs of each command.
+fn configs_of(ab: &Ab) -> Result<(Vec<ConfigText>, Vec<String>), Error> {
+    let mut configs = ab
+        .configs
         .iter()
         .map(|a| split_config_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
     let mut kernels: Vec<(String, toml::Table)> = Vec::new();
-    for a in kernel_args {
+    for a in ab.kernels {
         let (name, t) = split_kernel_arg(a)?;
         if kernels.iter().any(|(n, _)| *n == name) {
             return Err(Error::bad(format!(
@@ -229,106 +408,67 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         kernels.push((name, t));
     }
     let mut cleanups: Vec<(String, String)> = Vec::new();
+    let mut hooks = Vec::new();
     for a in ab.cleanups {
-        let (name, cmd) = match a.split_once('=') {
-            Some((n, c)) if !n.trim().is_empty() && !c.trim().is_empty() => {
-                (n.trim().to_string(), c.to_string())
-            }
-            _ => {
-                return Err(Error::bad(format!(
-                    "--cleanup '{a}': expected NAME=COMMAND"
-                )))
-            }
+        if a.trim().is_empty() {
+            return Err(Error::bad("--cleanup: an empty command"));
+        }
+        let Some((n, c)) = a.split_once('=') else {
+            hooks.push(a.clone());
+            continue;
         };
-        if !configs.iter().any(|(c, _)| *c == name) {
+        let name = n.trim();
+        if !configs.iter().any(|(c, _)| c == name) {
+            // `WORD=...` with WORD no config is a mistyped name far more
+            // often than a command that starts with an assignment.
+            if !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_-.".contains(c))
+            {
+                return Err(Error::bad(format!(
+                    "--cleanup '{a}': no config named `{name}` (give it with --config; a command that starts with an assignment: 'env {a}')"
+                )));
+            }
+            hooks.push(a.clone());
+            continue;
+        }
+        if c.trim().is_empty() {
             return Err(Error::bad(format!(
-                "--cleanup '{a}': no config named `{name}` (give it with --config)"
+                "--cleanup '{a}': expected NAME=COMMAND"
             )));
         }
-        if cleanups.iter().any(|(c, _)| *c == name) {
+        if cleanups.iter().any(|(c, _)| c == name) {
             return Err(Error::bad(format!(
                 "--cleanup '{a}': config `{name}` already has a cleanup"
             )));
         }
-        cleanups.push((name, cmd));
+        cleanups.push((name.to_string(), c.to_string()));
     }
-    // One argument is a shell command as written; several are words that
-    // must reach the program as they are (`-- sh -c 'x y' z`), so quote them.
-    let cmd = if command.len() == 1 {
-        command[0].clone()
-    } else {
-        shlex::try_join(command.iter().map(String::as_str))
-            .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?
-    };
-    let wname = ab.name.map_or_else(|| name_after(&cmd), str::to_string);
-    let mut cfgs: Vec<ConfigText> = configs
+    let cfgs = configs
         .into_iter()
         .map(|(name, setup)| ConfigText {
             cleanup: cleanups.iter().find(|c| c.0 == name).map(|c| c.1.clone()),
             kernel: kernels.iter().find(|k| k.0 == name).map(|k| k.1.clone()),
+            command: None,
             name,
             setup,
         })
         .collect();
-    let workloads = match &ab.scan {
-        None => vec![(wname, cmd)],
-        // The command has the placeholder: one workload per value.
-        Some(s) if s.appears_in(&cmd) => {
-            let base = ab.name.map_or_else(|| cmd.clone(), str::to_string);
-            let mut named: Vec<(String, String)> = s
-                .values
-                .iter()
-                .map(|v| {
-                    let name = match ab.name {
-                        Some(_) => s.name(&base, v),
-                        None => name_after(&s.fill(&cmd, v)),
-                    };
-                    (name, s.fill(&cmd, v))
-                })
-                .collect();
-            // A long command is named after its program, the same for every
-            // value: then each name says its value.
-            let distinct: HashSet<&String> = named.iter().map(|n| &n.0).collect();
-            if ab.name.is_none() && distinct.len() < named.len() {
-                let program = name_after(&cmd);
-                for (n, v) in named.iter_mut().zip(&s.values) {
-                    n.0 = s.name(&program, v);
-                }
-            }
-            named
+    Ok((cfgs, hooks))
+}
+
+/// Names made distinct: the second of a name is `NAME-2`, and so on.
+pub(super) fn dedupe<'a>(names: impl Iterator<Item = &'a mut String>) {
+    let mut seen: HashSet<String> = HashSet::new();
+    for n in names {
+        let mut k = 2;
+        let base = n.clone();
+        while !seen.insert(n.clone()) {
+            *n = format!("{base}-{k}");
+            k += 1;
         }
-        // A config's setup (or cleanup) has it: one config per value.
-        Some(s) => {
-            if !cfgs.iter().any(|c| {
-                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
-            }) {
-                return Err(Error::bad(format!(
-                    "{} appears neither in the command nor in a config's setup or cleanup",
-                    s.placeholder()
-                )));
-            }
-            let mut out = Vec::new();
-            for c in cfgs {
-                if !s.appears_in(&c.setup) && !c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
-                {
-                    out.push(c);
-                    continue;
-                }
-                for v in &s.values {
-                    out.push(ConfigText {
-                        name: s.name(&c.name, v),
-                        setup: s.fill(&c.setup, v),
-                        cleanup: c.cleanup.as_ref().map(|t| s.fill(t, v)),
-                        kernel: c.kernel.clone(),
-                    });
-                }
-            }
-            cfgs = out;
-            vec![(wname, cmd)]
-        }
-    };
-    let text = ab.run.apply(plan_text(&cfgs, &workloads, "ab"));
-    super::load::parse("(ab)", &text, ov)
+    }
 }
 
 #[cfg(test)]
@@ -342,7 +482,7 @@ mod tests {
             &Ab {
                 configs: &["a=".to_string()],
                 command: &cmd,
-                scan: Some(super::super::scan::range("n", "1", "3", None).unwrap()),
+                scans: vec![super::super::scan::range("n", "1", "3", None).unwrap()],
                 ..Default::default()
             },
             &Overrides::default(),
@@ -456,5 +596,15 @@ mod tests {
             "{}",
             t("a=")
         );
+        // Not a config's name: hyperfine's cleanup, after all runs.
+        let p = build(
+            &["a=".into()],
+            &["rm -f /tmp/x".into()],
+            &["true".into()],
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(p.configs[0].teardown, None);
+        assert!(p.teardown.unwrap().contains("( rm -f /tmp/x )"));
     }
 }
