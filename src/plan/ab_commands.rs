@@ -91,7 +91,8 @@ pub(super) fn build(
     let first = cfgs[0].command.clone().unwrap_or_default();
     let workload = (workload_name(&commands), first);
     let baseline = baseline.map(|i| cfgs[i].name.clone());
-    let keys = hook_keys(ab.setup, ab.cleanups, &each, baseline);
+    let (_, cleanups) = super::shorthand::split_cleanups(ab.cleanups, &[])?;
+    let keys = hook_keys(ab.setup, &cleanups, &each, baseline);
     let text = ab.run.apply(plan_text(&cfgs, &[workload], &keys));
     super::load::parse("(ab)", &text, ov)
 }
@@ -157,10 +158,10 @@ mod tests {
     use super::super::scan;
     use super::*;
 
-    fn plan(commands: &[&str], f: impl FnOnce(&mut Ab)) -> Result<Plan, Error> {
+    fn plan<'a>(commands: &[&str], f: impl FnOnce(&mut Ab<'a>)) -> Result<Plan, Error> {
         let commands: Vec<String> = commands.iter().map(|c| c.to_string()).collect();
-        let mut ab = Ab {
-            commands: &commands,
+        let mut ab: Ab<'a> = Ab {
+            commands: commands.leak(),
             ..Default::default()
         };
         f(&mut ab);

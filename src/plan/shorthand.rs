@@ -351,9 +351,11 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
     let baseline = match ab.reference {
         None => None,
         Some(r) if cfgs.iter().any(|c| c.name == r) => Some(r.to_string()),
-        Some(r) => return Err(Error::bad(format!(
+        Some(r) => {
+            return Err(Error::bad(format!(
             "--reference '{r}': no config of that name (with --config, the reference is a config)"
-        ))),
+        )))
+        }
     };
     let keys = super::ab_commands::hook_keys(ab.setup, &hooks, &each_command, baseline);
     let text = ab.run.apply(plan_text(&cfgs, &workloads, &keys));
@@ -407,9 +409,31 @@ fn configs_of(ab: &Ab) -> Result<(Vec<ConfigText>, Vec<String>), Error> {
         }
         kernels.push((name, t));
     }
+    let names: Vec<&str> = configs.iter().map(|(c, _)| c.as_str()).collect();
+    let (cleanups, hooks) = split_cleanups(ab.cleanups, &names)?;
+    let cfgs = configs
+        .into_iter()
+        .map(|(name, setup)| ConfigText {
+            cleanup: cleanups.iter().find(|c| c.0 == name).map(|c| c.1.clone()),
+            kernel: kernels.iter().find(|k| k.0 == name).map(|k| k.1.clone()),
+            command: None,
+            name,
+            setup,
+        })
+        .collect();
+    Ok((cfgs, hooks))
+}
+
+/// `-c` values: NAME=CMD where NAME is one of `configs` (that config's
+/// teardown, at most one each), and the commands run once per command
+/// after all runs, as hyperfine's --cleanup.
+pub(super) fn split_cleanups(
+    given: &[String],
+    configs: &[&str],
+) -> Result<(Vec<(String, String)>, Vec<String>), Error> {
     let mut cleanups: Vec<(String, String)> = Vec::new();
     let mut hooks = Vec::new();
-    for a in ab.cleanups {
+    for a in given {
         if a.trim().is_empty() {
             return Err(Error::bad("--cleanup: an empty command"));
         }
@@ -418,7 +442,7 @@ fn configs_of(ab: &Ab) -> Result<(Vec<ConfigText>, Vec<String>), Error> {
             continue;
         };
         let name = n.trim();
-        if !configs.iter().any(|(c, _)| c == name) {
+        if !configs.contains(&name) {
             // `WORD=...` with WORD no config is a mistyped name far more
             // often than a command that starts with an assignment.
             if !name.is_empty()
@@ -445,17 +469,7 @@ fn configs_of(ab: &Ab) -> Result<(Vec<ConfigText>, Vec<String>), Error> {
         }
         cleanups.push((name.to_string(), c.to_string()));
     }
-    let cfgs = configs
-        .into_iter()
-        .map(|(name, setup)| ConfigText {
-            cleanup: cleanups.iter().find(|c| c.0 == name).map(|c| c.1.clone()),
-            kernel: kernels.iter().find(|k| k.0 == name).map(|k| k.1.clone()),
-            command: None,
-            name,
-            setup,
-        })
-        .collect();
-    Ok((cfgs, hooks))
+    Ok((cleanups, hooks))
 }
 
 /// Names made distinct: the second of a name is `NAME-2`, and so on.
