@@ -13,9 +13,9 @@
 //! is for), and setups that build something must leave every command's
 //! build in place at once.
 
+use super::ab_plan::{dedupe, hook_keys, name_after, plan_text, split_cleanups, Ab, ConfigText};
 use super::model::{Overrides, Plan};
 use super::scan::{Grid, Point};
-use super::shorthand::{dedupe, name_after, plan_text, Ab, ConfigText, PlanKeys};
 use crate::error::Error;
 
 /// The plan of `ab 'CMD1' 'CMD2' ...`: one config per command (and per
@@ -91,7 +91,7 @@ pub(super) fn build(
     let first = cfgs[0].command.clone().unwrap_or_default();
     let workload = (workload_name(&commands), first);
     let baseline = baseline.map(|i| cfgs[i].name.clone());
-    let (_, cleanups) = super::shorthand::split_cleanups(ab.cleanups, &[])?;
+    let (_, cleanups) = split_cleanups(ab.cleanups, &[])?;
     let keys = hook_keys(ab.setup, &cleanups, &each, baseline);
     let text = ab.run.apply(plan_text(&cfgs, &[workload], &keys));
     super::load::parse("(ab)", &text, ov)
@@ -116,40 +116,6 @@ fn workload_name(commands: &[String]) -> String {
             p
         }
         _ => "command".into(),
-    }
-}
-
-/// The plan's `setup` and `teardown` from `-s` and the cleanups that are
-/// commands: each once per command (`each`: a command with its point of
-/// the scans, filled into the hook). Each runs in a subshell of its own,
-/// as hyperfine's `sh -c`: its exit status is its last command's. A
-/// failing setup stops the experiment before its first run; every cleanup
-/// runs, and the plan's teardown fails when one did.
-pub(super) fn hook_keys(
-    setup: Option<&str>,
-    cleanups: &[String],
-    each: &[(String, Point)],
-    baseline: Option<String>,
-) -> PlanKeys {
-    let setup = setup.map(|s| {
-        each.iter()
-            .map(|(_, p)| format!("( {} ) || exit $?\n", Grid::fill(s, p)))
-            .collect::<String>()
-    });
-    let teardown = (!cleanups.is_empty()).then(|| {
-        let mut t = String::from("st=0\n");
-        for (_, p) in each {
-            for c in cleanups {
-                t.push_str(&format!("( {} ) || st=$?\n", Grid::fill(c, p)));
-            }
-        }
-        t.push_str("exit $st\n");
-        t
-    });
-    PlanKeys {
-        setup,
-        teardown,
-        baseline,
     }
 }
 
