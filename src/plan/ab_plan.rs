@@ -170,13 +170,16 @@ pub fn name_after(command: &str) -> String {
     }
 }
 
+/// (config, its teardown) of the `-c NAME=CMD` values.
+pub(super) type ConfigCleanups = Vec<(String, String)>;
+
 /// `-c` values: NAME=CMD where NAME is one of `configs` (that config's
 /// teardown, at most one each), and the commands run once per command
 /// after all runs, as hyperfine's --cleanup.
 pub(super) fn split_cleanups(
     given: &[String],
     configs: &[&str],
-) -> Result<(Vec<(String, String)>, Vec<String>), Error> {
+) -> Result<(ConfigCleanups, Vec<String>), Error> {
     let mut cleanups: Vec<(String, String)> = Vec::new();
     let mut hooks = Vec::new();
     for a in given {
