@@ -109,7 +109,7 @@ pub struct AbArgs {
     #[command(flatten)]
     pub exec: ExecArgs,
     /// One command, as words (`-- sh -c 'x y' z`): with --config.
-    #[arg(last = true)]
+    #[arg(last = true, value_name = "WORDS")]
     pub command: Vec<String>,
 }
 
