@@ -52,7 +52,8 @@ pub struct Cli {
 pub enum Cmd {
     /// Run an experiment plan (TOML) and print its report.
     Run(run::RunArgs),
-    /// Quick A/B: `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`.
+    /// Quick A/B: `sysdelta ab 'CMD1' 'CMD2'` (commands compared, as hyperfine),
+    /// or `sysdelta ab --config base= --config 'slow=export X=1' -- CMD`.
     Ab(Box<run::AbArgs>),
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),

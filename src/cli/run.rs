@@ -36,17 +36,29 @@ pub struct RunArgs {
 
 #[derive(Args)]
 pub struct AbArgs {
+    /// Commands to compare, as hyperfine's: each a config of its own (the
+    /// first, or --reference, the baseline). With --config or -k, each is
+    /// a workload measured under every config.
+    #[arg(value_name = "COMMAND")]
+    pub commands: Vec<String>,
     /// A config: NAME=SETUP (SETUP may be empty). The first is the baseline.
-    #[arg(
-        long = "config",
-        value_name = "NAME=SETUP",
-        required_unless_present = "kernels"
-    )]
+    #[arg(long = "config", value_name = "NAME=SETUP")]
     pub configs: Vec<String>,
-    /// A config's cleanup: NAME=CMD, run when sysdelta leaves that config
-    /// (always, also after failures and signals), as hyperfine's --cleanup.
-    #[arg(short = 'c', long = "cleanup", value_name = "NAME=CMD")]
+    /// Run CMD once per command, before the first run of any (untimed; the
+    /// runs of all commands are interleaved), as hyperfine's --setup;
+    /// {NAME} is filled with the command's scan values.
+    #[arg(short = 's', long = "setup", value_name = "CMD")]
+    pub setup: Option<String>,
+    /// Run CMD once per command after the last run of all, as hyperfine's
+    /// --cleanup. NAME=CMD, where NAME is a --config config, is that
+    /// config's teardown instead: run each time sysdelta leaves it.
+    #[arg(short = 'c', long = "cleanup", value_name = "CMD|NAME=CMD")]
     pub cleanups: Vec<String>,
+    /// The command the others are compared with, as hyperfine's: one of
+    /// the commands (its text or -n name), else a command measured too;
+    /// with --config, a config's name. (--baseline NAME says the same.)
+    #[arg(long = "reference", value_name = "CMD")]
+    pub reference: Option<String>,
     /// A config that boots a kernel in a VM: 'NAME=IMAGE [cpus=N]
     /// [memory=SIZE] [cmdline="OPTIONS"] [modules=DIR]' (a new config, or
     /// one given with --config, whose setup then runs in the guest).
@@ -68,36 +80,36 @@ pub struct AbArgs {
     /// A shell command run after every run, untimed, in the run's config.
     #[arg(short = 'C', long = "conclude", value_name = "CMD")]
     pub conclude: Option<String>,
-    /// The workload's name in reports (default: after the command); with
-    /// -P/-L, `{NAME}` in it is replaced by each value.
+    /// A command's name in reports, once per command (default: after the
+    /// command); with -P/-L, `{NAME}` in it is replaced by each value.
     #[arg(short = 'n', long = "command-name", value_name = "NAME")]
-    pub name: Option<String>,
-    /// Scan a parameter over MIN..=MAX (step 1, or -D): one workload per
-    /// value, with `{NAME}` in the command replaced (or one config per
-    /// value, when a config's setup holds `{NAME}`).
+    pub names: Vec<String>,
+    /// Scan a parameter over MIN..=MAX (step 1, or -D): `{NAME}` in the
+    /// command replaced by each value (one command per value; or one
+    /// config per value, when a config's setup holds `{NAME}`). Several
+    /// -P and -L give their cross product.
     #[arg(
         short = 'P',
         long = "parameter-scan",
         num_args = 3,
-        value_names = ["NAME", "MIN", "MAX"],
-        conflicts_with = "parameter_list"
+        value_names = ["NAME", "MIN", "MAX"]
     )]
     pub parameter_scan: Vec<String>,
-    /// The step of -P (decimals allowed).
+    /// The step of -P (decimals allowed): once for every -P, or once per -P.
     #[arg(
         short = 'D',
         long = "parameter-step-size",
         value_name = "STEP",
         requires = "parameter_scan"
     )]
-    pub parameter_step: Option<String>,
+    pub parameter_step: Vec<String>,
     /// As -P, over the listed values: -L NAME a,b,c.
     #[arg(short = 'L', long = "parameter-list", num_args = 2, value_names = ["NAME", "VALUES"])]
     pub parameter_list: Vec<String>,
     #[command(flatten)]
     pub exec: ExecArgs,
-    /// The command to measure.
-    #[arg(last = true, required = true)]
+    /// One command, as words (`-- sh -c 'x y' z`): with --config.
+    #[arg(last = true, value_name = "WORDS")]
     pub command: Vec<String>,
 }
 
@@ -234,18 +246,16 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
     {
         ov.min_time = Some(AB_MIN_TIME);
     }
-    let scan = match (&a.parameter_scan[..], &a.parameter_list[..]) {
-        ([n, lo, hi], _) => Some(plan::scan::range(n, lo, hi, a.parameter_step.as_deref())?),
-        (_, [n, values]) => Some(plan::scan::list(n, values)?),
-        _ => None,
-    };
     let ab = plan::shorthand::Ab {
         configs: &a.configs,
         cleanups: &a.cleanups,
         kernels: &a.kernels,
         command: &a.command,
-        name: a.name.as_deref(),
-        scan,
+        commands: &a.commands,
+        names: &a.names,
+        scans: scans(a)?,
+        setup: a.setup.as_deref(),
+        reference: a.reference.as_deref(),
         run: plan::shorthand::RunOptions {
             shell: if a.no_shell {
                 Some("none".into())
@@ -257,7 +267,43 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         },
     };
     let plan = plan::shorthand::build_ab(&ab, &ov).map_err(Error::into_bad_input)?;
-    execute(store_path, plan, &a.exec, None)
+    // --baseline may name a command as hyperfine users write it: its config.
+    let mut exec = a.exec.clone();
+    if let Some(b) = &exec.report.baseline {
+        if plan.config_index(b).is_none() {
+            if let Some(c) = plan
+                .configs
+                .iter()
+                .find(|c| c.command.as_deref() == Some(b))
+            {
+                exec.report.baseline = Some(c.name.clone());
+            }
+        }
+    }
+    execute(store_path, plan, &exec, None)
+}
+
+/// Every -P and -L, in the order given within each kind (-P first): one
+/// scan each, their cross product the items.
+fn scans(a: &AbArgs) -> Result<Vec<plan::scan::Scan>> {
+    let ranges = a.parameter_scan.chunks(3);
+    let steps = &a.parameter_step;
+    if steps.len() > 1 && steps.len() != ranges.len() {
+        return Err(bad(format!(
+            "-D: {} steps for {} -P scans; give one for all, or one per -P",
+            steps.len(),
+            ranges.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (i, r) in ranges.enumerate() {
+        let step = steps.get(i).or(steps.first()).map(String::as_str);
+        out.push(plan::scan::range(&r[0], &r[1], &r[2], step)?);
+    }
+    for l in a.parameter_list.chunks(2) {
+        out.push(plan::scan::list(&l[0], &l[1])?);
+    }
+    Ok(out)
 }
 
 /// Run a validated plan (new experiment, or the rest of `resume`) and

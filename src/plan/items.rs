@@ -100,12 +100,61 @@ pub(super) fn build_config(
         monitors,
         setup: rc.setup.as_ref().map(|s| s.get_ref().clone()),
         teardown: rc.teardown.as_ref().map(|s| s.get_ref().clone()),
+        command: rc.command.as_ref().map(|s| s.get_ref().clone()),
         env,
         workdir: workdir(origin, &rc.workdir)?,
         kinds,
         kernel,
         monitors_off: false,
     })
+}
+
+/// A config's `command` runs in place of each command workload's: it
+/// must start as theirs do (found, and split when they run without a
+/// shell), and there must be one to replace.
+pub(super) fn check_config_commands(
+    origin: &Origin,
+    configs: &[Spanned<RawConfig>],
+    workloads: &[WorkloadDef],
+) -> Result<(), Error> {
+    for c in configs {
+        let Some(cmd) = &c.get_ref().command else {
+            continue;
+        };
+        let name = c.get_ref().name.get_ref();
+        let at = cmd.span().start;
+        let mut any = false;
+        for w in workloads {
+            let WorkloadKind::Command { launch, .. } = &w.kind else {
+                continue;
+            };
+            any = true;
+            match launch.for_command(cmd.get_ref()) {
+                Err(m) => {
+                    return Err(origin.bad_at(
+                        at,
+                        format!(
+                            "config '{name}' runs without a shell (as workload '{}'): {m}",
+                            w.name
+                        ),
+                    ))
+                }
+                Ok(CommandLaunch::Direct(words)) if !words[0].contains('/') => {
+                    crate::process::program::resolve(&words[0], &[])
+                        .map(drop)
+                        .map_err(|e| origin.bad_at(at, format!("command not found: {e}")))?
+                }
+                Ok(_) => check_command_exists(cmd.get_ref()).map_err(|m| origin.bad_at(at, m))?,
+            }
+        }
+        if !any {
+            return Err(origin.bad_at(
+                at,
+                format!("config '{name}' has a command, but the plan has no command workload for it to replace"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn workdir(

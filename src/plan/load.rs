@@ -116,6 +116,7 @@ fn build(origin: &Origin, raw: RawPlan, ov: &Overrides) -> Result<Plan, Error> {
             origin, w, timeout, defaults, ov.quick, &mut seen,
         )?);
     }
+    super::items::check_config_commands(origin, &raw.config, &workloads)?;
     // Kernel configs warm up in every boot; on the host, once per cell.
     let warmups = u64::from(counts.warmup) * u64::from(boots.max(1));
     let baseline = baseline_of(origin, &raw, &configs)?;

@@ -1,6 +1,6 @@
 //! A plan's `matrix` key: `matrix = { n = [1, 2, 4] }` on a workload or a
 //! config makes one item per value, with `{n}` in its name, command,
-//! setup, teardown, params, env, kernel and every config kind's value replaced by the value (the
+//! setup, teardown, a config's command, params, env, kernel and every config kind's value replaced by the value (the
 //! name gets `-VALUE` appended when it has no placeholder), as `ab`'s
 //! `-P`/`-L` do on the command line.
 
@@ -129,6 +129,7 @@ pub(super) fn configs(
             x.name = Spanned::new(x.name.span(), s.name(x.name.get_ref(), v));
             x.setup = x.setup.as_ref().map(|t| fill_str(&s, v, t));
             x.teardown = x.teardown.as_ref().map(|t| fill_str(&s, v, t));
+            x.command = x.command.as_ref().map(|t| fill_str(&s, v, t));
             x.workdir = x.workdir.as_ref().map(|t| fill_str(&s, v, t));
             x.env = x.env.as_ref().map(|e| {
                 e.iter()

@@ -3,6 +3,8 @@
 //! Nothing runs until the whole plan validates; every error names
 //! `file:line:col`.
 
+mod ab_commands;
+mod ab_plan;
 mod bounds;
 pub mod duration;
 mod items;

@@ -80,6 +80,10 @@ pub struct ConfigDef {
     pub monitors_off: bool,
     pub setup: Option<String>,
     pub teardown: Option<String>,
+    /// Set: the command line this config runs in place of each command
+    /// workload's own (with the workload's shell, hooks, metrics and
+    /// timeout): how `ab 'CMD1' 'CMD2'` compares commands as configs.
+    pub command: Option<String>,
     pub env: Vec<(String, String)>,
     pub workdir: Option<PathBuf>,
     pub kinds: Vec<KindDecl>,

@@ -93,6 +93,9 @@ pub(super) struct RawConfig {
     pub(super) monitors: Option<Vec<Spanned<String>>>,
     pub(super) setup: Option<Spanned<String>>,
     pub(super) teardown: Option<Spanned<String>>,
+    /// The command line this config runs in place of each command
+    /// workload's own (`ab 'CMD1' 'CMD2'`: one config per command).
+    pub(super) command: Option<Spanned<String>>,
     pub(super) env: Option<BTreeMap<String, Spanned<toml::Value>>>,
     pub(super) workdir: Option<Spanned<String>>,
     /// The built-in kinds it declares with their plan values, in

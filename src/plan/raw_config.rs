@@ -16,7 +16,7 @@ use crate::config::kinds::KINDS;
 
 /// The keys before the kinds, in the order messages list them.
 const FIXED: &[&str] = &[
-    "name", "matrix", "monitors", "setup", "teardown", "env", "workdir",
+    "name", "matrix", "monitors", "setup", "teardown", "command", "env", "workdir",
 ];
 
 /// Every key a `[[config]]` takes: the fixed ones, each kind, `kernel`.
@@ -89,6 +89,7 @@ impl<'de> Visitor<'de> for ConfigVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawConfig, A::Error> {
         let (mut name, mut matrix, mut monitors, mut setup) = (None, None, None, None);
         let (mut teardown, mut env, mut workdir, mut kernel) = (None, None, None, None);
+        let mut command = None;
         let mut kinds: Vec<(usize, _)> = Vec::new();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -97,8 +98,9 @@ impl<'de> Visitor<'de> for ConfigVisitor {
                 Key::Fixed(2) => once(&mut map, &mut monitors, "monitors")?,
                 Key::Fixed(3) => once(&mut map, &mut setup, "setup")?,
                 Key::Fixed(4) => once(&mut map, &mut teardown, "teardown")?,
-                Key::Fixed(5) => once(&mut map, &mut env, "env")?,
-                // 6, the last of FIXED.
+                Key::Fixed(5) => once(&mut map, &mut command, "command")?,
+                Key::Fixed(6) => once(&mut map, &mut env, "env")?,
+                // 7, the last of FIXED.
                 Key::Fixed(_) => once(&mut map, &mut workdir, "workdir")?,
                 Key::Kernel => once(&mut map, &mut kernel, "kernel")?,
                 Key::Kind(i) => {
@@ -116,6 +118,7 @@ impl<'de> Visitor<'de> for ConfigVisitor {
             monitors,
             setup,
             teardown,
+            command,
             env,
             workdir,
             kinds: kinds.into_iter().map(|(i, v)| (&KINDS[i], v)).collect(),

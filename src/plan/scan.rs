@@ -140,6 +140,112 @@ pub fn list(name: &str, values: &str) -> Result<Scan, Error> {
     })
 }
 
+/// Several scans at once, as hyperfine's repeated `-L`/`-P`: their cross
+/// product, one point (a value of each scan) per item.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Grid {
+    pub scans: Vec<Scan>,
+}
+
+/// One point of a [`Grid`]: (parameter, value) for each of its scans.
+pub type Point = Vec<(String, String)>;
+
+impl Grid {
+    /// The scans, checked: distinct names, and at most
+    /// [`MAX_SCAN_VALUES`] points in all.
+    pub fn new(scans: Vec<Scan>) -> Result<Grid, Error> {
+        for (i, s) in scans.iter().enumerate() {
+            if scans[..i].iter().any(|o| o.param == s.param) {
+                return Err(Error::bad(format!(
+                    "parameter '{}' is scanned twice (-P/-L)",
+                    s.param
+                )));
+            }
+        }
+        let points = scans
+            .iter()
+            .try_fold(1usize, |n, s| n.checked_mul(s.values.len()));
+        match points {
+            Some(n) if n <= MAX_SCAN_VALUES => Ok(Grid { scans }),
+            _ => Err(Error::bad(format!(
+                "-P/-L: the scans' cross product has more than {MAX_SCAN_VALUES} combinations"
+            ))),
+        }
+    }
+
+    /// The sub-grid of the scans whose placeholder `keep` says yes to.
+    pub fn only(&self, keep: impl Fn(&Scan) -> bool) -> Grid {
+        Grid {
+            scans: self.scans.iter().filter(|s| keep(s)).cloned().collect(),
+        }
+    }
+
+    /// Every combination of values, the first scan varying slowest (as
+    /// hyperfine orders them); one empty point when there is no scan.
+    pub fn points(&self) -> Vec<Point> {
+        let mut out: Vec<Point> = vec![Vec::new()];
+        for s in &self.scans {
+            out = out
+                .into_iter()
+                .flat_map(|p| {
+                    s.values.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.push((s.param.clone(), v.clone()));
+                        q
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// Whether `text` holds any of the scans' placeholders.
+    pub fn appears_in(&self, text: &str) -> bool {
+        self.scans.iter().any(|s| s.appears_in(text))
+    }
+
+    /// `text` with each placeholder of `point` filled.
+    pub fn fill(text: &str, point: &Point) -> String {
+        point.iter().fold(text.to_string(), |t, (k, v)| {
+            t.replace(&format!("{{{k}}}"), v)
+        })
+    }
+
+    /// The name of the item `point` gives: `name` with its placeholders
+    /// filled and `-VALUE` appended for each scan it has none of.
+    pub fn name(name: &str, point: &Point) -> String {
+        let mut out = Grid::fill(name, point);
+        for (k, v) in point {
+            if !name.contains(&format!("{{{k}}}")) {
+                out = format!("{out}-{v}");
+            }
+        }
+        out
+    }
+}
+
+/// The first `{NAME}` in `text` (NAME letters, digits and _, not after a
+/// `$`, so `${HOME}` is the shell's) that no scan in `params` fills: run
+/// as written it would be a literal `{NAME}`, never what was meant.
+pub fn unfilled(text: &str, params: &[&str]) -> Option<String> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while let Some(open) = text[i..].find('{').map(|o| o + i) {
+        i = open + 1;
+        let Some(len) = text[i..].find('}') else {
+            break;
+        };
+        let name = &text[i..i + len];
+        let word = !name.is_empty()
+            && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if word && (open == 0 || b[open - 1] != b'$') && !params.contains(&name) {
+            return Some(format!("{{{name}}}"));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +275,35 @@ mod tests {
         assert_eq!(s.fill("echo {m} {m}", "x"), "echo x x");
         assert_eq!(s.name("w-{m}", "x"), "w-x");
         assert_eq!(s.name("w", "x"), "w-x");
+    }
+
+    #[test]
+    fn several_scans_give_their_cross_product() {
+        let g = Grid::new(vec![list("a", "x,y").unwrap(), list("b", "1,2").unwrap()]).unwrap();
+        let filled: Vec<String> = g.points().iter().map(|p| Grid::fill("{a}{b}", p)).collect();
+        assert_eq!(filled, ["x1", "x2", "y1", "y2"]);
+        let p = &g.points()[1];
+        assert_eq!(Grid::name("w-{a}", p), "w-x-2");
+        assert!(Grid::new(vec![list("a", "x").unwrap(), list("a", "y").unwrap()]).is_err());
+        let big = range("n", "1", "100", None).unwrap();
+        assert!(Grid::new(vec![big.clone(), big]).is_err());
+        assert_eq!(Grid::default().points(), vec![Vec::new()]);
+    }
+
+    #[test]
+    fn a_placeholder_no_scan_fills_is_found() {
+        assert_eq!(unfilled("echo {a}{b}", &["a"]).as_deref(), Some("{b}"));
+        assert_eq!(unfilled("echo {a}", &["a"]), None);
+        // The shell's own braces are not placeholders.
+        for shell in [
+            "echo ${HOME}",
+            "awk '{print $1}' f",
+            "echo {a,b}",
+            "find . -exec rm {} +",
+            "f() { true; }",
+            "echo {1}",
+        ] {
+            assert_eq!(unfilled(shell, &[]), None, "{shell}");
+        }
     }
 }

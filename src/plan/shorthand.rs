@@ -7,7 +7,10 @@
 
 use std::collections::HashSet;
 
+use super::ab_plan::{dedupe, hook_keys, plan_text, split_cleanups, ConfigText};
+pub use super::ab_plan::{name_after, Ab, RunOptions};
 use super::model::{Overrides, Plan};
+use super::scan::Grid;
 pub use super::scan::Scan;
 use crate::error::Error;
 
@@ -57,130 +60,6 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
     Ok((name.trim().to_string(), t))
 }
 
-/// What `ab` was given besides the flags every run takes.
-#[derive(Default)]
-pub struct Ab<'a> {
-    /// `--config NAME=SETUP`.
-    pub configs: &'a [String],
-    /// `-c/--cleanup NAME=CMD`.
-    pub cleanups: &'a [String],
-    /// `-k NAME=IMAGE ...`.
-    pub kernels: &'a [String],
-    /// The command's words.
-    pub command: &'a [String],
-    /// `-n`: the workload's name (default: after the command).
-    pub name: Option<&'a str>,
-    /// `-P`/`-L`: one workload (or config) per value.
-    pub scan: Option<Scan>,
-    /// `-S`/`-N`, `--prepare`, `--conclude`.
-    pub run: RunOptions,
-}
-
-/// A config of the plan `ab` writes.
-struct ConfigText {
-    name: String,
-    setup: String,
-    cleanup: Option<String>,
-    kernel: Option<toml::Table>,
-}
-
-/// The plan TOML for `ab`: its configs, and its workloads as (name,
-/// command).
-fn plan_text(configs: &[ConfigText], workloads: &[(String, String)], name: &str) -> String {
-    let mut root = toml::Table::new();
-    root.insert("name".into(), toml::Value::String(name.into()));
-    let cfgs: Vec<toml::Value> = configs
-        .iter()
-        .map(|c| {
-            let mut t = toml::Table::new();
-            t.insert("name".into(), toml::Value::String(c.name.clone()));
-            if !c.setup.trim().is_empty() {
-                t.insert("setup".into(), toml::Value::String(c.setup.clone()));
-            }
-            if let Some(td) = &c.cleanup {
-                t.insert("teardown".into(), toml::Value::String(td.clone()));
-            }
-            if let Some(k) = &c.kernel {
-                t.insert("kernel".into(), toml::Value::Table(k.clone()));
-            }
-            toml::Value::Table(t)
-        })
-        .collect();
-    root.insert("config".into(), toml::Value::Array(cfgs));
-    let ws = workloads
-        .iter()
-        .map(|(n, c)| {
-            let mut w = toml::Table::new();
-            w.insert("name".into(), toml::Value::String(n.clone()));
-            w.insert("command".into(), toml::Value::String(c.clone()));
-            toml::Value::Table(w)
-        })
-        .collect();
-    root.insert("workload".into(), toml::Value::Array(ws));
-    toml::to_string(&root).expect("a table of strings always serializes")
-}
-
-/// How `ab` runs its command: `-S SHELL` / `-N`, `--prepare`, `--conclude`.
-/// They become the plan's plan-wide keys (`shell`, `prepare`,
-/// `conclude`), which every workload of the plan inherits.
-#[derive(Clone, Debug, Default)]
-pub struct RunOptions {
-    /// A shell, or "none".
-    pub shell: Option<String>,
-    pub prepare: Option<String>,
-    pub conclude: Option<String>,
-}
-
-impl RunOptions {
-    /// `text` (a plan) with these options as its plan-wide keys.
-    fn apply(&self, text: String) -> String {
-        let keys = [
-            ("shell", &self.shell),
-            ("prepare", &self.prepare),
-            ("conclude", &self.conclude),
-        ];
-        if keys.iter().all(|(_, v)| v.is_none()) {
-            return text;
-        }
-        let mut root: toml::Table = text.parse().expect("plan_text writes valid TOML");
-        for (k, v) in keys {
-            if let Some(v) = v {
-                root.insert(k.into(), toml::Value::String(v.clone()));
-            }
-        }
-        toml::to_string(&root).expect("a table of strings always serializes")
-    }
-}
-
-/// The longest command that names its workload as written (spaces as
-/// `_`); a longer one is named after its program.
-const NAME_FROM_COMMAND_MAX: usize = 32;
-
-/// A workload's name after its command, as hyperfine names a command by
-/// itself: `sleep 0.01` -> `sleep_0.01` (spaces as `_`); a longer command,
-/// or one with shell syntax in it, after its program (`make -j8 all
-/// CFLAGS=...` -> `make`); a long shell construct (`if ...`) is `cmd`.
-pub fn name_after(command: &str) -> String {
-    let plain = |w: &str| {
-        !w.is_empty()
-            && w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-/+,:=%@".contains(c))
-    };
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let whole = words.join("_");
-    if words.iter().all(|w| plain(w)) && whole.chars().count() <= NAME_FROM_COMMAND_MAX {
-        return whole;
-    }
-    const KEYWORDS: &[&str] = &["if", "for", "while", "until", "case", "exec", "time", "!"];
-    match words.first() {
-        Some(w) if plain(w) && !w.contains('=') && !KEYWORDS.contains(w) => {
-            let prog = w.rsplit('/').next().unwrap_or(w);
-            prog.chars().take(NAME_FROM_COMMAND_MAX).collect()
-        }
-        _ => "cmd".into(),
-    }
-}
-
 /// Validate an `ab` invocation as a plan (tests' short form).
 pub fn build(
     config_args: &[String],
@@ -199,24 +78,168 @@ pub fn build(
     )
 }
 
-/// Validate an `ab` invocation as a plan. A kernel names a config given
-/// with `--config`, or a new one (after those given with `--config`).
+/// Validate an `ab` invocation as a plan. Without --config or -k each
+/// command is a config ([`super::ab_commands`]); with them, the configs
+/// are compared and each command is a workload. A kernel names a config
+/// given with `--config`, or a new one (after those given with `--config`).
 pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
-    let (config_args, kernel_args, command) = (ab.configs, ab.kernels, ab.command);
-    if config_args.is_empty() && kernel_args.is_empty() {
-        return Err(
-            Error::bad("ab needs at least one --config NAME=SETUP (e.g. --config base= --config 'slow=export X=1') or -k NAME=IMAGE"),
-        );
+    let grid = Grid::new(ab.scans.clone())?;
+    let commands = commands_of(ab)?;
+    if !ab.names.is_empty() && ab.names.len() != commands.len() {
+        return Err(Error::bad(format!(
+            "-n: {} given for {} commands; give one name per command",
+            ab.names.len(),
+            commands.len()
+        )));
     }
-    if command.is_empty() || command.iter().all(|c| c.trim().is_empty()) {
-        return Err(Error::bad("ab needs a command after --"));
+    let params: Vec<&str> = grid.scans.iter().map(|s| s.param.as_str()).collect();
+    for (what, text) in commands
+        .iter()
+        .map(|c| ("the command", c.as_str()))
+        .chain(ab.names.iter().map(|n| ("-n", n.as_str())))
+        .chain(ab.setup.map(|t| ("--setup", t)))
+        .chain(ab.cleanups.iter().map(|c| ("--cleanup", c.as_str())))
+        .chain(ab.configs.iter().map(|c| ("--config", c.as_str())))
+    {
+        if let Some(p) = super::scan::unfilled(text, &params) {
+            return Err(Error::bad(format!(
+                "{what} '{text}': {p} is no parameter: scan it with -L {} VALUES or -P {} MIN MAX",
+                &p[1..p.len() - 1],
+                &p[1..p.len() - 1]
+            )));
+        }
     }
-    let mut configs = config_args
+    if ab.configs.is_empty() && ab.kernels.is_empty() {
+        return super::ab_commands::build(ab, &commands, &grid, ov);
+    }
+    let (mut cfgs, hooks) = configs_of(ab)?;
+    // A scan in a command varies the workloads; in a config's setup or
+    // cleanup, the configs.
+    let in_config = |s: &Scan| {
+        cfgs.iter().any(|c| {
+            s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+        })
+    };
+    let in_command = |s: &Scan| commands.iter().any(|c| s.appears_in(c));
+    for s in &grid.scans {
+        match (in_command(s), in_config(s)) {
+            (true, true) => {
+                return Err(Error::bad(format!(
+                    "{} is in the command and in a config's setup or cleanup: a scan varies one of them",
+                    s.placeholder()
+                )))
+            }
+            (false, false) => {
+                return Err(Error::bad(format!(
+                    "{} appears neither in the command nor in a config's setup or cleanup",
+                    s.placeholder()
+                )))
+            }
+            _ => {}
+        }
+    }
+    let config_grid = grid.only(|s| in_config(s));
+    let mut workloads: Vec<(String, String)> = Vec::new();
+    let mut each_command: Vec<(String, super::scan::Point)> = Vec::new();
+    for (i, cmd) in commands.iter().enumerate() {
+        let g = grid.only(|s| s.appears_in(cmd));
+        let mut named: Vec<(String, String)> = g
+            .points()
+            .into_iter()
+            .map(|p| {
+                let filled = Grid::fill(cmd, &p);
+                let name = match ab.names.get(i) {
+                    Some(n) => Grid::name(n, &p),
+                    None => name_after(&filled),
+                };
+                each_command.push((cmd.clone(), p));
+                (name, filled)
+            })
+            .collect();
+        // A long command is named after its program, the same for every
+        // value: then each name says its value.
+        let distinct: HashSet<&String> = named.iter().map(|n| &n.0).collect();
+        if ab.names.is_empty() && distinct.len() < named.len() {
+            let program = name_after(cmd);
+            for (n, p) in named.iter_mut().zip(g.points()) {
+                n.0 = Grid::name(&program, &p);
+            }
+        }
+        workloads.extend(named);
+    }
+    dedupe(workloads.iter_mut().map(|w| &mut w.0));
+    if !config_grid.scans.is_empty() {
+        let mut out = Vec::new();
+        for c in cfgs {
+            let g = config_grid.only(|s| {
+                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
+            });
+            if g.scans.is_empty() {
+                out.push(c);
+                continue;
+            }
+            for p in g.points() {
+                out.push(ConfigText {
+                    name: Grid::name(&c.name, &p),
+                    setup: Grid::fill(&c.setup, &p),
+                    cleanup: c.cleanup.as_ref().map(|t| Grid::fill(t, &p)),
+                    command: None,
+                    kernel: c.kernel.clone(),
+                });
+            }
+        }
+        cfgs = out;
+    }
+    let baseline = match ab.reference {
+        None => None,
+        Some(r) if cfgs.iter().any(|c| c.name == r) => Some(r.to_string()),
+        Some(r) => {
+            return Err(Error::bad(format!(
+            "--reference '{r}': no config of that name (with --config, the reference is a config)"
+        )))
+        }
+    };
+    let keys = hook_keys(ab.setup, &hooks, &each_command, baseline);
+    let text = ab.run.apply(plan_text(&cfgs, &workloads, &keys));
+    super::load::parse("(ab)", &text, ov)
+}
+
+/// The commands `ab` measures: the words after `--` as one command (quoted
+/// for the shell when there are several), or each command before it.
+fn commands_of(ab: &Ab) -> Result<Vec<String>, Error> {
+    if !ab.command.is_empty() && !ab.commands.is_empty() {
+        return Err(Error::bad(
+            "ab takes its commands before -- ('CMD1' 'CMD2') or one after it, not both",
+        ));
+    }
+    let out = if ab.command.len() > 1 {
+        // Several words must reach the program as they are
+        // (`-- sh -c 'x y' z`), so quote them.
+        vec![shlex::try_join(ab.command.iter().map(String::as_str))
+            .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?]
+    } else if ab.command.len() == 1 {
+        ab.command.to_vec()
+    } else {
+        ab.commands.to_vec()
+    };
+    if out.is_empty() || out.iter().any(|c| c.trim().is_empty()) {
+        return Err(Error::bad(
+            "ab needs a command: sysdelta ab 'CMD1' 'CMD2' (each command a config), or --config NAME=SETUP ... -- CMD",
+        ));
+    }
+    Ok(out)
+}
+
+/// The configs of `--config` and `-k`, with the cleanups that name one;
+/// the other cleanups, which run after all runs of each command.
+fn configs_of(ab: &Ab) -> Result<(Vec<ConfigText>, Vec<String>), Error> {
+    let mut configs = ab
+        .configs
         .iter()
         .map(|a| split_config_arg(a))
         .collect::<Result<Vec<_>, _>>()?;
     let mut kernels: Vec<(String, toml::Table)> = Vec::new();
-    for a in kernel_args {
+    for a in ab.kernels {
         let (name, t) = split_kernel_arg(a)?;
         if kernels.iter().any(|(n, _)| *n == name) {
             return Err(Error::bad(format!(
@@ -228,107 +251,19 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         }
         kernels.push((name, t));
     }
-    let mut cleanups: Vec<(String, String)> = Vec::new();
-    for a in ab.cleanups {
-        let (name, cmd) = match a.split_once('=') {
-            Some((n, c)) if !n.trim().is_empty() && !c.trim().is_empty() => {
-                (n.trim().to_string(), c.to_string())
-            }
-            _ => {
-                return Err(Error::bad(format!(
-                    "--cleanup '{a}': expected NAME=COMMAND"
-                )))
-            }
-        };
-        if !configs.iter().any(|(c, _)| *c == name) {
-            return Err(Error::bad(format!(
-                "--cleanup '{a}': no config named `{name}` (give it with --config)"
-            )));
-        }
-        if cleanups.iter().any(|(c, _)| *c == name) {
-            return Err(Error::bad(format!(
-                "--cleanup '{a}': config `{name}` already has a cleanup"
-            )));
-        }
-        cleanups.push((name, cmd));
-    }
-    // One argument is a shell command as written; several are words that
-    // must reach the program as they are (`-- sh -c 'x y' z`), so quote them.
-    let cmd = if command.len() == 1 {
-        command[0].clone()
-    } else {
-        shlex::try_join(command.iter().map(String::as_str))
-            .map_err(|e| Error::bad(format!("cannot quote the command for the shell: {e}")))?
-    };
-    let wname = ab.name.map_or_else(|| name_after(&cmd), str::to_string);
-    let mut cfgs: Vec<ConfigText> = configs
+    let names: Vec<&str> = configs.iter().map(|(c, _)| c.as_str()).collect();
+    let (cleanups, hooks) = split_cleanups(ab.cleanups, &names)?;
+    let cfgs = configs
         .into_iter()
         .map(|(name, setup)| ConfigText {
             cleanup: cleanups.iter().find(|c| c.0 == name).map(|c| c.1.clone()),
             kernel: kernels.iter().find(|k| k.0 == name).map(|k| k.1.clone()),
+            command: None,
             name,
             setup,
         })
         .collect();
-    let workloads = match &ab.scan {
-        None => vec![(wname, cmd)],
-        // The command has the placeholder: one workload per value.
-        Some(s) if s.appears_in(&cmd) => {
-            let base = ab.name.map_or_else(|| cmd.clone(), str::to_string);
-            let mut named: Vec<(String, String)> = s
-                .values
-                .iter()
-                .map(|v| {
-                    let name = match ab.name {
-                        Some(_) => s.name(&base, v),
-                        None => name_after(&s.fill(&cmd, v)),
-                    };
-                    (name, s.fill(&cmd, v))
-                })
-                .collect();
-            // A long command is named after its program, the same for every
-            // value: then each name says its value.
-            let distinct: HashSet<&String> = named.iter().map(|n| &n.0).collect();
-            if ab.name.is_none() && distinct.len() < named.len() {
-                let program = name_after(&cmd);
-                for (n, v) in named.iter_mut().zip(&s.values) {
-                    n.0 = s.name(&program, v);
-                }
-            }
-            named
-        }
-        // A config's setup (or cleanup) has it: one config per value.
-        Some(s) => {
-            if !cfgs.iter().any(|c| {
-                s.appears_in(&c.setup) || c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
-            }) {
-                return Err(Error::bad(format!(
-                    "{} appears neither in the command nor in a config's setup or cleanup",
-                    s.placeholder()
-                )));
-            }
-            let mut out = Vec::new();
-            for c in cfgs {
-                if !s.appears_in(&c.setup) && !c.cleanup.as_deref().is_some_and(|t| s.appears_in(t))
-                {
-                    out.push(c);
-                    continue;
-                }
-                for v in &s.values {
-                    out.push(ConfigText {
-                        name: s.name(&c.name, v),
-                        setup: s.fill(&c.setup, v),
-                        cleanup: c.cleanup.as_ref().map(|t| s.fill(t, v)),
-                        kernel: c.kernel.clone(),
-                    });
-                }
-            }
-            cfgs = out;
-            vec![(wname, cmd)]
-        }
-    };
-    let text = ab.run.apply(plan_text(&cfgs, &workloads, "ab"));
-    super::load::parse("(ab)", &text, ov)
+    Ok((cfgs, hooks))
 }
 
 #[cfg(test)]
@@ -342,7 +277,7 @@ mod tests {
             &Ab {
                 configs: &["a=".to_string()],
                 command: &cmd,
-                scan: Some(super::super::scan::range("n", "1", "3", None).unwrap()),
+                scans: vec![super::super::scan::range("n", "1", "3", None).unwrap()],
                 ..Default::default()
             },
             &Overrides::default(),
@@ -373,19 +308,6 @@ mod tests {
             let e = split_kernel_arg(bad).unwrap_err();
             assert!(e.to_string().starts_with(&format!("-k '{bad}'")), "{e}");
         }
-    }
-
-    #[test]
-    fn a_workload_is_named_after_its_command() {
-        assert_eq!(name_after("sleep 0.01"), "sleep_0.01");
-        assert_eq!(
-            name_after("/usr/bin/make -j8 all CFLAGS=-O2 V=1 -C /src/x"),
-            "make"
-        );
-        assert_eq!(name_after("if [ -n \"$X\" ]; then true; fi"), "cmd");
-        assert_eq!(name_after("grep -q 'x y' f"), "grep");
-        assert_eq!(name_after("X=1 make"), "X=1_make");
-        assert_eq!(name_after("X=1 make -j8 all CFLAGS=-O2 V=1 -C /src"), "cmd");
     }
 
     #[test]
@@ -456,5 +378,15 @@ mod tests {
             "{}",
             t("a=")
         );
+        // Not a config's name: hyperfine's cleanup, after all runs.
+        let p = build(
+            &["a=".into()],
+            &["rm -f /tmp/x".into()],
+            &["true".into()],
+            &Overrides::default(),
+        )
+        .unwrap();
+        assert_eq!(p.configs[0].teardown, None);
+        assert!(p.teardown.unwrap().contains("( rm -f /tmp/x )"));
     }
 }

@@ -48,6 +48,16 @@ impl CommandLaunch {
         }
     }
 
+    /// How another command line starts the same way: under the same
+    /// shell, or without one as its own words (a line that needs a shell
+    /// is refused). A config's `command` runs as its workload's would.
+    pub fn for_command(&self, command: &str) -> Result<CommandLaunch, String> {
+        match self {
+            CommandLaunch::Shell(s) => Ok(CommandLaunch::Shell(s.clone())),
+            CommandLaunch::Direct(_) => split_for_exec(command).map(CommandLaunch::Direct),
+        }
+    }
+
     /// The shell, if one is used.
     pub fn shell(&self) -> Option<&str> {
         match self {

@@ -11,7 +11,7 @@ pub fn text_lines(a: &Analysis) -> Vec<String> {
         return Vec::new();
     }
     let mut out = vec![
-        "Shell start-up: `SHELL -c ''` timed after each run in the run's config (median); \
+        "Shell start-up: `SHELL -c ''` timed after runs in the run's config (median); \
          the runs include it, nothing is subtracted (-N or shell = \"none\" runs a command \
          without a shell):"
             .to_string(),

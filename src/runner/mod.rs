@@ -55,6 +55,9 @@ use schedule::Slot;
 pub struct Prepared {
     pub plan: Plan,
     workloads: Vec<(WorkloadDef, Box<dyn Workload>)>,
+    /// The command workloads a config with its own `command` runs in
+    /// place of the plan's, by (config, workload) index.
+    by_config: std::collections::HashMap<(usize, usize), Box<dyn Workload>>,
     configs: Vec<ConfigRuntime>,
     monitors: Vec<Box<dyn Monitor>>,
     /// Monitors of one config only, by config index.

@@ -28,6 +28,35 @@ pub(super) fn build_workload(
     }
 }
 
+/// Command workload `def` with `command` in place of its own, as a
+/// config's `command` asks (None: `def` is a built-in, which it leaves).
+fn config_workload(
+    def: &WorkloadDef,
+    command: &str,
+    ctx: &builtins::BuildContext,
+    ov: &crate::overrides::Overrides,
+) -> Option<Result<Box<dyn Workload>, Error>> {
+    let WorkloadKind::Command {
+        metrics, launch, ..
+    } = &def.kind
+    else {
+        return None;
+    };
+    let launch = match launch.for_command(command) {
+        Ok(l) => l,
+        Err(m) => return Some(Err(Error::bad(m))),
+    };
+    let own = WorkloadDef {
+        kind: WorkloadKind::Command {
+            command: command.to_string(),
+            metrics: metrics.clone(),
+            launch,
+        },
+        ..def.clone()
+    };
+    Some(build_workload(&own, ctx, ov))
+}
+
 /// Build workloads, configs and monitors and run every preflight; nothing on
 /// the system, in the temporary directory or next to the store is changed
 /// (the scratch directory is only named here; [`Prepared::arm`] makes it,
@@ -84,6 +113,19 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
                 workloads.push((def.clone(), w))
             }
             Err(e) => problems.push(format!("workload '{}': {e}", def.name)),
+        }
+    }
+    let mut by_config = std::collections::HashMap::new();
+    for (ci, c) in plan.configs.iter().enumerate() {
+        let Some(cmd) = &c.command else { continue };
+        for (wi, def) in plan.workloads.iter().enumerate() {
+            match config_workload(def, cmd, &ctx, &plan.overrides) {
+                Some(Ok(w)) => {
+                    by_config.insert((ci, wi), w);
+                }
+                Some(Err(e)) => problems.push(format!("config '{}': {e}", c.name)),
+                None => {}
+            }
         }
     }
     let mut configs = Vec::new();
@@ -154,6 +196,7 @@ pub(super) fn prepare_for(plan: Plan, store_path: &Path, in_guest: bool) -> Resu
     Ok(Prepared {
         plan,
         workloads,
+        by_config,
         configs,
         monitors,
         config_monitors,

@@ -61,7 +61,12 @@ impl Measured {
 pub fn measure(p: &mut Prepared, slot: &Slot, cancel: &AtomicBool) -> Measured {
     let plan = &p.plan;
     let cfg_name = plan.configs[slot.config].name.clone();
-    let (wdef, workload) = &mut p.workloads[slot.workload];
+    let (wdef, own) = &mut p.workloads[slot.workload];
+    // A config with its own command runs it in place of the workload's.
+    let workload = match p.by_config.get_mut(&(slot.config, slot.workload)) {
+        Some(w) => w,
+        None => own,
+    };
     let cfg = &mut p.configs[slot.config];
     let mods = cfg.mods.clone();
     let ctx = RunContext {

@@ -212,16 +212,17 @@ fn a_comparison_shows_each_experiments_shell_start_up() {
 
 #[test]
 fn shell_samples_are_stored_at_block_ends_not_only_at_the_end() {
-    // 70 runs: 64 samples are stored at a block's end, the rest at the
-    // end, and the report pools both (a crash would lose at most the
-    // samples still waiting, never the stored ones).
+    // 100 runs: a sample after each of the first 64 (stored at a block's
+    // end), then after every 8th (runs 72, 80, 88, 96: stored at the end),
+    // and the report pools both (a crash would lose at most the samples
+    // still waiting, never the stored ones).
     let sb = Sandbox::new();
     let out = sb.run(&[
         "ab",
         "-q",
         "--no-report",
         "-r",
-        "70",
+        "100",
         "--config",
         "a=",
         "--",
@@ -237,5 +238,5 @@ fn shell_samples_are_stored_at_block_ends_not_only_at_the_end() {
         .count();
     assert_eq!(events, 2, "{:?}", data.events);
     let r = sb.json_report("last");
-    assert_eq!(r["analysis"]["shell_startup"][0]["n"], 70);
+    assert_eq!(r["analysis"]["shell_startup"][0]["n"], 68);
 }

@@ -1,0 +1,134 @@
+//! `sysdelta ab 'CMD1' 'CMD2'` against `hyperfine 'CMD1' 'CMD2'`: the
+//! whole wall (and CPU) time of each tool comparing the same two commands
+//! the same number of times, as a user waits for it (sysdelta's store,
+//! its report on stdout and hyperfine's shell calibration included).
+//!
+//! Cases: two `true`s and two ~10 ms commands at a fixed run count, and
+//! two `true`s with each tool's defaults (at least 3 s of runs per
+//! command in both). Each round runs the two tools back to back, in
+//! alternating order (A B, B A, ...), and prints the pair's wall ratio:
+//! on a shared machine a ratio within one pair is what holds, not a time.
+//! The target (issue 32): no slower than 1.1x hyperfine's wall.
+//!
+//! With defaults the two tools do not run the same count: sysdelta adds
+//! runs until a command's runs add up to 3 s (about 3,300 of `true` here),
+//! hyperfine takes its count from its first run's time (756 and 426 runs
+//! of `true` here, under a second each), so that case's ratio is mostly
+//! the count, not what a run costs; the fixed-count cases compare the cost.
+//!
+//! Run: `cargo bench --bench ab_vs_hyperfine`. Without hyperfine
+//! (scripts/install-bench-peers.sh installs it) it says SKIPPED and why.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 6;
+
+/// CPU time (user + system) of all reaped children so far.
+fn children_cpu() -> Duration {
+    let ru = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    let tv = |t: nix::sys::time::TimeVal| {
+        Duration::from_secs(t.tv_sec() as u64) + Duration::from_micros(t.tv_usec() as u64)
+    };
+    tv(ru.user_time()) + tv(ru.system_time())
+}
+
+/// Wall and CPU seconds of one invocation.
+fn timed(mut c: Command) -> (f64, f64) {
+    let c0 = children_cpu();
+    let t = Instant::now();
+    let st = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
+    assert!(st.success(), "{c:?} failed");
+    (
+        t.elapsed().as_secs_f64(),
+        (children_cpu() - c0).as_secs_f64(),
+    )
+}
+
+fn sysdelta(store: &std::path::Path, cmds: &[&str], runs: Option<u32>) -> (f64, f64) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
+    c.arg("--store").arg(store).arg("ab").args(cmds);
+    if let Some(r) = runs {
+        c.args(["--runs", &r.to_string()]);
+    }
+    timed(c)
+}
+
+fn hyperfine(cmds: &[&str], runs: Option<u32>) -> (f64, f64) {
+    let mut c = Command::new("hyperfine");
+    c.args(["--style", "basic"]).args(cmds);
+    if let Some(r) = runs {
+        c.args(["--runs", &r.to_string()]);
+    }
+    timed(c)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let ok = Command::new("hyperfine")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        println!("ab_vs_hyperfine: SKIPPED: hyperfine is not installed (scripts/install-bench-peers.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &[&str], Option<u32>); 3] = [
+        ("true x2, 500 runs each", &["true", "true"], Some(500)),
+        (
+            "sleep 0.01 vs 0.011, 100 runs each",
+            &["sleep 0.01", "sleep 0.011"],
+            Some(100),
+        ),
+        (
+            "true x2, each tool's defaults (3 s)",
+            &["true", "true"],
+            None,
+        ),
+    ];
+    println!(
+        "ab_vs_hyperfine: wall and CPU of sysdelta ab / hyperfine, pair by pair (A B, B A, ...)"
+    );
+    for (ci, (what, cmds, runs)) in cases.iter().enumerate() {
+        let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            let store = dir.path().join(format!("c{ci}-r{round}.db"));
+            let (s, h) = if round % 2 == 0 {
+                let s = sysdelta(&store, cmds, *runs);
+                (s, hyperfine(cmds, *runs))
+            } else {
+                let h = hyperfine(cmds, *runs);
+                (sysdelta(&store, cmds, *runs), h)
+            };
+            let order = if round % 2 == 0 {
+                "sysdelta first"
+            } else {
+                "hyperfine first"
+            };
+            println!(
+                "  {what}: round {round} ({order}): sysdelta {:.3} s, hyperfine {:.3} s: wall {:.2}x, CPU {:.2}x",
+                s.0,
+                h.0,
+                s.0 / h.0,
+                s.1 / h.1
+            );
+            walls.push(s.0 / h.0);
+            cpus.push(s.1 / h.1);
+        }
+        println!(
+            "{what}: median wall ratio {:.2}x, median CPU ratio {:.2}x (target: wall <= 1.10x)",
+            median(walls),
+            median(cpus)
+        );
+    }
+}
