@@ -42,7 +42,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px sol
 .legend span{margin-right:1em;white-space:nowrap}
 details>summary{cursor:pointer}
 .narrow{display:none}
-@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}}
+[role=img]{overflow-x:auto;max-width:100%}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}
+th.v,td.v{position:sticky;right:0;max-width:9em;white-space:normal;box-shadow:-3px 0 4px -2px rgba(0,0,0,.3)}td.v{background:#fff}}
 @media print{.box{break-inside:avoid}}
 "#;
 
@@ -162,16 +164,39 @@ fn banners(o: &mut String, a: &Analysis, x: &Extras) {
         o.push_str("</ul></div>");
     }
     if !x.banner.is_empty() || !a.warnings.is_empty() {
+        // Collapsed to one line: listed in full, they filled a phone's
+        // first screen before the summary. The count stays in view.
+        // One warning is short: it is shown open.
+        let n = x.banner.len() + a.warnings.len();
         let _ = write!(
             o,
-            "<div class=\"box warn\" role=\"alert\"><b>Warnings ({}).</b><ul>",
-            x.banner.len() + a.warnings.len()
+            "<details class=\"box warn\" role=\"alert\"{}><summary><b>Warnings ({n}).</b> {}</summary><ul>",
+            if n == 1 { " open" } else { "" },
+            if n == 1 { String::new() } else { esc(&warning_gist(x.banner.iter().chain(&a.warnings))) }
         );
         for w in x.banner.iter().chain(&a.warnings) {
             let _ = write!(o, "<li>{}</li>", esc(w));
         }
-        o.push_str("</ul></div>");
+        o.push_str("</ul></details>");
     }
+}
+
+/// The warnings' kinds for the collapsed box's summary line: each one's
+/// words before its first colon or parenthesis, once each, at most three.
+fn warning_gist<'a>(ws: impl Iterator<Item = &'a String>) -> String {
+    let mut kinds: Vec<&str> = Vec::new();
+    for w in ws {
+        let k = w.split([':', '(']).next().unwrap_or(w).trim();
+        if !k.is_empty() && !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    let more = kinds.len().saturating_sub(3);
+    let mut s = kinds.into_iter().take(3).collect::<Vec<_>>().join("; ");
+    if more > 0 {
+        let _ = write!(s, "; {more} more");
+    }
+    s
 }
 
 fn summary(o: &mut String, a: &Analysis) -> Result<()> {
@@ -183,7 +208,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
          Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way{}. \
          <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
          <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
-         Each point's change is written beside it. Largest changes first.</p>",
+         Each point's change is written beside it. Changes beyond noise first, then the rest; largest first in each.</p>",
         esc(&a.baseline),
         a.confidence * 100.0,
         a.resamples,
@@ -247,11 +272,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
                 ("narrow", forest::Layout::Narrow),
             ] {
                 let svg = forest::draw(chunk, xr, band, layout)?;
-                let _ = write!(
-                    o,
-                    "<div class=\"{class}\" role=\"img\" aria-label=\"{}\">{svg}</div>",
-                    esc(&alt)
-                );
+                o.push_str(&plot::plot_div(Some(class), &alt, &svg));
             }
             o.push_str("</figure>");
         }
@@ -277,7 +298,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     let _ = write!(
         o,
         "<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
-        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l\">verdict</th>\
+        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l v\">verdict</th>\
         </tr></thead><tbody>"
     );
     let mut all: Vec<(&MetricAnalysis, &Comparison)> = a
@@ -291,7 +312,9 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
                 .map(|d| (1.0 + d / 100.0).max(1e-300).ln().abs())
                 .unwrap_or(-1.0)
         };
-        k(y.1).total_cmp(&k(x.1))
+        forest::significant(y.1.verdict)
+            .cmp(&forest::significant(x.1.verdict))
+            .then(k(y.1).total_cmp(&k(x.1)))
     });
     for (m, c) in all {
         let _ = write!(
@@ -376,7 +399,7 @@ fn metric_section(a: &Analysis, m: &MetricAnalysis, order: &ExecutionOrder) -> R
         // between-boot share of variance.
         let boot_col = m.cells.iter().any(|c| c.boots.is_some());
         let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th>{}<th>median</th>\
-            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>",
+            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l v\">verdict</th></tr></thead><tbody>",
             if boot_col { "<th>boot share</th>" } else { "" });
         for (ci, cell) in m.cells.iter().enumerate() {
             let mut sorted = cell.values.clone();
