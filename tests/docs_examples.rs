@@ -200,7 +200,7 @@ fn every_shell_command_in_the_docs_runs_as_written() {
                 .unwrap();
             if !out.status.success() {
                 let err = common::stderr(&out);
-                let at = err.lines().filter_map(|l| l.strip_prefix("@@ ")).last();
+                let at = err.lines().rev().find_map(|l| l.strip_prefix("@@ "));
                 panic!(
                     "{}: exit {:?} at {}\n{}",
                     block.at,
