@@ -86,3 +86,140 @@ fn the_readme_quickstart_and_every_example_plan_validate() {
         );
     }
 }
+
+#[macro_use]
+#[allow(unused_macros)]
+mod common;
+#[path = "docs_examples/shell.rs"]
+mod shell;
+
+use std::path::Path;
+use std::process::Command;
+
+/// A plan like the quickstart's, on 3,000 lines instead of 300,000: the
+/// docs' `plan.toml`, and the experiments labelled 6.18-rc1 and -rc2 the
+/// README's `compare` and `history` read.
+fn small_plan(root: &Path) -> String {
+    std::fs::read_to_string(root.join("examples/quickstart.toml"))
+        .unwrap()
+        .replace("seq 1 300000", "seq 1 3000")
+}
+
+/// The scratch directory the docs' commands run in: a store with two
+/// labelled experiments, the repository's examples/ and Cargo.lock, the
+/// files the commands name (plan.toml, FILE, ./bench, results.json), and
+/// `sysdelta` on PATH.
+fn scratch(root: &Path, sb: &common::Sandbox) -> String {
+    let d = sb.dir.path();
+    std::os::unix::fs::symlink(root.join("examples"), d.join("examples")).unwrap();
+    std::fs::copy(root.join("Cargo.lock"), d.join("Cargo.lock")).unwrap();
+    std::fs::copy(
+        root.join("tests/fixtures/hyperfine.json"),
+        d.join("results.json"),
+    )
+    .unwrap();
+    sb.write("plan.toml", &small_plan(root));
+    sb.write("FILE", "a line with an x\n");
+    let bench = sb.write(
+        "bench",
+        "#!/bin/sh\ni=0; while [ $i -lt 200 ]; do i=$((i+1)); done\n",
+    );
+    std::fs::set_permissions(bench, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(common::bin(), bin.join("sysdelta")).unwrap();
+    for label in ["6.18-rc1", "6.18-rc2"] {
+        let out = Command::new(common::bin())
+            .args([
+                "run",
+                "plan.toml",
+                "--runs",
+                "3",
+                "--warmup",
+                "0",
+                "-q",
+                "--no-report",
+            ])
+            .args(["--label", label])
+            .env("SYSDELTA_RUN_DIR", sb.run_dir())
+            .current_dir(d)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", common::stderr(&out));
+    }
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// Every command of every `sh` block in README.md and docs/*.md runs as
+/// written, in order, and exits 0; what cannot run here is printed as a
+/// SKIP line with its reason (see docs_examples/shell.rs).
+#[test]
+fn every_shell_command_in_the_docs_runs_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sb = common::Sandbox::sqlite();
+    let path = scratch(root, &sb);
+    let mut listed_seen = vec![false; shell::NOT_RUN.len()];
+    let mut ran = 0;
+    for (name, text) in shell::docs(root) {
+        for block in shell::blocks(&name, &text) {
+            if let Some(why) = &block.not_run {
+                common::skip(format!("{}: block not run: {why}", block.at));
+                continue;
+            }
+            // One script per block, so that a block's variables reach its
+            // later commands; each command is announced on stderr first,
+            // so a failure names its line.
+            let mut script = String::from("set -e\n");
+            for (line, cmd) in &block.commands {
+                let listed = shell::NOT_RUN.iter().position(|(k, _)| cmd.contains(k));
+                let root_only = shell::ROOT_ONLY.iter().any(|k| cmd.contains(k));
+                if let Some(k) = listed {
+                    listed_seen[k] = true;
+                    common::skip(format!("{name}:{line}: {}", shell::NOT_RUN[k].1));
+                    continue;
+                }
+                if root_only && !common::is_root() {
+                    common::skip(format!("{name}:{line}: changes the system: root only"));
+                    continue;
+                }
+                script.push_str(&format!("echo '@@ {name}:{line}' >&2\n{cmd}\n"));
+                ran += 1;
+            }
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .env("PATH", &path)
+                .env("SYSDELTA_RUN_DIR", sb.run_dir())
+                .env_remove("SYSDELTA_STORE")
+                .current_dir(sb.dir.path())
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                let err = common::stderr(&out);
+                let at = err.lines().rev().find_map(|l| l.strip_prefix("@@ "));
+                panic!(
+                    "{}: exit {:?} at {}\n{}",
+                    block.at,
+                    out.status.code(),
+                    at.unwrap_or("?"),
+                    err.lines()
+                        .rev()
+                        .take(15)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                );
+            }
+        }
+    }
+    for (seen, (k, _)) in listed_seen.iter().zip(shell::NOT_RUN) {
+        assert!(seen, "NOT_RUN lists `{k}`, which no doc holds any more");
+    }
+    assert!(ran >= 20, "only {ran} commands ran");
+}

@@ -32,6 +32,8 @@ mod host_filter;
 mod host_golden;
 #[path = "report/html.rs"]
 mod html;
+#[path = "report/html_phone.rs"]
+mod html_phone;
 #[path = "report/html_short_runs.rs"]
 mod html_short_runs;
 #[path = "report/html_summary_plot.rs"]

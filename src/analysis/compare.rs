@@ -162,6 +162,10 @@ fn pick(
             )))
         }
         None if data.info.configs.len() == 1 => data.info.configs[0].clone(),
+        // A bare label of a multi-config experiment follows its baseline,
+        // as `history` does: `compare rc1 rc2` is what a user types for
+        // two kernels, and the name below says which config was taken.
+        None if data.info.configs.contains(&data.info.baseline) => data.info.baseline.clone(),
         None => {
             return Err(bad(format!(
                 "{}: experiment {} (#{id}) has configs {}; pick one as {}:CONFIG",

@@ -16,6 +16,7 @@ use crate::store::Store;
 #[derive(Args)]
 pub struct CompareArgs {
     /// Experiments as LABEL, ID, or LABEL:CONFIG; the first is the baseline.
+    /// A bare LABEL of a multi-config experiment takes its baseline config.
     #[arg(required = true, num_args = 1..)]
     pub experiments: Vec<String>,
     /// Compare against the experiment baseline NAME points at (saved with

@@ -392,10 +392,10 @@ fn every_format_shows_boots_shares_and_the_tcg_warning() {
 
     let html = report(&sb, "html");
     let banner = html
-        .find("<div class=\"box warn\" role=\"alert\">")
+        .find("<details class=\"box warn\" role=\"alert\" open>")
         .unwrap();
     assert!(html[banner..].starts_with(
-        "<div class=\"box warn\" role=\"alert\"><b>Warnings (1).</b><ul><li>guests ran under TCG"
+        "<details class=\"box warn\" role=\"alert\" open><summary><b>Warnings (1).</b> </summary><ul><li>guests ran under TCG"
     ));
     assert!(html.contains("<h2 id=\"boots\">Boots</h2>"));
     assert!(

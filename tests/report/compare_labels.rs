@@ -289,3 +289,51 @@ fn history_marks_the_change_point() {
     let out = sb.run(&["history", "wall", "--label-prefix", "7."]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `compare rc1 rc2` on experiments of several configs, as the README
+/// shows it after its quickstart: each label stands for its baseline
+/// config (as `history` follows the baseline), and the report names it;
+/// `LABEL:CONFIG` still picks another.
+#[test]
+fn bare_labels_of_multi_config_experiments_compare_their_baselines() {
+    let sb = Sandbox::new();
+    let two = "name = \"two\"\nruns = 4\nbaseline = \"base\"\n\
+               [[config]]\nname = \"other\"\nsetup = \"\"\n\
+               [[config]]\nname = \"base\"\nsetup = \"\"\n\
+               [[workload]]\nname = \"loop\"\ncommand = \"true\"\n";
+    let p = sb.write("two.toml", two);
+    for label in ["rc1", "rc2"] {
+        let out = sb.run(&[
+            "run",
+            p.to_str().unwrap(),
+            "-q",
+            "--no-report",
+            "--label",
+            label,
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = sb.run(&["compare", "rc1", "rc2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("rc1:base") && text.contains("rc2:base"),
+        "{text}"
+    );
+    assert!(!text.contains(":other"), "{text}");
+    let out = sb.run(&["compare", "rc1:other", "rc2"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("rc1:other"));
+}

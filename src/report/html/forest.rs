@@ -1,5 +1,6 @@
 //! The summary forest plot: every comparison's ratio to the baseline with
-//! its CI, on a log axis, sorted by size of change.
+//! its CI, on a log axis: the changes beyond noise first, each group by
+//! size of change.
 
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -19,7 +20,10 @@ pub struct Row {
     pub no_ci: Option<&'static str>,
 }
 
-/// Rows of every comparison with a positive ratio, largest |log ratio| first.
+/// Rows of every comparison with a positive ratio: verdicts (worse or
+/// better) first, then the rest, each group largest |log ratio| first. By
+/// size alone, noise rows with huge CIs (a few runs of a jittery metric)
+/// came before the changes a reader looks for.
 /// Comparisons without a ratio (n/a) are left to the table, and so is
 /// telemetry (the monitors' metrics): dozens of them would bury the
 /// workloads' own metrics in the plot.
@@ -61,8 +65,17 @@ pub fn rows(a: &Analysis) -> Vec<Row> {
             });
         }
     }
-    rows.sort_by(|x, y| y.ratio.ln().abs().total_cmp(&x.ratio.ln().abs()));
+    rows.sort_by(|x, y| {
+        significant(y.verdict)
+            .cmp(&significant(x.verdict))
+            .then(y.ratio.ln().abs().total_cmp(&x.ratio.ln().abs()))
+    });
     rows
+}
+
+/// Whether a verdict says the change is beyond noise.
+pub fn significant(v: Verdict) -> bool {
+    matches!(v, Verdict::Better | Verdict::Worse)
 }
 
 /// The noise band: ratios within `[1/b, b]`, where `ln b` is the median

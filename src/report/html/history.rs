@@ -8,7 +8,7 @@ use anyhow::Result;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
-use super::plot::{self, err, figure, PLOT_WIDTH};
+use super::plot::{self, err, PLOT_WIDTH};
 use super::{esc, page::CSS};
 use crate::analysis::history::History;
 use crate::report::history::config_phrase;
@@ -69,7 +69,10 @@ pub fn render(h: &History) -> Result<String> {
          permutation test ({} orderings) gives p &lt; {}.</p>",
         h.permutations, h.alpha
     );
-    let svg = plot_svg(h)?;
+    // Two drawings, as the forest plot has: the wide one for a window,
+    // one a phone shows at full size (its text at 12 px, not scaled down).
+    let wide = plot_svg(h, 2 * PLOT_WIDTH)?;
+    let narrow = plot_svg(h, super::forest::NARROW_WIDTH)?;
     let alt = format!(
         "{} per experiment, {} experiments; {}",
         h.metric,
@@ -90,11 +93,12 @@ pub fn render(h: &History) -> Result<String> {
                 .join(", ")
         }
     );
-    figure(
-        &mut o,
-        &[svg],
-        &alt,
-        "Dots: every run's value; line: each experiment's median; red line: a change point.",
+    o.push_str("<figure><div class=\"plots\">");
+    o.push_str(&plot::plot_div(Some("wide"), &alt, &wide));
+    o.push_str(&plot::plot_div(Some("narrow"), &alt, &narrow));
+    o.push_str(
+        "</div><figcaption>Dots: every run's value; line: each experiment's median; \
+         red line: a change point.</figcaption></figure>",
     );
     table(&mut o, h);
     o.push_str("</body></html>\n");
@@ -147,11 +151,18 @@ fn table(o: &mut String, h: &History) {
 /// Experiments along x (by label), the metric up y: every run as a grey
 /// dot, the medians joined by a line, each change point a red vertical line
 /// between the two experiments it separates, labelled with the change.
-fn plot_svg(h: &History) -> Result<String> {
-    let names: Vec<String> = h.points.iter().map(|p| plot::clip(&p.label, 14)).collect();
+fn plot_svg(h: &History, width: u32) -> Result<String> {
+    // Labels clipped to what one experiment's share of the axis holds
+    // (12 px text, about 6.6 px a character), 14 characters at most.
+    let per = (width.saturating_sub(80)) as usize / h.points.len().max(1);
+    let chars = (per * 10 / 66).clamp(3, 14);
+    let names: Vec<String> = h
+        .points
+        .iter()
+        .map(|p| plot::clip(&p.label, chars))
+        .collect();
     let ys = plot::padded_range(h.points.iter().flat_map(|p| p.values.iter().copied()))
         .unwrap_or((0.0, 1.0));
-    let width = 2 * PLOT_WIDTH;
     let height = 360;
     let mut buf = String::new();
     {

@@ -5,6 +5,7 @@
 //! Plots are drawn by plotters' SVG backend (see `plot.rs`); every piece of
 //! text that comes from a command, plan, host or store is escaped by [`esc`].
 
+mod banners;
 mod boots;
 mod forest;
 mod history;

@@ -42,7 +42,9 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px sol
 .legend span{margin-right:1em;white-space:nowrap}
 details>summary{cursor:pointer}
 .narrow{display:none}
-@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}}
+[role=img]{overflow-x:auto;max-width:100%}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}
+th.v,td.v{position:sticky;right:0;max-width:9em;white-space:normal;box-shadow:-3px 0 4px -2px rgba(0,0,0,.3)}td.v{background:#fff}}
 @media print{.box{break-inside:avoid}}
 "#;
 
@@ -134,7 +136,7 @@ pub fn render(v: &ReportView) -> Result<String> {
         a.runs_planned,
         esc(&a.baseline)
     );
-    banners(&mut o, a, x);
+    super::banners::banners(&mut o, a, x);
     summary(&mut o, a)?;
     metrics(&mut o, v)?;
     series(&mut o, a, x)?;
@@ -147,33 +149,6 @@ pub fn render(v: &ReportView) -> Result<String> {
     Ok(o)
 }
 
-fn banners(o: &mut String, a: &Analysis, x: &Extras) {
-    let imported: Vec<_> = x
-        .sources
-        .iter()
-        .filter_map(|s| s.imported_from.as_ref().map(|f| (s, f)))
-        .collect();
-    if !imported.is_empty() {
-        o.push_str("<div class=\"box\" role=\"note\"><b>Imported samples.</b> ");
-        o.push_str("These were not measured by sysdelta: no randomized interleaving, no environment fingerprint unless the file had one.<ul>");
-        for (s, f) in imported {
-            let _ = write!(o, "<li>{}: imported from {}</li>", esc(&s.title), esc(f));
-        }
-        o.push_str("</ul></div>");
-    }
-    if !x.banner.is_empty() || !a.warnings.is_empty() {
-        let _ = write!(
-            o,
-            "<div class=\"box warn\" role=\"alert\"><b>Warnings ({}).</b><ul>",
-            x.banner.len() + a.warnings.len()
-        );
-        for w in x.banner.iter().chain(&a.warnings) {
-            let _ = write!(o, "<li>{}</li>", esc(w));
-        }
-        o.push_str("</ul></div>");
-    }
-}
-
 fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     o.push_str("<h2 id=\"summary\">Summary</h2>");
     let _ = write!(
@@ -183,7 +158,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
          Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way{}. \
          <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
          <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
-         Each point's change is written beside it. Largest changes first.</p>",
+         Each point's change is written beside it. Changes beyond noise first, then the rest; largest first in each.</p>",
         esc(&a.baseline),
         a.confidence * 100.0,
         a.resamples,
@@ -247,11 +222,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
                 ("narrow", forest::Layout::Narrow),
             ] {
                 let svg = forest::draw(chunk, xr, band, layout)?;
-                let _ = write!(
-                    o,
-                    "<div class=\"{class}\" role=\"img\" aria-label=\"{}\">{svg}</div>",
-                    esc(&alt)
-                );
+                o.push_str(&plot::plot_div(Some(class), &alt, &svg));
             }
             o.push_str("</figure>");
         }
@@ -277,7 +248,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     let _ = write!(
         o,
         "<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
-        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l\">verdict</th>\
+        <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l v\">verdict</th>\
         </tr></thead><tbody>"
     );
     let mut all: Vec<(&MetricAnalysis, &Comparison)> = a
@@ -291,7 +262,9 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
                 .map(|d| (1.0 + d / 100.0).max(1e-300).ln().abs())
                 .unwrap_or(-1.0)
         };
-        k(y.1).total_cmp(&k(x.1))
+        forest::significant(y.1.verdict)
+            .cmp(&forest::significant(x.1.verdict))
+            .then(k(y.1).total_cmp(&k(x.1)))
     });
     for (m, c) in all {
         let _ = write!(
@@ -376,7 +349,7 @@ fn metric_section(a: &Analysis, m: &MetricAnalysis, order: &ExecutionOrder) -> R
         // between-boot share of variance.
         let boot_col = m.cells.iter().any(|c| c.boots.is_some());
         let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th>{}<th>median</th>\
-            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l\">verdict</th></tr></thead><tbody>",
+            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l v\">verdict</th></tr></thead><tbody>",
             if boot_col { "<th>boot share</th>" } else { "" });
         for (ci, cell) in m.cells.iter().enumerate() {
             let mut sorted = cell.values.clone();

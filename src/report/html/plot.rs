@@ -162,17 +162,37 @@ pub fn padded_range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
 /// Width in pixels of one plot (a wide plot is two).
 pub(super) const PLOT_WIDTH: u32 = 420;
 
+/// The smallest scale a plot is shown at. Plots are drawn with 11-12 px
+/// text and scale with the window; a two-panel plot (840 px) on a 420 px
+/// phone came out at half size, its text at 5 px. Below this scale the
+/// plot keeps its width and scrolls sideways instead: 11 px x 0.82 = 9 px.
+const MIN_SCALE: f64 = 0.82;
+
+/// `svg` in a `role="img"` div with `alt` as its text alternative (and
+/// `class`, when given), never scaled below [`MIN_SCALE`].
+pub(super) fn plot_div(class: Option<&str>, alt: &str, svg: &str) -> String {
+    // plotters writes `<svg width="W" height="H" ...>` first.
+    let width = svg
+        .split_once("width=\"")
+        .and_then(|(_, r)| r.split_once('"'))
+        .and_then(|(w, _)| w.parse::<f64>().ok());
+    let class = class.map(|c| format!(" class=\"{c}\"")).unwrap_or_default();
+    match width {
+        Some(w) => format!(
+            "<div{class} role=\"img\" aria-label=\"{}\"><div style=\"min-width:{:.0}px\">{svg}</div></div>",
+            esc(alt),
+            w * MIN_SCALE
+        ),
+        None => format!("<div{class} role=\"img\" aria-label=\"{}\">{svg}</div>", esc(alt)),
+    }
+}
+
 /// One `<figure>` of `svgs` side by side, each with `alt` as its text
 /// alternative, and `caption` (already HTML) under them.
 pub(super) fn figure(out: &mut String, svgs: &[String], alt: &str, caption: &str) {
     let _ = write!(out, "<figure><div class=\"plots\">");
     for s in svgs {
-        let _ = write!(
-            out,
-            "<div role=\"img\" aria-label=\"{}\">{}</div>",
-            esc(alt),
-            s
-        );
+        out.push_str(&plot_div(None, alt, s));
     }
     let _ = write!(out, "</div><figcaption>{caption}</figcaption></figure>");
 }

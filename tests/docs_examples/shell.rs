@@ -1,0 +1,124 @@
+//! The fenced `sh` blocks of README.md and docs/*.md, split into the
+//! commands a reader would paste, and what the test does not run (and why).
+//!
+//! A block preceded by `<!-- not run: REASON -->` (the nearest non-blank
+//! line before its fence) is not run, and the test says so with REASON;
+//! single commands the test cannot run here are listed in [`NOT_RUN`],
+//! each with its reason, printed too. Nothing is skipped silently.
+
+use std::path::Path;
+
+/// One fenced `sh` block.
+pub struct Block {
+    /// "README.md:12": the file and the line of its first command.
+    pub at: String,
+    /// Why the doc says it is not run, if it does.
+    pub not_run: Option<String>,
+    /// (line, command) in order: a command is a line with its `\`
+    /// continuations; comment-only and blank lines are left out.
+    pub commands: Vec<(usize, String)>,
+}
+
+/// Commands the test leaves out, by a piece of their text, and why. Each
+/// is printed as a SKIP line when met; one that no doc holds any more
+/// fails the test, so the list stays true.
+pub const NOT_RUN: &[(&str, &str)] = &[
+    ("cargo run --release", "the release build this test is part of (about 4 minutes)"),
+    ("cargo test --release", "the test suite this test is part of"),
+    ("cargo install", "installs into ~/.cargo/bin"),
+    ("-k 'up=/boot/vmlinuz", "boots kernels in QEMU as root for minutes (tests/vm_boot.rs, tests/kernel_runs.rs)"),
+    ("run examples/kernels.toml", "boots kernels in QEMU as root for minutes (tests/vm_boot.rs)"),
+    ("run --resume 3", "needs an interrupted experiment (tests/chaos.rs and tests/trust_runs.rs resume killed ones)"),
+    ("calibrate --quick", "minutes of simulations (tests/calibrate_sim.rs checks its error rates)"),
+    ("micro --quick", "a minute of OS primitives (tests/micro_*.rs)"),
+    ("transport --quick", "tracer transports under overload, as root (tests/transport*.rs)"),
+];
+
+/// Commands that change the system and run only as root (CI is root).
+pub const ROOT_ONLY: &[&str] = &["transparent_hugepage", "drop_caches"];
+
+/// Every fenced `sh` block of `doc` (named `name` in messages).
+pub fn blocks(name: &str, doc: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut cur: Option<Block> = None;
+    let mut pending: Option<(usize, String)> = None;
+    let mut last_text = "";
+    for (i, line) in doc.lines().enumerate() {
+        let n = i + 1;
+        match cur.as_mut() {
+            None => {
+                if line.trim() == "```sh" {
+                    let not_run = last_text
+                        .trim()
+                        .strip_prefix("<!-- not run:")
+                        .and_then(|r| r.strip_suffix("-->"))
+                        .map(|r| r.trim().to_string());
+                    cur = Some(Block {
+                        at: format!("{name}:{}", n + 1),
+                        not_run,
+                        commands: Vec::new(),
+                    });
+                } else if !line.trim().is_empty() {
+                    last_text = line;
+                }
+            }
+            Some(b) => {
+                if line.trim() == "```" {
+                    out.push(cur.take().unwrap());
+                    last_text = "";
+                    continue;
+                }
+                let joined = match pending.take() {
+                    Some((at, mut s)) => {
+                        s.push('\n');
+                        s.push_str(line);
+                        (at, s)
+                    }
+                    None if line.trim().is_empty() || line.trim_start().starts_with('#') => {
+                        continue
+                    }
+                    None => (n, line.to_string()),
+                };
+                if line.trim_end().ends_with('\\') {
+                    pending = Some(joined);
+                } else {
+                    b.commands.push(joined);
+                }
+            }
+        }
+    }
+    assert!(cur.is_none(), "{name}: a ```sh block is not closed");
+    out
+}
+
+/// README.md and docs/*.md, in that order (docs by name).
+pub fn docs(root: &Path) -> Vec<(String, String)> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    names.sort();
+    names.insert(0, "README.md".into());
+    names
+        .into_iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(root.join(&n)).unwrap();
+            (n, text)
+        })
+        .collect()
+}
+
+#[test]
+fn blocks_are_split_into_commands() {
+    let doc = "x\n<!-- not run: a reason -->\n```sh\n# c\na 1   # t\nb \\\n  2\n\nc\n```\n```sh\nd\n```\n";
+    let b = blocks("t.md", doc);
+    assert_eq!(b.len(), 2);
+    assert_eq!(b[0].not_run.as_deref(), Some("a reason"));
+    assert_eq!(b[0].at, "t.md:4");
+    let cmds: Vec<&str> = b[0].commands.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(cmds, ["a 1   # t", "b \\\n  2", "c"]);
+    assert_eq!(b[0].commands[1].0, 6);
+    assert!(b[1].not_run.is_none() && b[1].commands.len() == 1);
+}

@@ -1,0 +1,221 @@
+//! The HTML report and the history page on a 420 px phone, in headless
+//! Chromium: no text is drawn smaller than 8.5 CSS px (plots no longer
+//! shrink to 5 px text) and every verdict cell is inside the viewport.
+//! The pages' screenshots at 1400 and 420 px are kept for a human to look
+//! at (set SYSDELTA_SCREENSHOT_DIR to choose where).
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{chromium, stderr, Sandbox};
+
+/// 3 configs x 3 workloads: one config slower at one workload, one an
+/// A/A copy of the baseline.
+const PLAN: &str = r#"
+name = "three by three"
+runs = 10
+warmup = 0
+seed = 3
+[[config]]
+name = "base"
+setup = ""
+[[config]]
+name = "slower-spin"
+setup = "export EXTRA=3000"
+[[config]]
+name = "same-again"
+setup = ""
+[[workload]]
+name = "spin"
+command = 'i=0; while [ $i -lt $((4000 + ${EXTRA:-0})) ]; do i=$((i+1)); done'
+[[workload]]
+name = "sleepy"
+command = 'sleep 0.01'
+[[workload]]
+name = "cat-file"
+command = 'cat /etc/passwd > /dev/null'
+"#;
+
+/// Measures the page as laid out and writes the result as JSON into the
+/// body's `data-check` attribute, which `--dump-dom` prints. Text in an
+/// SVG is scaled as its SVG is; hidden elements (the other forest layout,
+/// closed details) have no box and are left out.
+const PROBE: &str = r#"<script>
+(() => {
+  const vw = document.documentElement.getBoundingClientRect().width, small = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    let px = parseFloat(getComputedStyle(el).fontSize);
+    const svg = el.closest('svg');
+    if (svg) {
+      const vb = svg.viewBox.baseVal, w = vb && vb.width ? vb.width : svg.width.baseVal.value;
+      px *= svg.getBoundingClientRect().width / w;
+    }
+    if (px < 8.5) small.push(px.toFixed(1) + 'px ' + el.textContent.trim().slice(0, 30));
+  }
+  const cells = [...document.querySelectorAll('td.v')].filter(e => e.getBoundingClientRect().width > 0);
+  const off = cells.filter(e => { const r = e.getBoundingClientRect(); return r.left < 0 || r.right > vw + 1; })
+    .map(e => e.textContent.trim().slice(0, 30));
+  document.body.setAttribute('data-check', JSON.stringify({vw, small, cells: cells.length, off}));
+})();
+</script>"#;
+
+fn browser_args(cmd: &mut Command, profile: &Path, width: u32) {
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()))
+    .arg(format!("--window-size={width},2400"));
+}
+
+/// The probe's verdict on `page` at `width` CSS px. Headless Chromium
+/// lays a page out at least 500 px wide whatever --window-size says, so
+/// the page's root is held at `width` too (the phone rules of its CSS
+/// apply from 640 px down, to both).
+fn measure(browser: &Path, sb: &Sandbox, page: &Path, width: u32) -> serde_json::Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let probed = sb.write(
+        &format!("probed-{width}.html"),
+        &html.replacen(
+            "</body>",
+            &format!("<style>html{{width:{width}px}}</style>{PROBE}</body>"),
+            1,
+        ),
+    );
+    let profile = tempfile::tempdir_in(sb.dir.path()).unwrap();
+    let mut cmd = Command::new(browser);
+    browser_args(&mut cmd, profile.path(), width);
+    let out = cmd
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probed.display()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chromium: {}", stderr(&out));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let at = dom.find("data-check=\"").expect("the probe ran") + 12;
+    let json = &dom[at..at + dom[at..].find('"').unwrap()];
+    serde_json::from_str(&json.replace("&quot;", "\"").replace("&amp;", "&")).unwrap()
+}
+
+/// Screenshots at 1400 and 420 px, where a human can look at them.
+fn screenshots(browser: &Path, sb: &Sandbox, page: &Path, name: &str) {
+    let dir = std::env::var_os("SYSDELTA_SCREENSHOT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    for width in [1400, 420] {
+        let shot = dir.join(format!("sysdelta-{name}-{width}.png"));
+        let profile = tempfile::tempdir_in(sb.dir.path()).unwrap();
+        let mut cmd = Command::new(browser);
+        browser_args(&mut cmd, profile.path(), width);
+        let out = cmd
+            .arg(format!("--screenshot={}", shot.display()))
+            .arg(format!("file://{}", page.display()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "chromium: {}", stderr(&out));
+        common::note(format!("screenshot: {}", shot.display()));
+    }
+}
+
+fn check(browser: &Path, sb: &Sandbox, page: &Path, want_verdicts: bool) {
+    let m = measure(browser, sb, page, 420);
+    assert!(m["vw"].as_f64().unwrap() <= 420.0, "{m}");
+    assert_eq!(
+        m["small"].as_array().unwrap().len(),
+        0,
+        "text under 8.5 px: {m}"
+    );
+    assert_eq!(
+        m["off"].as_array().unwrap().len(),
+        0,
+        "verdicts off screen: {m}"
+    );
+    if want_verdicts {
+        assert!(
+            m["cells"].as_u64().unwrap() >= 6,
+            "verdict cells measured: {m}"
+        );
+    }
+}
+
+#[test]
+fn report_and_history_read_on_a_phone() {
+    let Some(browser) = chromium() else { return };
+    let sb = Sandbox::new();
+    let plan = sb.write("plan.toml", PLAN);
+    for label in ["v-1", "v-2", "v-3"] {
+        let out = sb.run(&[
+            "run",
+            plan.to_str().unwrap(),
+            "-q",
+            "--no-report",
+            "--label",
+            label,
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let report = sb.path("report.html");
+    let out = sb.run(&[
+        "report",
+        "--last",
+        "--export-html",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let history = sb.path("history.html");
+    let out = sb.run(&[
+        "history",
+        "spin/wall",
+        "--label-prefix",
+        "v-",
+        "--export-html",
+        history.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    check(&browser, &sb, &report, true);
+    check(&browser, &sb, &history, false);
+    screenshots(&browser, &sb, &report, "report-3x3");
+    screenshots(&browser, &sb, &history, "history");
+}
+
+/// The forest plot and its table put the verdicts first: a reader sees
+/// the changes beyond noise before the grey rows, whatever their size.
+#[test]
+fn verdicts_come_first_in_the_summary() {
+    let sb = Sandbox::new();
+    let plan = sb.write("plan.toml", PLAN);
+    let out = sb.run(&["run", plan.to_str().unwrap(), "-q", "--no-report"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let html = String::from_utf8(sb.run(&["report", "--format", "html"]).stdout).unwrap();
+    let table = &html[html.find("All comparisons as a table").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    let classes: Vec<&str> = table
+        .split("<tr class=\"")
+        .skip(1)
+        .map(|r| &r[..r.find('"').unwrap()])
+        .collect();
+    assert_ne!(
+        classes.first(),
+        Some(&"noise"),
+        "spin in slower-spin is a verdict: {classes:?}"
+    );
+    let first_noise = classes
+        .iter()
+        .position(|c| *c == "noise")
+        .unwrap_or(classes.len());
+    assert!(
+        classes[first_noise..].iter().all(|c| *c == "noise"),
+        "a verdict after a noise row: {classes:?}"
+    );
+}
