@@ -561,3 +561,61 @@ fn until_stops_on_what_the_full_analysis_of_its_runs_says() {
         "stop line {got}, full analysis {full}: {stop}"
     );
 }
+
+/// `--fail-on worse` is a CI job's verdict as an exit status: 3 when a
+/// headline comparison is a regression (a config 30 ms slower), 0 for an
+/// equal pair, with one line stating the threshold and the family; report
+/// and compare judge the stored experiment alike.
+#[test]
+fn fail_on_worse_exits_3_on_a_regression_and_0_on_an_equal_pair() {
+    let sb = Sandbox::new();
+    let slow = sb.run(&[
+        "ab",
+        "-q",
+        "-r",
+        "10",
+        "--config",
+        "fast=export D=0",
+        "--config",
+        "slow=export D=0.03",
+        "--fail-on",
+        "worse",
+        "--",
+        "sleep $D",
+    ]);
+    assert_eq!(slow.status.code(), Some(3), "{}", stderr(&slow));
+    let line = stderr(&slow);
+    assert!(
+        line.contains("--fail-on worse: alpha 0.05 with Holm over the")
+            && line.contains("FAILED by sleep/wall worse in slow"),
+        "{line}"
+    );
+    // The same verdicts from the store; a speed-up is not a regression.
+    let again = sb.run(&["report", "1", "--fail-on", "worse"]);
+    assert_eq!(again.status.code(), Some(3), "{}", stderr(&again));
+    let better = sb.run(&["report", "1", "--fail-on", "better"]);
+    assert_eq!(better.status.code(), Some(0), "{}", stderr(&better));
+    assert!(stderr(&better).contains("passed"), "{}", stderr(&better));
+    let cmp = sb.run(&["compare", "1:fast", "1:slow", "--fail-on", "any"]);
+    assert_eq!(cmp.status.code(), Some(3), "{}", stderr(&cmp));
+    let equal = sb.run(&[
+        "ab",
+        "-q",
+        "-r",
+        "10",
+        "--config",
+        "a=",
+        "--config",
+        "b=",
+        "--fail-on",
+        "worse",
+        // A false flag of an equal pair is alpha's chance: 1%, not 5%.
+        "--alpha",
+        "0.01",
+        "--",
+        "sleep 0.01",
+    ]);
+    assert_eq!(equal.status.code(), Some(0), "{}", stderr(&equal));
+    // -q: nothing but the report and the gate's line.
+    assert_eq!(stderr(&equal).lines().count(), 1, "{}", stderr(&equal));
+}

@@ -122,6 +122,11 @@ pub struct ReportFlags {
     /// second) instead of the one each metric's values pick.
     #[arg(long, short = 'u', value_enum)]
     pub time_unit: Option<crate::report::units::TimeUnit>,
+    /// Exit with status 3 when a headline comparison's verdict is worse
+    /// (a regression), better, or either (any); a line on stderr states
+    /// the threshold and the family. For CI jobs.
+    #[arg(long, value_enum, value_name = "VERDICT")]
+    pub fail_on: Option<analysis::gate::FailOn>,
     #[command(flatten)]
     pub export: ExportFlags,
 }

@@ -120,9 +120,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Run(a) => run::run(&a, store),
         Cmd::Ab(a) => run::ab(&a, store),
-        Cmd::Report(a) => report::report(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Report(a) => report::report(&a, store),
         Cmd::List => report::list(store).map(|()| ExitCode::SUCCESS),
-        Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Compare(a) => report::compare(&a, store),
         Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),

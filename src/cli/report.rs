@@ -2,6 +2,7 @@
 //! `compare` and `history`.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
@@ -78,19 +79,20 @@ pub struct ReportArgs {
 }
 
 /// Print the report of stored experiment `id` in `--format` (unless
-/// `stdout` is false) and write each `--export-*` file.
+/// `stdout` is false) and write each `--export-*` file; with `--fail-on`,
+/// state the gate's line on stderr. True when the gate failed.
 pub fn print_report(
     store: &Store,
     data: &crate::store::ExperimentData,
     f: &ReportFlags,
     stdout: bool,
-) -> Result<()> {
+) -> Result<bool> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
     let formats = outputs(f, stdout);
-    if formats.is_empty() {
-        return Ok(());
+    if formats.is_empty() && f.fail_on.is_none() {
+        return Ok(false);
     }
     // Analyzed once, however many formats are written.
     let x = report::analyze(data, &opts.analysis)?;
@@ -102,7 +104,30 @@ pub fn print_report(
         opts.format = format;
         emit(&report::render_view(&view, &opts)?, path)?;
     }
-    Ok(())
+    Ok(gate(&view.stored, f))
+}
+
+/// `--fail-on`'s verdict on `a`, its line said on stderr (after the
+/// report, where a CI log's reader finds it). True when it failed.
+pub fn gate(a: &analysis::Analysis, f: &ReportFlags) -> bool {
+    let Some(rule) = f.fail_on else {
+        return false;
+    };
+    let g = analysis::gate::judge(a, rule);
+    crate::sys::stderr::say!(
+        "sysdelta: {}",
+        crate::report::escape::terminal_safe(&g.line)
+    );
+    g.failed
+}
+
+/// The exit code of a command whose report `failed` the `--fail-on` gate.
+pub fn gate_code(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(crate::error::EXIT_GATE)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Where a report goes: `--format` on stdout (when `stdout`), then each
@@ -125,10 +150,10 @@ pub fn check_exports(f: &ReportFlags) -> Result<()> {
 }
 
 /// `sysdelta report`.
-pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
+pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, &store.load(id)?, &a.flags, true)
+    print_report(&store, &store.load(id)?, &a.flags, true).map(gate_code)
 }
 
 /// `sysdelta list`.
@@ -156,7 +181,7 @@ pub fn list(store_path: &Path) -> Result<()> {
 }
 
 /// `sysdelta compare`.
-pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
+pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<ExitCode> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
@@ -176,7 +201,7 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
         opts.format = format;
         emit(&report::compare::render(&view, &opts)?, path)?;
     }
-    Ok(())
+    Ok(gate_code(gate(&view.analysis, &a.flags)))
 }
 
 /// `sysdelta history`.

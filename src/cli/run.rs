@@ -341,12 +341,17 @@ fn execute(
     let runs = &data.runs;
     let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
     let warm = runs.iter().filter(|r| r.warmup).count();
-    crate::sys::stderr::say!(
-        "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
-        outcome.status,
-        runs.len() - ok - warm,
-        store.shown()
-    );
+    // -q: the report (or the --fail-on line) is all a quiet run says,
+    // unless something went wrong.
+    if !e.quiet || outcome.status != ExperimentStatus::Complete {
+        crate::sys::stderr::say!(
+            "sysdelta: experiment {id} {}: {ok} measured run{} ok, {} failed, {warm} warm-up; stored in {}",
+            outcome.status,
+            crate::analysis::gate::plural(ok),
+            runs.len() - ok - warm,
+            store.shown()
+        );
+    }
     if outcome.status == ExperimentStatus::Interrupted {
         // A team store's anchor names it with no password on the line.
         let named = match store.is_pg() {
@@ -363,7 +368,7 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    super::report::print_report(store, &data, &e.report, !e.no_report)?;
+    let gate_failed = super::report::print_report(store, &data, &e.report, !e.no_report)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
@@ -374,9 +379,10 @@ fn execute(
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
     }
+    // A run that failed is a failure (1) before its verdicts are a gate's (3).
     Ok(if failed {
         ExitCode::FAILURE
     } else {
-        ExitCode::SUCCESS
+        super::report::gate_code(gate_failed)
     })
 }
