@@ -619,3 +619,87 @@ fn fail_on_worse_exits_3_on_a_regression_and_0_on_an_equal_pair() {
     // -q: nothing but the report and the gate's line.
     assert_eq!(stderr(&equal).lines().count(), 1, "{}", stderr(&equal));
 }
+
+/// `sysdelta completions bash` is a script bash sources, naming every
+/// subcommand; `sysdelta man` is a page `man -l` renders (roff headers
+/// checked where man is not installed), and each subcommand has its own.
+#[test]
+fn completions_and_man_page_come_from_the_command_line_itself() {
+    let out = Command::new(bin())
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = stdout(&out);
+    for sub in ["run", "ab", "report", "list", "compare", "history", "man"] {
+        assert!(
+            script.contains(&format!("sysdelta,{sub})")),
+            "{sub}: {script}"
+        );
+    }
+    assert!(!script.contains("sysdelta,guest)"), "hidden guest offered");
+    for shell in ["zsh", "fish"] {
+        let out = Command::new(bin())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success() && stdout(&out).contains("fail-on"));
+    }
+    for page in [&["man"][..], &["man", "ab"]] {
+        let out = Command::new(bin()).args(page).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let roff = stdout(&out);
+        assert!(
+            roff.contains(".TH sysdelta") && roff.contains(".SH NAME"),
+            "{roff}"
+        );
+        let rendered = Command::new("man")
+            .args(["-l", "-"])
+            .env("MANWIDTH", "80")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn();
+        let Ok(mut man) = rendered else {
+            common::skip("man is not installed: roff headers checked only");
+            continue;
+        };
+        use std::io::Write as _;
+        man.stdin
+            .take()
+            .unwrap()
+            .write_all(roff.as_bytes())
+            .unwrap();
+        let shown = man.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(text.contains("NAME") && text.contains("OPTIONS"), "{text}");
+    }
+    let out = Command::new(bin())
+        .args(["man", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `--version` names the commit the binary was built from, when it was
+/// built from a git checkout (as this test's binary is, unless a tarball).
+#[test]
+fn version_names_the_commit() {
+    let out = Command::new(bin()).arg("--version").output().unwrap();
+    let v = stdout(&out);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success());
+    match head {
+        Some(h) => {
+            let commit = String::from_utf8_lossy(&h.stdout).trim().to_string();
+            assert_eq!(
+                v.trim(),
+                format!("sysdelta {} ({commit})", env!("CARGO_PKG_VERSION"))
+            );
+        }
+        None => assert_eq!(v.trim(), format!("sysdelta {}", env!("CARGO_PKG_VERSION"))),
+    }
+}

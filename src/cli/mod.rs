@@ -19,6 +19,7 @@ pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;
+pub mod shell;
 pub mod trust;
 
 use crate::error::{self, Error};
@@ -30,7 +31,7 @@ use output::{die_of_broken_pipe, quiet_on_broken_pipe};
 #[derive(Parser)]
 #[command(
     name = "sysdelta",
-    version,
+    version = env!("SYSDELTA_VERSION"),
     about = "What did the change cost, and is it beyond the noise?"
 )]
 pub struct Cli {
@@ -86,6 +87,19 @@ pub enum Cmd {
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
+    /// Print a shell completion script: `sysdelta completions bash >
+    /// /etc/bash_completion.d/sysdelta` (zsh: a `_sysdelta` file on $fpath).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or a subcommand's: `sysdelta man run |
+    /// man -l -`.
+    Man {
+        /// The subcommand whose page is printed (default: sysdelta's own).
+        subcommand: Option<String>,
+    },
     /// Inside a kernel config's VM: run the runs the host assigns (started
     /// by the VM's init, not by users).
     #[command(hide = true)]
@@ -105,6 +119,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Micro(_) => Some("micro"),
         Cmd::Transport(_) => Some("transport"),
         Cmd::Env(e) if !e.reads_store() => Some("env without an experiment"),
+        Cmd::Completions { .. } => Some("completions"),
+        Cmd::Man { .. } => Some("man"),
         _ => None,
     };
     if let (true, Some(what)) = (given, storeless) {
@@ -148,6 +164,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             crate::transport::cli::run(&args).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Env(a) => env::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Completions { shell: sh } => shell::completions(sh).map(|()| ExitCode::SUCCESS),
+        Cmd::Man { subcommand } => shell::man(subcommand.as_deref()).map(|()| ExitCode::SUCCESS),
     }
 }
 
