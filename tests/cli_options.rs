@@ -618,6 +618,16 @@ fn fail_on_worse_exits_3_on_a_regression_and_0_on_an_equal_pair() {
     assert_eq!(equal.status.code(), Some(0), "{}", stderr(&equal));
     // -q: nothing but the report and the gate's line.
     assert_eq!(stderr(&equal).lines().count(), 1, "{}", stderr(&equal));
+    // `list --format json`: both experiments, for a script.
+    let list: serde_json::Value =
+        serde_json::from_slice(&sb.run(&["list", "--format", "json"]).stdout).unwrap();
+    let configs: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["baseline"].as_str().unwrap())
+        .collect();
+    assert_eq!(configs, ["fast", "a"], "{list}");
 }
 
 /// `sysdelta completions bash` is a script bash sources, naming every

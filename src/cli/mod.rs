@@ -56,7 +56,7 @@ pub enum Cmd {
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),
     /// List stored experiments: configs, host, label and runs of each.
-    List,
+    List(report::ListArgs),
     /// Print this machine's environment fingerprint, or what differs from
     /// a stored experiment's.
     Env(env::EnvArgs),
@@ -137,7 +137,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Run(a) => run::run(&a, store),
         Cmd::Ab(a) => run::ab(&a, store),
         Cmd::Report(a) => report::report(&a, store),
-        Cmd::List => report::list(store).map(|()| ExitCode::SUCCESS),
+        Cmd::List(a) => report::list(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Compare(a) => report::compare(&a, store),
         Cmd::History(a) => report::history(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),

@@ -67,6 +67,22 @@ pub struct HistoryArgs {
     pub export_html: Option<PathBuf>,
 }
 
+/// What `list` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    /// One line per experiment, within 80 columns.
+    Text,
+    /// A JSON array of experiments, oldest first (docs/reports.md).
+    Json,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+    pub format: ListFormat,
+}
+
 #[derive(Args)]
 pub struct ReportArgs {
     /// Experiment id or label (default: the last one).
@@ -161,7 +177,7 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
 /// A team store whose server is out of reach: one line saying so, and
 /// what waits on this machine for it (from its run log and deferred
 /// writes), with the command that sends it.
-pub fn list(store_path: &Path) -> Result<()> {
+pub fn list(a: &ListArgs, store_path: &Path) -> Result<()> {
     let store = match Store::open(store_path, false) {
         Ok(store) => store,
         Err(e)
@@ -177,7 +193,11 @@ pub fn list(store_path: &Path) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    emit(&report::list::render(&analysis::list::list(&store)?), None)
+    let rows = analysis::list::list(&store)?;
+    match a.format {
+        ListFormat::Text => emit(&report::list::render(&rows), None),
+        ListFormat::Json => emit(&report::list::json(&rows)?, None),
+    }
 }
 
 /// `sysdelta compare`.
