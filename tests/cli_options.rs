@@ -713,3 +713,31 @@ fn version_names_the_commit() {
         None => assert_eq!(v.trim(), format!("sysdelta {}", env!("CARGO_PKG_VERSION"))),
     }
 }
+
+/// A run stopped by --max-failures says why once, after the report, where
+/// a CI log ends (it was said twice, and its event read "stop: stopped:").
+#[test]
+fn a_stopped_run_says_why_once() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-r",
+        "5",
+        "--max-failures",
+        "2",
+        "--config",
+        "a=",
+        "--",
+        "false",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.matches("failed 2 runs in a row").count(), 1, "{err}");
+    assert!(
+        err.contains("sysdelta: stopped: a/false failed 2 runs"),
+        "{err}"
+    );
+    let report = stdout(&out);
+    assert!(!report.contains("stop: stopped:"), "{report}");
+    assert!(report.contains("stop: a/false failed 2 runs"), "{report}");
+}

@@ -7,6 +7,7 @@
 //! gate exactly when the report prints its verdict.
 
 use super::{Analysis, Correction, Verdict};
+use crate::words::plural;
 
 /// Which verdicts fail the gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -92,15 +93,6 @@ pub fn judge(a: &Analysis, rule: FailOn) -> GateResult {
         format!("{rule_text}: passed")
     };
     GateResult { failed, line }
-}
-
-/// "s" unless `n` is one.
-pub fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
 }
 
 #[cfg(test)]

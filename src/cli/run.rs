@@ -347,7 +347,7 @@ fn execute(
         crate::sys::stderr::say!(
             "sysdelta: experiment {id} {}: {ok} measured run{} ok, {} failed, {warm} warm-up; stored in {}",
             outcome.status,
-            crate::analysis::gate::plural(ok),
+            crate::words::plural(ok),
             runs.len() - ok - warm,
             store.shown()
         );
@@ -373,7 +373,7 @@ fn execute(
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
-        crate::sys::stderr::say!("sysdelta: {why}");
+        crate::sys::stderr::say!("sysdelta: stopped: {why}");
     }
     for cell in runner::cells_without_success(&data) {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
