@@ -741,3 +741,61 @@ fn a_stopped_run_says_why_once() {
     assert!(!report.contains("stop: stopped:"), "{report}");
     assert!(report.contains("stop: a/false failed 2 runs"), "{report}");
 }
+
+/// Verdicts are coloured on a terminal only: never in a pipe or a file,
+/// never with NO_COLOR set or --style basic; --style color forces them.
+#[test]
+fn verdict_colours_on_a_terminal_only() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab",
+        "-q",
+        "-r",
+        "6",
+        "--config",
+        "fast=export D=0",
+        "--config",
+        "slow=export D=0.03",
+        "--",
+        "sleep $D",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let esc = |o: &std::process::Output| String::from_utf8_lossy(&o.stdout).contains('\x1b');
+    assert!(!esc(&out), "a pipe got colours");
+    assert!(esc(&sb.run(&["report", "1", "--style", "color"])));
+    assert!(!esc(&sb.run(&[
+        "report", "1", "--format", "markdown", "--style", "color"
+    ])));
+    // On a terminal (script(1) gives the command one).
+    let on_tty = |extra: &[(&str, &str)], style: &str| {
+        let mut c = Command::new("script");
+        c.args(["-qec"])
+            .arg(format!(
+                "{} --store {} report 1 --style {style}",
+                bin(),
+                sb.store_arg()
+            ))
+            .arg("/dev/null")
+            .env_remove("NO_COLOR");
+        for (k, v) in extra {
+            c.env(k, v);
+        }
+        c.output().ok().filter(|o| o.status.success())
+    };
+    let Some(tty) = on_tty(&[], "auto") else {
+        common::skip("script(1) is not installed or gives no terminal");
+        return;
+    };
+    assert!(
+        String::from_utf8_lossy(&tty.stdout).contains("\x1b[1m\x1b[31m"),
+        "{}",
+        String::from_utf8_lossy(&tty.stdout)
+    );
+    for (env, style) in [(&[("NO_COLOR", "1")][..], "auto"), (&[][..], "basic")] {
+        let o = on_tty(env, style).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains('\x1b'),
+            "{style}"
+        );
+    }
+}

@@ -43,6 +43,10 @@ pub struct Cli {
     /// keep none.
     #[arg(long, global = true, value_name = "FILE|URL")]
     pub store: Option<PathBuf>,
+    /// Colours and progress, as hyperfine's --style: auto (on a terminal,
+    /// unless NO_COLOR is set), full, basic, nocolor, color or none.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub style: output::Style,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -112,6 +116,7 @@ pub enum Cmd {
 
 /// Run one parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    cli.style.set();
     let given = cli.store.is_some();
     // One way to say one thing: a store given where none is used is a
     // mistake, not an option silently ignored.

@@ -118,9 +118,21 @@ pub fn print_report(
     let view = x.into_view(opts.time_unit, extras);
     for (format, path) in formats {
         opts.format = format;
-        emit(&report::render_view(&view, &opts)?, path)?;
+        emit(
+            &on_screen(report::render_view(&view, &opts)?, format, path),
+            path,
+        )?;
     }
     Ok(gate(&view.stored, f))
+}
+
+/// A report as it goes out: the text format on stdout gets its verdicts
+/// coloured where `--style` says so; files and other formats never.
+fn on_screen(text: String, format: Format, path: Option<&Path>) -> String {
+    match (format, path) {
+        (Format::Text, None) => super::output::paint_verdicts(&text),
+        _ => text,
+    }
 }
 
 /// `--fail-on`'s verdict on `a`, its line said on stderr (after the
@@ -219,7 +231,10 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<ExitCode> {
     let mut opts = opts;
     for (format, path) in outputs(&a.flags, true) {
         opts.format = format;
-        emit(&report::compare::render(&view, &opts)?, path)?;
+        emit(
+            &on_screen(report::compare::render(&view, &opts)?, format, path),
+            path,
+        )?;
     }
     Ok(gate_code(gate(&view.analysis, &a.flags)))
 }

@@ -304,7 +304,7 @@ fn execute(
         checked: checked.as_ref(),
         force: e.force,
         label: e.label.as_deref(),
-        quiet: e.quiet,
+        quiet: e.quiet || !super::output::Style::get().progress(),
         cancel: &cancel,
         fleet,
     };
