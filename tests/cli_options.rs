@@ -799,3 +799,28 @@ fn verdict_colours_on_a_terminal_only() {
         );
     }
 }
+
+/// A problem with `ab`'s input names the option the user wrote, not a
+/// position inside the plan sysdelta generated from it (`(ab):7:8:`).
+#[test]
+fn ab_errors_name_the_option_not_the_generated_plan() {
+    let sb = Sandbox::new();
+    for (args, says) in [
+        (
+            &["--config", "a=", "--config", "a="][..],
+            "sysdelta: --config: duplicate config name 'a'",
+        ),
+        (
+            &["--config", "a b="][..],
+            "sysdelta: --config: config name 'a b' must be non-empty",
+        ),
+    ] {
+        let mut all = vec!["ab", "-r", "1"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--", "true"]);
+        let out = sb.run(&all);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.starts_with(says) && !err.contains("(ab)"), "{err}");
+    }
+}

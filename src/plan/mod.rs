@@ -3,6 +3,7 @@
 //! Nothing runs until the whole plan validates; every error names
 //! `file:line:col`.
 
+mod ab_errors;
 mod bounds;
 pub mod duration;
 mod items;

@@ -328,7 +328,8 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         }
     };
     let text = ab.run.apply(plan_text(&cfgs, &workloads, "ab"));
-    super::load::parse("(ab)", &text, ov)
+    // A problem cites the option the user wrote, not the generated plan.
+    super::load::parse("(ab)", &text, ov).map_err(|e| super::ab_errors::in_user_terms(e, &text))
 }
 
 #[cfg(test)]
