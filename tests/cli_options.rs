@@ -824,3 +824,43 @@ fn ab_errors_name_the_option_not_the_generated_plan() {
         assert!(err.starts_with(says) && !err.contains("(ab)"), "{err}");
     }
 }
+
+/// What a hyperfine user reads after `ab`: a short report (the runs, how
+/// to read a verdict, the table, the warnings, where the full one is),
+/// not the full one's machine, method and shell sections; `report N`
+/// still prints those, and --detail asks ab for them.
+#[test]
+fn ab_prints_a_short_report_and_names_the_full_one() {
+    let sb = Sandbox::new();
+    let out = sb.run(&[
+        "ab", "-q", "-r", "5", "--config", "a=", "--config", "b=", "--", "true",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let short = stdout(&out);
+    assert!(short.lines().count() <= 25, "{short}");
+    assert!(
+        short.starts_with("sysdelta ab: experiment 1 complete, seed 1\nruns: 5 per cell; 10 ok"),
+        "{short}"
+    );
+    assert!(
+        short.contains("| config ") && short.contains("delta (%)"),
+        "{short}"
+    );
+    assert!(
+        short.contains("Mann-Whitney p < 0.05, Holm over"),
+        "{short}"
+    );
+    assert!(short.trim_end().ends_with("sysdelta report 1"), "{short}");
+    let full = stdout(&sb.run(&["report", "1"]));
+    assert!(
+        full.contains("started ") && full.contains("Shell start-up"),
+        "{full}"
+    );
+    let detail = stdout(&sb.run(&[
+        "ab", "-q", "-r", "3", "--detail", "--config", "a=", "--", "true",
+    ]));
+    assert!(
+        detail.starts_with("sysdelta report: experiment 2"),
+        "{detail}"
+    );
+}

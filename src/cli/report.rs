@@ -103,6 +103,18 @@ pub fn print_report(
     f: &ReportFlags,
     stdout: bool,
 ) -> Result<bool> {
+    print_report_as(store, data, f, stdout, false)
+}
+
+/// [`print_report`]; `brief`: the text on stdout is `ab`'s short report
+/// (`report::brief`) where it applies.
+pub fn print_report_as(
+    store: &Store,
+    data: &crate::store::ExperimentData,
+    f: &ReportFlags,
+    stdout: bool,
+    brief: bool,
+) -> Result<bool> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
@@ -116,12 +128,19 @@ pub fn print_report(
     let extras = report::html::Extras::from_store(store, &x.data)?;
     // One view, however many formats render it.
     let view = x.into_view(opts.time_unit, extras);
+    // --detail and --trim ask for more than the short report has.
+    let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
-        emit(
-            &on_screen(report::render_view(&view, &opts)?, format, path),
-            path,
-        )?;
+        let short = match (format, path) {
+            (Format::Text, None) if brief => report::brief::render(&view),
+            _ => None,
+        };
+        let text = match short {
+            Some(t) => t,
+            None => report::render_view(&view, &opts)?,
+        };
+        emit(&on_screen(text, format, path), path)?;
     }
     Ok(gate(&view.stored, f))
 }

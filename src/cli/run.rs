@@ -149,13 +149,13 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
             },
         )?;
         drop(store);
-        return execute(store_path, plan, &a.exec, Some((id, entered)));
+        return execute(store_path, plan, &a.exec, Some((id, entered)), false);
     }
     let Some(path) = &a.plan else {
         return Err(bad("run needs a plan file (or --resume ID)"));
     };
     let plan = plan::load_file(path, &overrides(&a.exec)).map_err(Error::into_bad_input)?;
-    execute(store_path, plan, &a.exec, None)
+    execute(store_path, plan, &a.exec, None, false)
 }
 
 /// The config a dead run of `info` was stopped inside, when the plan gives
@@ -257,16 +257,19 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         },
     };
     let plan = plan::shorthand::build_ab(&ab, &ov).map_err(Error::into_bad_input)?;
-    execute(store_path, plan, &a.exec, None)
+    // ab prints the short report a hyperfine user reads (report::brief).
+    execute(store_path, plan, &a.exec, None, true)
 }
 
 /// Run a validated plan (new experiment, or the rest of `resume`) and
-/// print what came of it. The options are checked before anything runs.
+/// print what came of it (`brief`: `ab`'s short text report). The
+/// options are checked before anything runs.
 fn execute(
     store_path: &Path,
     plan: plan::Plan,
     e: &ExecArgs,
     resume: Option<(i64, runner::Entered)>,
+    brief: bool,
 ) -> Result<ExitCode> {
     let opts = report_options(&e.report)?;
     if let Some(b) = &opts.analysis.baseline {
@@ -368,7 +371,7 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    let gate_failed = super::report::print_report(store, &data, &e.report, !e.no_report)?;
+    let gate_failed = super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
