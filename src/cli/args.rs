@@ -71,7 +71,8 @@ pub struct ExecArgs {
     /// teardown has not run (its state may still be there).
     #[arg(long)]
     pub force: bool,
-    /// No progress output.
+    /// No progress and no summary line on stderr: the report (and
+    /// --fail-on's line) only, unless something went wrong.
     #[arg(long, short)]
     pub quiet: bool,
     /// Do not print the report at the end.
