@@ -19,6 +19,9 @@ pub const EXIT_FAILURE: u8 = 1;
 /// not come back before its end: every run is safe on this machine, and
 /// `sysdelta flush` sends them (sysexits' EX_TEMPFAIL, "try again later").
 pub const EXIT_ONLY_LOCAL: u8 = 75;
+/// Exit code of a report whose verdicts fail `--fail-on` (a regression,
+/// for a CI job): distinct from a failure (1) and bad input (2).
+pub const EXIT_GATE: u8 = 3;
 /// Exit code of a closed stdout (128 + SIGPIPE).
 pub const EXIT_BROKEN_PIPE: u8 = 141;
 

@@ -24,4 +24,5 @@ pub mod store;
 pub mod sys;
 pub mod transport;
 pub mod vm;
+pub mod words;
 pub mod workload;

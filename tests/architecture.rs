@@ -81,7 +81,7 @@ fn reaches(edges: &BTreeMap<String, BTreeSet<String>>, from: &str, to: &str) -> 
 /// "Layers"). A module may import only modules on floors below its own, so
 /// data flows one way: plan -> runner -> store -> analysis -> report.
 const LAYERS: &[&[&str]] = &[
-    &["error", "metric", "sys", "overrides", "status"],
+    &["error", "metric", "sys", "overrides", "status", "words"],
     &["process", "stats", "series"],
     &["monitor"],
     &["config"],

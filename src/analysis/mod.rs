@@ -14,6 +14,7 @@ pub mod compare;
 mod comparison;
 pub mod families;
 pub mod fleet;
+pub mod gate;
 pub mod geomean;
 pub mod history;
 pub mod hosts;

@@ -71,7 +71,8 @@ pub struct ExecArgs {
     /// teardown has not run (its state may still be there).
     #[arg(long)]
     pub force: bool,
-    /// No progress output.
+    /// No progress and no summary line on stderr: the report (and
+    /// --fail-on's line) only, unless something went wrong.
     #[arg(long, short)]
     pub quiet: bool,
     /// Do not print the report at the end.
@@ -130,6 +131,11 @@ pub struct ReportFlags {
     /// second) instead of the one each metric's values pick.
     #[arg(long, short = 'u', value_enum)]
     pub time_unit: Option<crate::report::units::TimeUnit>,
+    /// Exit with status 3 when a headline comparison's verdict is worse
+    /// (a regression), better, or either (any); a line on stderr states
+    /// the threshold and the family. For CI jobs.
+    #[arg(long, value_enum, value_name = "VERDICT")]
+    pub fail_on: Option<analysis::gate::FailOn>,
     #[command(flatten)]
     pub export: ExportFlags,
 }

@@ -51,9 +51,9 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<()> {
     let store = Store::open(store_path, true)?;
     let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;
     crate::sys::stderr::say!(
-        "sysdelta: imported {} runs of {} configs as experiment {id} in {}",
-        imp.runs.len(),
-        imp.configs.len(),
+        "sysdelta: imported {} of {} as experiment {id} in {}",
+        crate::words::count(imp.runs.len(), "run"),
+        crate::words::count(imp.configs.len(), "config"),
         store_path.display()
     );
     println!("{id}");

@@ -21,6 +21,7 @@ pub mod push;
 pub mod report;
 pub mod restore;
 pub mod run;
+pub mod shell;
 pub mod trust;
 
 use crate::error::{self, Error};
@@ -32,7 +33,7 @@ use output::{die_of_broken_pipe, quiet_on_broken_pipe};
 #[derive(Parser)]
 #[command(
     name = "sysdelta",
-    version,
+    version = env!("SYSDELTA_VERSION"),
     about = "What did the change cost, and is it beyond the noise?"
 )]
 pub struct Cli {
@@ -44,6 +45,10 @@ pub struct Cli {
     /// keep none.
     #[arg(long, global = true, value_name = "FILE|URL")]
     pub store: Option<PathBuf>,
+    /// Colours and progress, as hyperfine's --style: auto (on a terminal,
+    /// unless NO_COLOR is set), full, basic, nocolor, color or none.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub style: output::Style,
     #[command(subcommand)]
     pub cmd: Cmd,
 }
@@ -58,7 +63,7 @@ pub enum Cmd {
     /// Print the report of a stored experiment.
     Report(report::ReportArgs),
     /// List stored experiments: configs, host, label and runs of each.
-    List,
+    List(report::ListArgs),
     /// Print this machine's environment fingerprint, or what differs from
     /// a stored experiment's.
     Env(env::EnvArgs),
@@ -92,6 +97,19 @@ pub enum Cmd {
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
+    /// Print a shell completion script: `sysdelta completions bash >
+    /// /etc/bash_completion.d/sysdelta` (zsh: a `_sysdelta` file on $fpath).
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or a subcommand's: `sysdelta man run |
+    /// man -l -`.
+    Man {
+        /// The subcommand whose page is printed (default: sysdelta's own).
+        subcommand: Option<String>,
+    },
     /// Inside a kernel config's VM: run the runs the host assigns (started
     /// by the VM's init, not by users).
     #[command(hide = true)]
@@ -104,6 +122,7 @@ pub enum Cmd {
 
 /// Run one parsed command line.
 pub fn dispatch(cli: Cli) -> Result<ExitCode> {
+    cli.style.set();
     let given = cli.store.is_some();
     // One way to say one thing: a store given where none is used is a
     // mistake, not an option silently ignored.
@@ -111,6 +130,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Micro(_) => Some("micro"),
         Cmd::Transport(_) => Some("transport"),
         Cmd::Env(e) if !e.reads_store() => Some("env without an experiment"),
+        Cmd::Completions { .. } => Some("completions"),
+        Cmd::Man { .. } => Some("man"),
         _ => None,
     };
     if let (true, Some(what)) = (given, storeless) {
@@ -126,9 +147,9 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
         Cmd::Run(a) => run::run(&a, store),
         Cmd::Ab(a) => run::ab(&a, store),
-        Cmd::Report(a) => report::report(&a, store).map(|()| ExitCode::SUCCESS),
-        Cmd::List => report::list(store).map(|()| ExitCode::SUCCESS),
-        Cmd::Compare(a) => report::compare(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Report(a) => report::report(&a, store),
+        Cmd::List(a) => report::list(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Compare(a) => report::compare(&a, store),
         Cmd::History(a) => report::history(&a, store),
         Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
@@ -155,6 +176,8 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
             crate::transport::cli::run(&args).map(|()| ExitCode::SUCCESS)
         }
         Cmd::Env(a) => env::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Completions { shell: sh } => shell::completions(sh).map(|()| ExitCode::SUCCESS),
+        Cmd::Man { subcommand } => shell::man(subcommand.as_deref()).map(|()| ExitCode::SUCCESS),
     }
 }
 

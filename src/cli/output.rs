@@ -86,3 +86,127 @@ pub fn existing_dir(p: &Path) -> Result<&Path> {
     }
     Ok(dir)
 }
+
+/// `--style`, as hyperfine's: whether verdicts are coloured and whether
+/// progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Style {
+    /// Colours and progress where stdout/stderr is a terminal and NO_COLOR
+    /// is not set (never in a pipe or a file).
+    #[default]
+    Auto,
+    /// Colours and progress, wherever the output goes.
+    Full,
+    /// Neither colours nor progress.
+    Basic,
+    /// Progress, no colours.
+    Nocolor,
+    /// Colours, no progress.
+    Color,
+    /// Neither colours nor progress (as basic).
+    None,
+}
+
+static STYLE: std::sync::OnceLock<Style> = std::sync::OnceLock::new();
+
+impl Style {
+    /// The style of this process (set once by `cli::dispatch`).
+    pub fn get() -> Style {
+        STYLE.get().copied().unwrap_or_default()
+    }
+
+    /// Make `self` the style of this process.
+    pub fn set(self) {
+        let _ = STYLE.set(self);
+    }
+
+    /// Whether the text report on stdout is coloured.
+    pub fn colours_stdout(self) -> bool {
+        use std::io::IsTerminal as _;
+        match self {
+            Style::Full | Style::Color => true,
+            Style::Basic | Style::Nocolor | Style::None => false,
+            Style::Auto => {
+                // https://no-color.org: set and not empty means no colour.
+                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+                let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+                !no_color && !dumb && std::io::stdout().is_terminal()
+            }
+        }
+    }
+
+    /// Whether progress is shown (as without -q).
+    pub fn progress(self) -> bool {
+        matches!(self, Style::Auto | Style::Full | Style::Nocolor)
+    }
+}
+
+/// `text` (a text report) with its verdict cells coloured when the style
+/// colours stdout: worse red, better green, within noise dimmed. Only the
+/// table rows (`| ... |`) are touched, and only inside a cell's padding,
+/// so every column keeps its width on screen.
+pub fn paint_verdicts(text: &str) -> String {
+    if !Style::get().colours_stdout() {
+        return text.to_string();
+    }
+    paint(text)
+}
+
+fn paint(text: &str) -> String {
+    use anstyle::{AnsiColor, Style as Ansi};
+    let worse = Ansi::new().fg_color(Some(AnsiColor::Red.into())).bold();
+    let better = Ansi::new().fg_color(Some(AnsiColor::Green.into())).bold();
+    let noise = Ansi::new().dimmed();
+    let mut out = String::with_capacity(text.len() + 256);
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with('|') {
+            out.push_str(line);
+            continue;
+        }
+        let cells: Vec<String> = line
+            .split('|')
+            .map(|cell| {
+                let t = cell.trim();
+                // A mark after the verdict (`*`, `#`, `^`) keeps its colour.
+                let word = t.trim_end_matches(['*', '#', '^']);
+                let style = if word.ends_with(" worse") {
+                    worse
+                } else if word.ends_with(" better") {
+                    better
+                } else if t.starts_with("~ ") {
+                    noise
+                } else {
+                    return cell.to_string();
+                };
+                let at = cell.find(t).unwrap_or(0);
+                format!(
+                    "{}{style}{t}{style:#}{}",
+                    &cell[..at],
+                    &cell[at + t.len()..]
+                )
+            })
+            .collect();
+        out.push_str(&cells.join("|"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn verdict_cells_are_coloured_and_keep_their_width() {
+        let table = "| config  |   +138% worse |  ~ +2.3% |  n/a |\n| fast    |  5.197 |\nplain worse line\n";
+        let painted = super::paint(table);
+        assert!(
+            painted.contains("\x1b[1m\x1b[31m+138% worse\x1b[0m |"),
+            "{painted:?}"
+        );
+        assert!(painted.contains("\x1b[2m~ +2.3%\x1b[0m |"), "{painted:?}");
+        assert!(painted.contains("plain worse line"));
+        // Without the escapes it is the table as it was.
+        let plain = regex::Regex::new("\x1b\\[[0-9;]*m")
+            .unwrap()
+            .replace_all(&painted, "");
+        assert_eq!(plain, table);
+    }
+}

@@ -2,6 +2,7 @@
 //! `compare` and `history`.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
@@ -80,6 +81,22 @@ pub struct HistoryArgs {
     pub fail_min_change: Option<f64>,
 }
 
+/// What `list` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    /// One line per experiment, within 80 columns.
+    Text,
+    /// A JSON array of experiments, oldest first (docs/reports.md).
+    Json,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+    pub format: ListFormat,
+}
+
 #[derive(Args)]
 pub struct ReportArgs {
     /// Experiment id or label (default: the last one).
@@ -92,19 +109,32 @@ pub struct ReportArgs {
 }
 
 /// Print the report of stored experiment `id` in `--format` (unless
-/// `stdout` is false) and write each `--export-*` file.
+/// `stdout` is false) and write each `--export-*` file; with `--fail-on`,
+/// state the gate's line on stderr. True when the gate failed.
 pub fn print_report(
     store: &Store,
     data: &crate::store::ExperimentData,
     f: &ReportFlags,
     stdout: bool,
-) -> Result<()> {
+) -> Result<bool> {
+    print_report_as(store, data, f, stdout, false)
+}
+
+/// [`print_report`]; `brief`: the text on stdout is `ab`'s short report
+/// (`report::brief`) where it applies.
+pub fn print_report_as(
+    store: &Store,
+    data: &crate::store::ExperimentData,
+    f: &ReportFlags,
+    stdout: bool,
+    brief: bool,
+) -> Result<bool> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
     let formats = outputs(f, stdout);
-    if formats.is_empty() {
-        return Ok(());
+    if formats.is_empty() && f.fail_on.is_none() {
+        return Ok(false);
     }
     // Analyzed once, however many formats are written.
     let x = report::analyze(data, &opts.analysis)?;
@@ -112,11 +142,53 @@ pub fn print_report(
     let extras = report::html::Extras::from_store(store, &x.data)?;
     // One view, however many formats render it.
     let view = x.into_view(opts.time_unit, extras);
+    // --detail and --trim ask for more than the short report has.
+    let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
-        emit(&report::render_view(&view, &opts)?, path)?;
+        let short = match (format, path) {
+            (Format::Text, None) if brief => report::brief::render(&view),
+            _ => None,
+        };
+        let text = match short {
+            Some(t) => t,
+            None => report::render_view(&view, &opts)?,
+        };
+        emit(&on_screen(text, format, path), path)?;
     }
-    Ok(())
+    Ok(gate(&view.stored, f))
+}
+
+/// A report as it goes out: the text format on stdout gets its verdicts
+/// coloured where `--style` says so; files and other formats never.
+fn on_screen(text: String, format: Format, path: Option<&Path>) -> String {
+    match (format, path) {
+        (Format::Text, None) => super::output::paint_verdicts(&text),
+        _ => text,
+    }
+}
+
+/// `--fail-on`'s verdict on `a`, its line said on stderr (after the
+/// report, where a CI log's reader finds it). True when it failed.
+pub fn gate(a: &analysis::Analysis, f: &ReportFlags) -> bool {
+    let Some(rule) = f.fail_on else {
+        return false;
+    };
+    let g = analysis::gate::judge(a, rule);
+    crate::sys::stderr::say!(
+        "sysdelta: {}",
+        crate::report::escape::terminal_safe(&g.line)
+    );
+    g.failed
+}
+
+/// The exit code of a command whose report `failed` the `--fail-on` gate.
+pub fn gate_code(failed: bool) -> ExitCode {
+    if failed {
+        ExitCode::from(crate::error::EXIT_GATE)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Where a report goes: `--format` on stdout (when `stdout`), then each
@@ -139,10 +211,10 @@ pub fn check_exports(f: &ReportFlags) -> Result<()> {
 }
 
 /// `sysdelta report`.
-pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
+pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, &store.load(id)?, &a.flags, true)
+    print_report(&store, &store.load(id)?, &a.flags, true).map(gate_code)
 }
 
 /// `sysdelta list`.
@@ -150,7 +222,7 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<()> {
 /// A team store whose server is out of reach: one line saying so, and
 /// what waits on this machine for it (from its run log and deferred
 /// writes), with the command that sends it.
-pub fn list(store_path: &Path) -> Result<()> {
+pub fn list(a: &ListArgs, store_path: &Path) -> Result<()> {
     let store = match Store::open(store_path, false) {
         Ok(store) => store,
         Err(e)
@@ -166,11 +238,15 @@ pub fn list(store_path: &Path) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    emit(&report::list::render(&analysis::list::list(&store)?), None)
+    let rows = analysis::list::list(&store)?;
+    match a.format {
+        ListFormat::Text => emit(&report::list::render(&rows), None),
+        ListFormat::Json => emit(&report::list::json(&rows)?, None),
+    }
 }
 
 /// `sysdelta compare`.
-pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
+pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<ExitCode> {
     let opts = report_options(&a.flags)?;
     let store = Store::open(store_path, false)?;
     check_exports(&a.flags)?;
@@ -196,9 +272,12 @@ pub fn compare(a: &CompareArgs, store_path: &Path) -> Result<()> {
     let mut opts = opts;
     for (format, path) in outputs(&a.flags, true) {
         opts.format = format;
-        emit(&report::compare::render(&view, &opts)?, path)?;
+        emit(
+            &on_screen(report::compare::render(&view, &opts)?, format, path),
+            path,
+        )?;
     }
-    Ok(())
+    Ok(gate_code(gate(&view.analysis, &a.flags)))
 }
 
 /// `sysdelta history`: exit status 1 with `--fail-on-newest` when the

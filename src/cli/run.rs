@@ -161,13 +161,13 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
             },
         )?;
         drop(store);
-        return execute(store_path, plan, &a.exec, Some((id, entered)));
+        return execute(store_path, plan, &a.exec, Some((id, entered)), false);
     }
     let Some(path) = &a.plan else {
         return Err(bad("run needs a plan file (or --resume ID)"));
     };
     let plan = plan::load_file(path, &overrides(&a.exec)).map_err(Error::into_bad_input)?;
-    execute(store_path, plan, &a.exec, None)
+    execute(store_path, plan, &a.exec, None, false)
 }
 
 /// The config a dead run of `info` was stopped inside, when the plan gives
@@ -280,7 +280,8 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
             }
         }
     }
-    execute(store_path, plan, &exec, None)
+    // ab prints the short report a hyperfine user reads (report::brief).
+    execute(store_path, plan, &exec, None, true)
 }
 
 /// Every -P and -L, in the order given within each kind (-P first): one
@@ -307,12 +308,14 @@ fn scans(a: &AbArgs) -> Result<Vec<plan::scan::Scan>> {
 }
 
 /// Run a validated plan (new experiment, or the rest of `resume`) and
-/// print what came of it. The options are checked before anything runs.
+/// print what came of it (`brief`: `ab`'s short text report). The
+/// options are checked before anything runs.
 fn execute(
     store_path: &Path,
     plan: plan::Plan,
     e: &ExecArgs,
     resume: Option<(i64, runner::Entered)>,
+    brief: bool,
 ) -> Result<ExitCode> {
     let opts = report_options(&e.report)?;
     if let Some(b) = &opts.analysis.baseline {
@@ -351,7 +354,7 @@ fn execute(
         checked: checked.as_ref(),
         force: e.force,
         label: e.label.as_deref(),
-        quiet: e.quiet,
+        quiet: e.quiet || !super::output::Style::get().progress(),
         cancel: &cancel,
         fleet,
     };
@@ -388,12 +391,17 @@ fn execute(
     let runs = &data.runs;
     let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
     let warm = runs.iter().filter(|r| r.warmup).count();
-    crate::sys::stderr::say!(
-        "sysdelta: experiment {id} {}: {ok} measured runs ok, {} failed, {warm} warm-up; stored in {}",
-        outcome.status,
-        runs.len() - ok - warm,
-        store.shown()
-    );
+    // -q: the report (or the --fail-on line) is all a quiet run says,
+    // unless something went wrong.
+    if !e.quiet || outcome.status != ExperimentStatus::Complete {
+        crate::sys::stderr::say!(
+            "sysdelta: experiment {id} {}: {ok} measured run{} ok, {} failed, {warm} warm-up; stored in {}",
+            outcome.status,
+            crate::words::plural(ok),
+            runs.len() - ok - warm,
+            store.shown()
+        );
+    }
     if outcome.status == ExperimentStatus::Interrupted {
         // A team store's anchor names it with no password on the line.
         let named = match store.is_pg() {
@@ -410,12 +418,12 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    super::report::print_report(store, &data, &e.report, !e.no_report)?;
+    let gate_failed = super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
-        crate::sys::stderr::say!("sysdelta: {why}");
+        crate::sys::stderr::say!("sysdelta: stopped: {why}");
     }
     for cell in runner::cells_without_success(&data) {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
@@ -428,9 +436,10 @@ fn execute(
     } else {
         super::baseline::after(store, id, e)?;
     }
+    // A run that failed is a failure (1) before its verdicts are a gate's (3).
     Ok(if failed {
         ExitCode::FAILURE
     } else {
-        ExitCode::SUCCESS
+        super::report::gate_code(gate_failed)
     })
 }

@@ -31,9 +31,11 @@ pub struct Ready {
     pub copied: bool,
 }
 
-/// `sysdelta --version` as ours prints it.
+/// `sysdelta --version` as ours prints it (with the commit it was built
+/// from, when built from a git checkout: another commit's binary is
+/// another sysdelta).
 pub fn our_version() -> String {
-    format!("sysdelta {}", env!("CARGO_PKG_VERSION"))
+    format!("sysdelta {}", env!("SYSDELTA_VERSION"))
 }
 
 /// Check every host in parallel; the hosts ready, in order, or one line

@@ -94,7 +94,7 @@ pub(super) fn build(
     let (_, cleanups) = split_cleanups(ab.cleanups, &[])?;
     let keys = hook_keys(ab.setup, &cleanups, &each, baseline);
     let text = ab.run.apply(plan_text(&cfgs, &[workload], &keys));
-    super::load::parse("(ab)", &text, ov)
+    super::load::parse("(ab)", &text, ov).map_err(|e| super::ab_errors::in_user_terms(e, &text))
 }
 
 /// The one workload's name: the program every command runs, when they

@@ -4,6 +4,7 @@
 //! `file:line:col`.
 
 mod ab_commands;
+mod ab_errors;
 mod ab_plan;
 mod bounds;
 pub mod duration;

@@ -201,7 +201,7 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
     };
     let keys = hook_keys(ab.setup, &hooks, &each_command, baseline);
     let text = ab.run.apply(plan_text(&cfgs, &workloads, &keys));
-    super::load::parse("(ab)", &text, ov)
+    super::load::parse("(ab)", &text, ov).map_err(|e| super::ab_errors::in_user_terms(e, &text))
 }
 
 /// The commands `ab` measures: the words after `--` as one command (quoted

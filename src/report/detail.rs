@@ -21,40 +21,7 @@ pub fn detail(a: &Analysis) -> String {
             ascii(&t),
             m.spec.direction.as_str()
         );
-        let _ = writeln!(
-            out,
-            "{:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
-            "config", "n", "mean", "median", "min", "max", "stddev", "CoV%", "trim1"
-        );
-        for c in &m.cells {
-            match &c.summary {
-                Some(s) => {
-                    let _ = writeln!(
-                        out,
-                        "{} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>9}",
-                        label(&ascii(&c.config), 12),
-                        s.n,
-                        fmt_num(s.mean),
-                        fmt_num(s.median),
-                        fmt_num(s.min),
-                        fmt_num(s.max),
-                        s.stddev.map(fmt_num).unwrap_or_else(|| "n/a".into()),
-                        s.cov
-                            .map(|c| format!("{:.2}", c * 100.0))
-                            .unwrap_or_else(|| "n/a".into()),
-                        s.trimmed_mean.map(fmt_num).unwrap_or_else(|| "n/a".into()),
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "{} {:>4} (no successful runs)",
-                        label(&ascii(&c.config), 12),
-                        0
-                    );
-                }
-            }
-        }
+        out.push_str(&cell_table(&m.cells));
         for cmp in &m.comparisons {
             let na = || "n/a".to_string();
             let line = format!(
@@ -87,6 +54,64 @@ pub fn detail(a: &Analysis) -> String {
             out.push_str(&wrap(&format!("- {line}"), "  "));
         }
         out.push('\n');
+    }
+    out
+}
+
+/// One metric's per-cell statistics, a column as wide as its widest
+/// value: fixed widths made the row 84 columns, which the 80-column fit
+/// then broke into unaligned words.
+fn cell_table(cells: &[crate::analysis::Cell]) -> String {
+    const HEAD: [&str; 9] = [
+        "config", "n", "mean", "median", "min", "max", "stddev", "CoV%", "trim1",
+    ];
+    let na = || "n/a".to_string();
+    let rows: Vec<Vec<String>> = cells
+        .iter()
+        .map(|c| {
+            let mut row = vec![ascii(&c.config)];
+            match &c.summary {
+                Some(s) => row.extend([
+                    s.n.to_string(),
+                    fmt_num(s.mean),
+                    fmt_num(s.median),
+                    fmt_num(s.min),
+                    fmt_num(s.max),
+                    s.stddev.map(fmt_num).unwrap_or_else(na),
+                    s.cov
+                        .map(|c| format!("{:.2}", c * 100.0))
+                        .unwrap_or_else(na),
+                    s.trimmed_mean.map(fmt_num).unwrap_or_else(na),
+                ]),
+                None => row.extend(["0".to_string(), "(no successful runs)".to_string()]),
+            }
+            row
+        })
+        .collect();
+    // A config name over 30 characters gets a line of its own (`label`),
+    // as in the main table.
+    let mut widths: Vec<usize> = HEAD.iter().map(|h| h.len()).collect();
+    for row in rows.iter().filter(|r| r.len() == HEAD.len()) {
+        for (w, v) in widths.iter_mut().zip(row) {
+            *w = (*w).max(v.chars().count());
+        }
+    }
+    widths[0] = widths[0].min(30);
+    let line = |cols: &[String]| {
+        let mut l = label(&cols[0], widths[0]);
+        for (i, v) in cols.iter().enumerate().skip(1) {
+            match widths.get(i) {
+                // The no-runs note is left-aligned after n.
+                Some(w) if cols.len() == HEAD.len() => l.push_str(&format!(" {v:>w$}")),
+                _ => l.push_str(&format!(" {v}")),
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let head: Vec<String> = HEAD.iter().map(|h| h.to_string()).collect();
+    let mut out = line(&head);
+    for r in &rows {
+        out.push_str(&line(r));
     }
     out
 }

@@ -130,7 +130,7 @@ fn method(a: &Analysis, by_boot: bool) -> String {
     let text = format!(
         "Baseline {}. Values are means over {}; delta is the mean against the \
          baseline's, with its {:.0}% {method} bootstrap CI ({} resamples). A verdict \
-         needs a Mann-Whitney p < {} after {correction} over {} comparisons, with \
+         needs a Mann-Whitney p < {} after {correction} over {}, with \
          the mean and the rank (Hodges-Lehmann) shift pointing the same way; \
          otherwise the delta is marked ~ (within noise). The CI is widened for small \
          samples so that it keeps its level; below 5 {} a side it is Welch's t \
@@ -144,7 +144,7 @@ fn method(a: &Analysis, by_boot: bool) -> String {
         a.confidence * 100.0,
         a.resamples,
         a.alpha,
-        a.n_comparisons,
+        crate::words::count(a.n_comparisons, "comparison"),
         if by_boot { "boots" } else { "runs" },
         if by_boot {
             " With fewer than 8 boots a side the test is Welch's t on the boot means \
@@ -157,18 +157,18 @@ fn method(a: &Analysis, by_boot: bool) -> String {
     h.push_str(&wrap(&text, ""));
     let chance = match a.correction {
         Correction::Holm => format!(
-            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
+            "If nothing changed, {:.1} of {} would fall below p < {} by chance; \
              with the correction the chance of any false flag is at most {:.0}%.",
             a.alpha * a.n_comparisons as f64,
-            a.n_comparisons,
+            crate::words::count(a.n_comparisons, "comparison"),
             a.alpha,
             a.alpha * 100.0
         ),
         Correction::Bh => format!(
-            "If nothing changed, {:.1} of {} comparisons would fall below p < {} by chance; \
+            "If nothing changed, {:.1} of {} would fall below p < {} by chance; \
              with the correction at most {:.0}% of the flags are expected to be false.",
             a.alpha * a.n_comparisons as f64,
-            a.n_comparisons,
+            crate::words::count(a.n_comparisons, "comparison"),
             a.alpha,
             a.alpha * 100.0
         ),

@@ -29,13 +29,13 @@ pub fn text(h: &History) -> String {
     let mut o = String::new();
     o.push_str(&wrap(
         &format!(
-            "history of {}/{} ({}, {} is better), {}: {} experiments",
+            "history of {}/{} ({}, {} is better), {}: {}",
             safe(&h.workload),
             safe(&h.metric),
             safe(&h.unit),
             h.direction,
             config_phrase(h),
-            h.points.len()
+            crate::words::count(h.points.len(), "experiment")
         ),
         "  ",
     ));

@@ -16,34 +16,82 @@ const WIDTH: usize = 80;
 /// sequence in a name is printed as `\x1b`, not sent to the terminal; a
 /// newline as `\n`, so each experiment stays one line).
 pub fn render(rows: &[ListRow]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:>4} {:<16} {:<11} {:>6} {:<10} {:<12} configs",
-        "id", "created (UTC)", "status", "ok", "host", "label"
-    );
-    for i in rows {
+    let created = |i: &ListRow| -> String {
         // "2026-11-26T16:16:48Z" -> "2026-11-26 16:16".
-        let created: String = i
-            .created_at
+        i.created_at
             .replacen('T', " ", 1)
             .chars()
             .take(16)
-            .collect();
+            .collect()
+    };
+    let label = |i: &ListRow| terminal_safe(i.label.as_deref().unwrap_or("-"));
+    // Host and label columns as wide as their longest value (a fleet's
+    // host names are longer than the 10 columns they once had, and pushed
+    // every row after theirs out of line); the configs take what is left.
+    let width = |min: usize, f: &dyn Fn(&ListRow) -> String| {
+        rows.iter()
+            .map(|i| f(i).chars().count())
+            .fold(min, usize::max)
+    };
+    let host_w = width(10, &|i| terminal_safe(&i.host));
+    let label_w = width(12, &label);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:>4} {:<16} {:<11} {:>6} {:<host_w$} {:<label_w$} configs",
+        "id", "created (UTC)", "status", "ok", "host", "label"
+    );
+    for i in rows {
         let head = format!(
-            "{:>4} {:<16} {:<11} {:>6} {:<10} {:<12} ",
+            "{:>4} {:<16} {:<11} {:>6} {:<host_w$} {:<label_w$} ",
             i.id,
-            terminal_safe(&created),
+            terminal_safe(&created(i)),
             terminal_safe(i.status.as_str()),
             i.runs_ok,
             terminal_safe(&i.host),
-            terminal_safe(i.label.as_deref().unwrap_or("-")),
+            label(i),
         );
         let configs: Vec<String> = i.configs.iter().map(|c| terminal_safe(c)).collect();
         let room = WIDTH.saturating_sub(head.chars().count());
         let _ = writeln!(out, "{head}{}", fit(&configs, room));
     }
     terminal_safe_lines(&out)
+}
+
+/// One experiment in `sysdelta list --format json`: a stable shape
+/// (documented in docs/reports.md), fields in this order, strings as stored.
+#[derive(serde::Serialize)]
+struct JsonRow<'a> {
+    id: i64,
+    /// RFC 3339, UTC: "2026-11-26T16:16:48Z".
+    created_at: &'a str,
+    status: &'a str,
+    /// Successful measured runs, warm-ups aside.
+    runs_ok: usize,
+    host: &'a str,
+    label: Option<&'a str>,
+    baseline: Option<&'a str>,
+    /// Baseline first.
+    configs: &'a [String],
+}
+
+/// `sysdelta list --format json`: a JSON array of experiments, oldest
+/// first, one object each (`JsonRow`), ending in a newline.
+pub fn json(rows: &[ListRow]) -> anyhow::Result<String> {
+    let rows: Vec<JsonRow> = rows
+        .iter()
+        .map(|i| JsonRow {
+            id: i.id,
+            created_at: &i.created_at,
+            status: i.status.as_str(),
+            runs_ok: i.runs_ok,
+            host: &i.host,
+            label: i.label.as_deref(),
+            baseline: i.configs.first().map(String::as_str),
+            configs: &i.configs,
+        })
+        .collect();
+    Ok(serde_json::to_string_pretty(&rows)? + "\n")
 }
 
 /// What `list` shows of a team store whose server is out of reach: the
@@ -82,7 +130,48 @@ fn fit(names: &[String], room: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::fit;
+    use super::{fit, json, render, ListRow};
+    use crate::status::ExperimentStatus;
+
+    fn row(id: i64, host: &str, label: Option<&str>) -> ListRow {
+        ListRow {
+            id,
+            created_at: "2026-11-26T16:16:48Z".into(),
+            status: ExperimentStatus::Complete,
+            runs_ok: 20,
+            host: host.into(),
+            label: label.map(Into::into),
+            configs: vec!["base".into(), "slow".into()],
+        }
+    }
+
+    #[test]
+    fn a_long_host_widens_its_column_and_every_row_stays_aligned() {
+        let rows = [row(1, "vm", None), row(2, "build-17.lab", Some("6.18-rc1"))];
+        let text = render(&rows);
+        // Each row's configs start where the header's "configs" does.
+        let at = |line: &str, what: &str| line.find(what).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let col = at(lines[0], "configs");
+        for l in &lines[1..] {
+            assert_eq!(at(l, "base"), col, "{text}");
+            assert!(l.chars().count() <= 80, "{text}");
+        }
+    }
+
+    #[test]
+    fn json_is_an_array_of_experiments_with_a_stable_shape() {
+        let v: serde_json::Value =
+            serde_json::from_str(&json(&[row(1, "vm", None)]).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!([{
+                "id": 1, "created_at": "2026-11-26T16:16:48Z", "status": "complete",
+                "runs_ok": 20, "host": "vm", "label": null, "baseline": "base",
+                "configs": ["base", "slow"]
+            }])
+        );
+    }
 
     #[test]
     fn configs_that_do_not_fit_end_in_a_count_never_in_half_a_name() {

@@ -5,6 +5,7 @@
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
 pub mod boots_text;
+pub mod brief;
 mod cells;
 pub mod compare;
 pub mod csv;

@@ -23,11 +23,11 @@ pub fn text_lines(a: &Analysis) -> Vec<String> {
             .map(|w| format!("{:.1}% of {}'s median wall", w.share * 100.0, w.workload))
             .collect();
         let mut line = format!(
-            "  shell start-up, {} ({}): {}, {} samples",
+            "  shell start-up, {} ({}): {}, {}",
             s.config,
             s.shell,
             super::units::fixed(s.median_s, "s", "ms", 3),
-            s.n
+            crate::words::count(s.n, "sample")
         );
         if !shares.is_empty() {
             line.push_str(&format!("; {}", shares.join(", ")));

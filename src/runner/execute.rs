@@ -258,7 +258,8 @@ impl Session<'_> {
         let cell = (slot.config, slot.workload);
         if let Some(msg) = self.failing.record(self.plan, exp, cell, reason) {
             store.add_event(exp, "stop", &msg)?;
-            self.progress.note(&msg);
+            // Said once, by the command, after the report (the
+            // last thing a CI log shows).
             self.stopped = Some(msg);
             return Ok(false);
         }

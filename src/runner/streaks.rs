@@ -41,7 +41,7 @@ impl Streaks {
         *streak += 1;
         (self.max > 0 && *streak >= self.max).then(|| {
             format!(
-                "stopped: {}/{} failed {streak} runs in a row (last: {reason}); \
+                "{}/{} failed {streak} runs in a row (last: {reason}); \
                  fix it and `sysdelta run --resume {exp}`, or pass -i to keep a non-zero \
                  exit as a result, or --max-failures 0 to go on",
                 plan.configs[config].name, plan.workloads[workload].name

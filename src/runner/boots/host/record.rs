@@ -51,7 +51,8 @@ impl Session<'_> {
             reason.as_deref(),
         ) {
             self.store.add_event(self.exp, "stop", &msg)?;
-            self.progress.note(&msg);
+            // Said once, by the command, after the report (the
+            // last thing a CI log shows).
             self.stopped = Some(msg);
         }
         Ok(())
