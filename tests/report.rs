@@ -34,6 +34,8 @@ mod html;
 mod html_short_runs;
 #[path = "report/html_summary_plot.rs"]
 mod html_summary_plot;
+#[path = "report/hyperfine_scripts.rs"]
+mod hyperfine_scripts;
 #[path = "report/readable.rs"]
 mod readable;
 #[path = "report/telemetry_family.rs"]

@@ -16,6 +16,7 @@ mod geomean;
 mod header;
 pub mod history;
 pub mod html;
+pub mod hyperfine;
 pub mod json;
 pub mod list;
 pub mod markdown;
@@ -41,6 +42,7 @@ pub enum Format {
     Json,
     Csv,
     Html,
+    Hyperfine,
 }
 
 impl clap::ValueEnum for Format {
@@ -182,6 +184,17 @@ pub const REGISTRY: &[Registered] = &[
             "Also write the report as HTML (with its plots) to this file",
         )),
         renderer: &html::Html,
+    },
+    Registered {
+        format: Format::Hyperfine,
+        name: "hyperfine",
+        help: Some("hyperfine's --export-json schema (wall times in s), for its scripts"),
+        extension: "json",
+        export: Some((
+            "export-hyperfine",
+            "Also write the runs' wall times in hyperfine's JSON schema to this file",
+        )),
+        renderer: &hyperfine::Hyperfine,
     },
 ];
 
