@@ -12,6 +12,8 @@ mod common;
 #[path = "common/boots.rs"]
 mod kernels;
 
+#[path = "report/benchstat_layout.rs"]
+mod benchstat_layout;
 #[path = "report/boots.rs"]
 mod boots;
 #[path = "report/ci_estimable.rs"]

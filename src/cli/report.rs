@@ -88,6 +88,7 @@ pub fn print_report(
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
+    let layout = f.benchstat.layout()?;
     let formats = outputs(f, stdout);
     if formats.is_empty() {
         return Ok(());
@@ -100,7 +101,11 @@ pub fn print_report(
     let view = x.into_view(opts.time_unit, extras);
     for (format, path) in formats {
         opts.format = format;
-        emit(&report::render_view(&view, &opts)?, path)?;
+        let text = match format {
+            Format::Benchstat => report::benchstat::render(&view, &layout)?,
+            _ => report::render_view(&view, &opts)?,
+        };
+        emit(&text, path)?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! label, message or stderr tail put a control character on the terminal,
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
+pub mod benchstat;
 pub mod boots_text;
 mod cells;
 pub mod compare;
@@ -43,6 +44,7 @@ pub enum Format {
     Csv,
     Html,
     Hyperfine,
+    Benchstat,
 }
 
 impl clap::ValueEnum for Format {
@@ -195,6 +197,19 @@ pub const REGISTRY: &[Registered] = &[
             "Also write the runs' wall times in hyperfine's JSON schema to this file",
         )),
         renderer: &hyperfine::Hyperfine,
+    },
+    Registered {
+        format: Format::Benchstat,
+        name: "benchstat",
+        help: Some(
+            "benchstat's layout: a table per unit, a row per benchmark (--filter, --row, --col)",
+        ),
+        extension: "txt",
+        export: Some((
+            "export-benchstat",
+            "Also write the report in benchstat's layout to this file",
+        )),
+        renderer: &benchstat::Benchstat,
     },
 ];
 
