@@ -40,6 +40,8 @@ mod html_summary_plot;
 mod hyperfine_scripts;
 #[path = "report/readable.rs"]
 mod readable;
+#[path = "report/schema.rs"]
+mod schema;
 #[path = "report/telemetry_family.rs"]
 mod telemetry_family;
 #[path = "report/units.rs"]
