@@ -2,7 +2,7 @@
 //! scripts people keep for hyperfine (its `scripts/plot_whisker.py`,
 //! `plot_histogram.py`, `advanced_statistics.py`, ...) read a sysdelta
 //! run unchanged. One result per (config, workload) whose workload has a
-//! `wall` metric in a time unit, in seconds; the fields are those of
+//! `wall` metric (else another metric in a unit of time), in seconds; the fields are those of
 //! hyperfine's `BenchmarkResult` (hyperfine 1.19, `src/benchmark/
 //! benchmark_result.rs`): `command`, `mean`, `stddev`, `median`, `user`,
 //! `system`, `min`, `max`, `times`, `memory_usage_byte`, `exit_codes`,
@@ -58,7 +58,7 @@ pub fn render(raw: &Raw) -> anyhow::Result<String> {
     let info = &raw.info;
     let mut results = Vec::new();
     for w in &info.workloads {
-        let Some(unit) = unit_of(raw, w, "wall") else {
+        let Some((wall, unit)) = time_metric(raw, w) else {
             continue;
         };
         for c in &info.configs {
@@ -66,22 +66,19 @@ pub fn render(raw: &Raw) -> anyhow::Result<String> {
                 .runs
                 .iter()
                 .filter(|r| !r.warmup && r.config == *c && r.workload == *w)
-                .filter(|r| r.samples.get("wall").is_some_and(|v| !v.is_empty()))
+                .filter(|r| r.samples.get(&wall).is_some_and(|v| !v.is_empty()))
                 .collect();
             if runs.is_empty() {
                 continue;
             }
             let secs = |metric: &str, r: &crate::store::StoredRun| -> Option<f64> {
                 let from = unit_of(raw, w, metric)?;
-                convert(median(r.samples.get(metric)?)?, &from, "s")
+                // ns/op to s/op is ns to s: the tail is kept.
+                let tail = from.find('/').map_or("", |i| &from[i..]);
+                convert(median(r.samples.get(metric)?)?, &from, &format!("s{tail}"))
             };
-            let times: Vec<f64> = runs.iter().filter_map(|r| secs("wall", r)).collect();
-            if times.len() != runs.len() {
-                return Err(bad(format!(
-                    "workload {w}'s wall metric is in {unit}, not a time: no hyperfine export"
-                ))
-                .into());
-            }
+            let times: Vec<f64> = runs.iter().filter_map(|r| secs(&wall, r)).collect();
+            debug_assert_eq!(times.len(), runs.len(), "{unit} is a time");
             let mean_of =
                 |m: &str| mean(&runs.iter().filter_map(|r| secs(m, r)).collect::<Vec<_>>());
             let rss: Option<Vec<u64>> = runs
@@ -111,11 +108,27 @@ pub fn render(raw: &Raw) -> anyhow::Result<String> {
     }
     if results.is_empty() {
         return Err(bad(
-            "no workload of this experiment has a wall time to export in hyperfine's format",
-        )
-        .into());
+            "no workload of this experiment has a time metric to export in hyperfine's format",
+        ));
     }
-    Ok(serde_json::to_string_pretty(&Summary { results })? + "\n")
+    // serde_json escapes C0 controls; json_text the DEL and C1 controls
+    // it leaves raw, so `cat` of the file is terminal-safe too.
+    Ok(super::escape::json_text(serde_json::to_string_pretty(&Summary { results })?) + "\n")
+}
+
+/// The metric of workload `w` that hyperfine's `times` are: its `wall`,
+/// else its first metric in a unit of time (`sec/op` of a Go benchmark,
+/// in `ns/op`), with its unit.
+fn time_metric(raw: &Raw, w: &str) -> Option<(String, String)> {
+    let is_time = |u: &str| {
+        let tail = u.find('/').map_or("", |i| &u[i..]);
+        convert(1.0, u, &format!("s{tail}")).is_some()
+    };
+    let mine = || raw.metrics.iter().filter(move |m| m.workload == w);
+    mine()
+        .find(|m| m.spec.name == "wall" && is_time(&m.spec.unit))
+        .or_else(|| mine().find(|m| is_time(&m.spec.unit)))
+        .map(|m| (m.spec.name.clone(), m.spec.unit.clone()))
 }
 
 /// The unit `metric` of workload `w` is stored in.

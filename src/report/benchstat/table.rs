@@ -108,6 +108,7 @@ fn one<'a>(a: &'a Analysis, name: &str, its: &[&Item], compared: &Compared<'a>) 
         medians.push(meds);
     }
     let kind = base_kind;
+    let name = crate::report::escape::terminal_safe(name);
     let header = match (name.contains('/'), kind) {
         (true, _) => name.to_string(),
         (false, Base::Time) => format!("{name} (s)"),
