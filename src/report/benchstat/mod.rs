@@ -138,7 +138,7 @@ pub fn render(v: &ReportView, layout: &Layout) -> Result<String> {
         }
     }
     if items.is_empty() {
-        return Err(bad("--filter: no result matches").into());
+        return Err(bad("--filter: no result matches"));
     }
     // Configs as columns: the baseline first, as every comparison's base.
     if layout.cols_are_configs() {

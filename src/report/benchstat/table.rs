@@ -10,7 +10,9 @@ type Compared<'a> = dyn Fn(usize, &[&Item], &[&Item]) -> Option<&'a Comparison> 
 
 /// Every table of `items`, in the order their first item comes.
 pub(crate) fn render_all<'a>(a: &'a Analysis, items: &[Item], compared: &Compared<'a>) -> String {
-    let mut tables: Vec<((&[String], &str), Vec<&Item>)> = Vec::new();
+    // (file-level key lines, metric name) -> its items.
+    type Key<'k> = (&'k [String], &'k str);
+    let mut tables: Vec<(Key, Vec<&Item>)> = Vec::new();
     for i in items {
         let key = (i.table.as_slice(), a.metrics[i.metric].spec.name.as_str());
         match tables.iter_mut().find(|(k, _)| *k == key) {
@@ -168,11 +170,11 @@ fn draw(
     }
     out.push_str("│\n");
     out.push_str(&format!("{:w0$}", ""));
-    for c in 0..cols.len() {
+    for (c, (wv, wd)) in widths.iter().enumerate() {
         // The unit over the values, "vs base" over the changes.
-        out.push_str(&format!("│ {}", center(unit, widths[c].0)));
+        out.push_str(&format!("│ {}", center(unit, *wv)));
         if c > 0 {
-            out.push_str(&format!("  {:<w$}", "vs base", w = widths[c].1));
+            out.push_str(&format!("  {:<wd$}", "vs base"));
         }
     }
     out.push_str("│\n");
