@@ -8,7 +8,8 @@
 //!
 //! - **sysdelta**: `sysdelta import gobench old new` into a fresh store,
 //!   then `sysdelta report --last`, two processes from exec to exit, timed
-//!   apart and together.
+//!   apart and together; and `report --format benchstat` (benchstat's
+//!   layout), timed, with each report's length in lines beside benchstat's.
 //! - **benchstat**: `benchstat old new`, one process (`go install
 //!   golang.org/x/perf/cmd/benchstat@latest`; looked up in PATH, then in
 //!   `~/go/bin`). Without it the bench says so and times sysdelta alone.
@@ -76,8 +77,8 @@ fn timed(cmd: &mut Command) -> f64 {
     s
 }
 
-/// (import, report) seconds of one fresh store.
-fn sysdelta(dir: &Path, old: &Path, new: &Path) -> (f64, f64) {
+/// (import, report, report in benchstat's layout) seconds of one fresh store.
+fn sysdelta(dir: &Path, old: &Path, new: &Path) -> (f64, f64, f64) {
     let store = dir.join("bench.db");
     let _ = std::fs::remove_file(&store);
     let bin = env!("CARGO_BIN_EXE_sysdelta");
@@ -94,7 +95,18 @@ fn sysdelta(dir: &Path, old: &Path, new: &Path) -> (f64, f64) {
             .args(["report", "--last", "--store"])
             .arg(&store),
     );
-    (import, report)
+    let layout = timed(
+        Command::new(bin)
+            .args(["report", "--last", "--format", "benchstat", "--store"])
+            .arg(&store),
+    );
+    (import, report, layout)
+}
+
+/// Lines `cmd` prints.
+fn lines(cmd: &mut Command) -> usize {
+    let out = cmd.output().unwrap();
+    String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
 fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -113,12 +125,13 @@ fn main() {
         println!("benchstat not found (go install golang.org/x/perf/cmd/benchstat@latest): timing sysdelta alone");
     }
     let (mut imp, mut rep, mut both, mut bs, mut ratio) = (vec![], vec![], vec![], vec![], vec![]);
+    let (mut lay, mut lay_ratio) = (vec![], vec![]);
     for round in 0..ROUNDS {
         let run_peer = || {
             peer.as_ref()
                 .map(|b| timed(Command::new(b).arg(&old).arg(&new)))
         };
-        let (p, (i, r)) = if round % 2 == 0 {
+        let (p, (i, r, l)) = if round % 2 == 0 {
             let s = sysdelta(dir.path(), &old, &new);
             (run_peer(), s)
         } else {
@@ -128,9 +141,11 @@ fn main() {
         imp.push(i);
         rep.push(r);
         both.push(i + r);
+        lay.push(i + l);
         if let Some(p) = p {
             bs.push(p);
             ratio.push((i + r) / p);
+            lay_ratio.push((i + l) / p);
         }
     }
     println!(
@@ -143,9 +158,32 @@ fn main() {
     line("sysdelta import", imp);
     line("sysdelta report (target < 0.5 s)", rep);
     line("sysdelta import + report", both);
+    line("sysdelta import + --format benchstat", lay);
     if !bs.is_empty() {
         line("benchstat (peer)", bs);
         let (m, lo, hi) = stats(ratio);
-        println!("  ratio sysdelta / benchstat, pair by pair: {m:.1}x ({lo:.1}-{hi:.1})");
+        println!("  ratio sysdelta / benchstat, pair by pair: {m:.2}x ({lo:.2}-{hi:.2})");
+        let (m, lo, hi) = stats(lay_ratio);
+        println!("  ratio with --format benchstat:            {m:.2}x ({lo:.2}-{hi:.2})");
+    }
+    // How long each report is, beside benchstat's own.
+    let bin = env!("CARGO_BIN_EXE_sysdelta");
+    let store = dir.path().join("bench.db");
+    let report = |extra: &[&str]| {
+        lines(
+            Command::new(bin)
+                .args(["report", "--last", "--store"])
+                .arg(&store)
+                .args(extra),
+        )
+    };
+    print!(
+        "  lines: sysdelta report {}, --format benchstat {}",
+        report(&[]),
+        report(&["--format", "benchstat"])
+    );
+    match &peer {
+        Some(b) => println!(", benchstat {}", lines(Command::new(b).arg(&old).arg(&new))),
+        None => println!(),
     }
 }

@@ -12,6 +12,8 @@ mod common;
 #[path = "common/boots.rs"]
 mod kernels;
 
+#[path = "report/benchstat_layout.rs"]
+mod benchstat_layout;
 #[path = "report/boots.rs"]
 mod boots;
 #[path = "report/ci_estimable.rs"]
@@ -38,8 +40,12 @@ mod html_phone;
 mod html_short_runs;
 #[path = "report/html_summary_plot.rs"]
 mod html_summary_plot;
+#[path = "report/hyperfine_scripts.rs"]
+mod hyperfine_scripts;
 #[path = "report/readable.rs"]
 mod readable;
+#[path = "report/schema.rs"]
+mod schema;
 #[path = "report/telemetry_family.rs"]
 mod telemetry_family;
 #[path = "report/units.rs"]

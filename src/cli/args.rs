@@ -138,6 +138,35 @@ pub struct ReportFlags {
     pub fail_on: Option<analysis::gate::FailOn>,
     #[command(flatten)]
     pub export: ExportFlags,
+    #[command(flatten)]
+    pub benchstat: BenchstatFlags,
+}
+
+/// `--format benchstat`'s projection, with benchstat's flags and syntax
+/// (`report::benchstat`).
+#[derive(Args, Clone, Default)]
+pub struct BenchstatFlags {
+    /// benchstat layout: only results matching this benchstat filter, e.g.
+    /// '/format:json .unit:sec/op' (keys .name .fullname .config .unit /SUBKEY FILEKEY).
+    #[arg(long, value_name = "EXPR")]
+    pub filter: Option<String>,
+    /// benchstat layout: the keys that make a row (default .fullname).
+    #[arg(long, value_name = "KEYS")]
+    pub row: Option<String>,
+    /// benchstat layout: the keys compared across columns (default .config).
+    #[arg(long, value_name = "KEYS")]
+    pub col: Option<String>,
+}
+
+impl BenchstatFlags {
+    /// The layout asked for; bad input when a flag does not parse.
+    pub fn layout(&self) -> Result<crate::report::benchstat::Layout> {
+        crate::report::benchstat::Layout::parse(
+            self.filter.as_deref(),
+            self.row.as_deref(),
+            self.col.as_deref(),
+        )
+    }
 }
 
 /// Report files written besides stdout, any together, as hyperfine's

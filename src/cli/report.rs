@@ -132,6 +132,7 @@ pub fn print_report_as(
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
+    let layout = f.benchstat.layout()?;
     let formats = outputs(f, stdout);
     if formats.is_empty() && f.fail_on.is_none() {
         return Ok(false);
@@ -150,9 +151,10 @@ pub fn print_report_as(
             (Format::Text, None) if brief => report::brief::render(&view),
             _ => None,
         };
-        let text = match short {
-            Some(t) => t,
-            None => report::render_view(&view, &opts)?,
+        let text = match (short, format) {
+            (Some(t), _) => t,
+            (None, Format::Benchstat) => report::benchstat::render(&view, &layout)?,
+            (None, _) => report::render_view(&view, &opts)?,
         };
         emit(&on_screen(text, format, path), path)?;
     }

@@ -4,6 +4,7 @@
 //! label, message or stderr tail put a control character on the terminal,
 //! markup into markdown or HTML, or a formula into a spreadsheet.
 
+pub mod benchstat;
 pub mod boots_text;
 pub mod brief;
 mod cells;
@@ -17,6 +18,7 @@ mod geomean;
 mod header;
 pub mod history;
 pub mod html;
+pub mod hyperfine;
 pub mod json;
 pub mod list;
 pub mod markdown;
@@ -42,6 +44,8 @@ pub enum Format {
     Json,
     Csv,
     Html,
+    Hyperfine,
+    Benchstat,
 }
 
 impl clap::ValueEnum for Format {
@@ -183,6 +187,30 @@ pub const REGISTRY: &[Registered] = &[
             "Also write the report as HTML (with its plots) to this file",
         )),
         renderer: &html::Html,
+    },
+    Registered {
+        format: Format::Hyperfine,
+        name: "hyperfine",
+        help: Some("hyperfine's --export-json schema (wall times in s), for its scripts"),
+        extension: "json",
+        export: Some((
+            "export-hyperfine",
+            "Also write the runs' wall times in hyperfine's JSON schema to this file",
+        )),
+        renderer: &hyperfine::Hyperfine,
+    },
+    Registered {
+        format: Format::Benchstat,
+        name: "benchstat",
+        help: Some(
+            "benchstat's layout: a table per unit, a row per benchmark (--filter, --row, --col)",
+        ),
+        extension: "txt",
+        export: Some((
+            "export-benchstat",
+            "Also write the report in benchstat's layout to this file",
+        )),
+        renderer: &benchstat::Benchstat,
     },
 ];
 

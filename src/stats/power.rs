@@ -108,24 +108,49 @@ pub fn minimum_detectable_effect(n: usize, cov: f64, alpha: f64, power: f64) -> 
     if n < 2 || !(cov > 0.0 && power > alpha && power < 1.0 && alpha > 0.0 && alpha < 1.0) {
         return None;
     }
-    let n = n as f64;
-    let f = |es: f64| t_test_power(es, n, alpha).unwrap() - power;
+    Some(detectable_effect_size(n, alpha, power)? * cov)
+}
+
+/// The standardized effect size (shift / sd) at which the t-test with `n`
+/// runs per config has `power`, by bisection to 1e-12. It depends on `n`,
+/// `alpha` and `power` only, so it is remembered per thread: a report of
+/// 100 benchmarks with 30 runs each solved the same equation 100 times
+/// (13% of its time, in the incomplete beta function).
+fn detectable_effect_size(n: usize, alpha: f64, power: f64) -> Option<f64> {
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    thread_local! {
+        static SOLVED: RefCell<HashMap<(usize, u64, u64), Option<f64>>> = RefCell::new(HashMap::new());
+    }
+    let key = (n, alpha.to_bits(), power.to_bits());
+    if let Some(es) = SOLVED.with(|m| m.borrow().get(&key).copied()) {
+        return es;
+    }
+    let nf = n as f64;
+    let f = |es: f64| t_test_power(es, nf, alpha).unwrap() - power;
     let (mut lo, mut hi) = (0.0, 1.0);
+    let mut es = None;
+    let mut bounded = true;
     while f(hi) < 0.0 {
         hi *= 2.0;
         if hi > 1e6 {
-            return None;
+            bounded = false;
+            break;
         }
     }
-    while hi - lo > 1e-12 * hi {
-        let mid = 0.5 * (lo + hi);
-        if f(mid) < 0.0 {
-            lo = mid;
-        } else {
-            hi = mid;
+    if bounded {
+        while hi - lo > 1e-12 * hi {
+            let mid = 0.5 * (lo + hi);
+            if f(mid) < 0.0 {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
         }
+        es = Some(0.5 * (lo + hi));
     }
-    Some(0.5 * (lo + hi) * cov)
+    SOLVED.with(|m| m.borrow_mut().insert(key, es));
+    es
 }
 
 /// The test the report applies to a comparison (see

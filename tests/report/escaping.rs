@@ -159,7 +159,15 @@ fn list_shows_controls_visibly_one_line_per_experiment() {
 fn every_report_format_is_terminal_safe() {
     let sb = Sandbox::new();
     hostile_store(&sb);
-    for format in ["text", "markdown", "csv", "html", "json"] {
+    for format in [
+        "text",
+        "markdown",
+        "csv",
+        "html",
+        "json",
+        "hyperfine",
+        "benchstat",
+    ] {
         for extra in [&[][..], &["--detail"][..]] {
             let mut args = vec!["report", "1", "--format", format];
             args.extend_from_slice(extra);
@@ -229,7 +237,15 @@ fn compare_and_history_are_terminal_safe_and_their_errors_one_line() {
     let (l1, l2) = (label(1), label(2));
     let pick1 = format!("{l1}:{}", name("=base"));
     let pick2 = format!("{l2}:{}", name("=base"));
-    for format in ["text", "markdown", "csv", "html", "json"] {
+    for format in [
+        "text",
+        "markdown",
+        "csv",
+        "html",
+        "json",
+        "hyperfine",
+        "benchstat",
+    ] {
         let out = sb.run(&["compare", &pick1, &pick2, "--format", format]);
         assert!(out.status.success(), "{format}: {}", common::stderr(&out));
         checked(&format!("compare {format}"), &out);

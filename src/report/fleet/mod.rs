@@ -30,8 +30,8 @@ pub fn render(hosts: &[HostExperiment], opts: &ReportOptions) -> Result<String> 
 pub fn check_format(f: Format) -> Result<()> {
     match f {
         Format::Text | Format::Markdown | Format::Json => Ok(()),
-        Format::Csv | Format::Html => Err(bad(
-            "a fleet report is text, markdown or json (each host's own report has csv and html)",
+        Format::Csv | Format::Html | Format::Hyperfine | Format::Benchstat => Err(bad(
+            "a fleet report is text, markdown or json (each host's own report has the other formats)",
         )),
     }
 }
