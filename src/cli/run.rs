@@ -279,9 +279,7 @@ fn execute(
     super::report::check_exports(&e.report)?;
     // A plan too small for any verdict is named before its runs are paid
     // for, not only in the report after them.
-    if let (Some(w), None) = (plan::reach::warning(&plan, opts.analysis.alpha), &resume) {
-        crate::sys::stderr::say!("sysdelta: warning: {w}");
-    }
+    let warning = plan::reach::warning(&plan, opts.analysis.alpha);
     if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, &resume) {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
         std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
@@ -312,6 +310,7 @@ fn execute(
         quiet: e.quiet,
         cancel: &cancel,
         fleet,
+        warning: warning.as_deref(),
     };
     let ran = match experiment::run_plan(store_path, plan, &request)? {
         experiment::Finished::NotStarted => {

@@ -118,3 +118,22 @@ fn the_quick_kernel_example_can_reach_a_verdict() {
     let u = sysdelta::stats::mannwhitney::mann_whitney_u(&base, &other).unwrap();
     assert!(u.p * family < 0.05, "p {} x {family}", u.p);
 }
+
+/// Bad input still says one line: the warning waits until nothing can
+/// refuse the run (here its scratch directory's place, TMPDIR).
+#[test]
+fn a_refused_run_says_only_why() {
+    let sb = common::Sandbox::new();
+    let out = sb
+        .command()
+        .env("TMPDIR", sb.path("no-such-dir"))
+        .args([
+            "ab", "--runs", "3", "--config", "a=", "--config", "b=", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("TMPDIR"), "{err}");
+}
