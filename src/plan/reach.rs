@@ -39,23 +39,28 @@ pub fn warning(plan: &Plan, alpha: f64) -> Option<String> {
     if compared == 0 {
         return None;
     }
-    if n < 2 {
-        return Some(format!(
-            "{n} {} per config: no test is possible with fewer than 2 a side, so no difference \
-             can be flagged; give 2 or more",
-            singular(unit, n)
-        ));
-    }
     let family = compared * headline_metrics(plan);
-    if !unreachable(n, unit == "boots", alpha, family) {
+    let by_boot = unit == "boots";
+    if n >= 2 && !unreachable(n, by_boot, alpha, family) {
         return None;
     }
-    let p = stats::detect::min_achievable_p(n, n).unwrap_or(1.0);
-    let enough = (n + 1..=n + 10_000).find(|&m| !unreachable(m, unit == "boots", alpha, family));
+    // The fewest units per config that can reach alpha, to say what to do
+    // (a bounded search: each step is one U test of 2m values).
+    let enough = (n.max(1) + 1..)
+        .take(1000)
+        .find(|&m| !unreachable(m, by_boot, alpha, family));
     let add = match enough {
         Some(m) => format!("{m} {unit} per config can"),
         None => format!("add {unit}"),
     };
+    if n < 2 {
+        return Some(format!(
+            "{n} {} per config: no test is possible with fewer than 2 a side, so no difference \
+             can be flagged; {add}",
+            singular(unit, n)
+        ));
+    }
+    let p = stats::detect::min_achievable_p(n, n).unwrap_or(1.0);
     Some(format!(
         "{n} {unit} per config: the smallest possible p-value is {}, above alpha {alpha} after \
          correction over {family} comparisons, so no difference can be flagged; {add}",

@@ -54,6 +54,10 @@ fn boots_follow_welch_below_eight_and_the_u_test_from_eight() {
         one.starts_with("1 boot per config: no test is possible"),
         "{one}"
     );
+    assert!(one.ends_with("; 2 boots per config can"), "{one}");
+    // One run a side: the U test needs 5 a side for 4 comparisons.
+    let one = reach::warning(&host_plan(1), 0.05).expect("1 run allows no test");
+    assert!(one.ends_with("; 5 runs per config can"), "{one}");
     // From 8 boots the U test decides: 2 / C(16, 8) x 4 = 6.2e-4.
     assert_eq!(reach::warning(&kernel_plan(8), 0.001), None);
     let w = reach::warning(&kernel_plan(8), 0.0005).expect("above 0.0005");
