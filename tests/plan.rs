@@ -13,6 +13,8 @@ mod kernels;
 
 #[path = "plan/bounds.rs"]
 mod bounds;
+#[path = "plan/reach.rs"]
+mod reach;
 #[path = "plan/runs_boots.rs"]
 mod runs_boots;
 #[path = "plan/runs_cli.rs"]

@@ -53,6 +53,8 @@ pub struct Cli {
     pub cmd: Cmd,
 }
 
+// Parsed once per process: the size of its largest variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Cmd {
     /// Run an experiment plan (TOML) and print its report.

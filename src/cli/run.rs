@@ -327,6 +327,9 @@ fn execute(
     }
     super::report::check_exports(&e.report)?;
     super::baseline::check(e, store_path)?;
+    // A plan too small for any verdict is named before its runs are paid
+    // for, not only in the report after them.
+    let warning = plan::reach::warning(&plan, opts.analysis.alpha);
     if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, &resume) {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
         std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
@@ -357,6 +360,7 @@ fn execute(
         quiet: e.quiet || !super::output::Style::get().progress(),
         cancel: &cancel,
         fleet,
+        warning: warning.as_deref(),
     };
     let ran = match experiment::run_plan(store_path, plan, &request)? {
         experiment::Finished::NotStarted => {

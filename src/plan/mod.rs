@@ -17,6 +17,7 @@ pub mod model;
 pub mod position;
 mod raw;
 mod raw_config;
+pub mod reach;
 pub mod scan;
 pub mod shorthand;
 pub mod telemetry;

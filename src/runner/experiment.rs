@@ -33,6 +33,10 @@ pub struct Request<'a> {
     /// A new experiment is this host's part of a fleet run: (fleet id,
     /// the host's name in it). See `fleet`.
     pub fleet: Option<(i64, &'a str)>,
+    /// A warning about the plan (`plan::reach`: no verdict possible),
+    /// said once nothing can refuse a new experiment as bad input, so a
+    /// refused run still says one line.
+    pub warning: Option<&'a str>,
 }
 
 /// How it went.
@@ -115,6 +119,9 @@ pub fn run_plan(store_path: &Path, plan: Plan, req: &Request) -> Result<Finished
                 // Before the experiment exists: a fleet that is not there
                 // leaves nothing behind.
                 store.fleet(&fleet.to_string())?;
+            }
+            if let Some(w) = req.warning {
+                crate::sys::stderr::say!("sysdelta: warning: {w}");
             }
             let id = super::create(&store, &prepared, req.label)?;
             if let Some((fleet, host)) = req.fleet {
