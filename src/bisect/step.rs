@@ -122,6 +122,9 @@ pub fn run_round(
         quiet: true,
         cancel,
         fleet: None,
+        // A round is sized by the bisection's own decision rule, not judged
+        // by the report's: no reach warning.
+        warning: None,
     };
     let ran = match run_plan(store_path, plan, &request)? {
         Finished::NotStarted => return Ok(Ended::Interrupted(resume)),
