@@ -19,6 +19,8 @@ pub mod pg;
 pub mod procs;
 /// Throwaway sshd "hosts" on 127.0.0.x.
 pub mod sshd;
+/// A kernel git tree from the linux-source tarball, and patches on it.
+pub mod kernel_tree;
 
 // A test that cannot run here passes after one `SKIP: reason` line, written
 // with `std::io::Write::write_fmt(&mut std::io::stderr(), ...)`, not
