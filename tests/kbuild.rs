@@ -18,7 +18,11 @@ fn missing() -> Option<String> {
     if !is_root() {
         return Some("not root".into());
     }
-    if Command::new("qemu-system-x86_64").arg("--version").output().is_err() {
+    if Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         return Some("qemu-system-x86_64 not installed".into());
     }
     if !Path::new("/usr/lib/qemu/virtiofsd").exists() {
@@ -37,12 +41,17 @@ const SLOW_GETPPID: (&str, &str, &str) = (
 #[test]
 fn a_patch_that_slows_getppid_is_flagged_on_the_null_call_and_nothing_else() {
     if let Some(why) = missing() {
-        skip(format!("{why} (scripts/install-vm-tools.sh installs what kernel builds need)"));
+        skip(format!(
+            "{why} (scripts/install-vm-tools.sh installs what kernel builds need)"
+        ));
         return;
     }
     let t0 = Instant::now();
     let tree = kernel_tree::tree();
-    note(format!("kbuild: tree ready in {:.0} s", t0.elapsed().as_secs_f64()));
+    note(format!(
+        "kbuild: tree ready in {:.0} s",
+        t0.elapsed().as_secs_f64()
+    ));
     kernel_tree::commit_on(&tree, "slow-getppid", "main", &[SLOW_GETPPID]);
     let sb = Sandbox::new();
     let kconfig = kernel_tree::tiny_config();
@@ -50,7 +59,7 @@ fn a_patch_that_slows_getppid_is_flagged_on_the_null_call_and_nothing_else() {
         "plan.toml",
         &format!(
             r#"
-runs = 3
+runs = 6
 boots = 6
 seed = 30
 baseline = "base"
@@ -90,7 +99,7 @@ params = {{ quick = true, filter = ["proc.null_call", "proc.null_io", "proc.fsta
         note(format!("kbuild: {l}"));
     }
     note(format!(
-        "kbuild: plan with builds and 12 boots took {:.0} s",
+        "kbuild: plan with builds and 12 boots (6 runs per config) took {:.0} s",
         t1.elapsed().as_secs_f64()
     ));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -115,7 +124,12 @@ params = {{ quick = true, filter = ["proc.null_call", "proc.null_io", "proc.fsta
         .map(Result::unwrap)
         .collect();
     assert_eq!(unames.len(), 2, "{unames:?}");
-    assert!(unames.iter().all(|(_, u)| u.starts_with("6.1.") && u.contains("-sd")), "{unames:?}");
+    assert!(
+        unames
+            .iter()
+            .all(|(_, u)| u.starts_with("6.1.") && u.contains("-sd")),
+        "{unames:?}"
+    );
     assert_ne!(unames[0].1, unames[1].1);
     // The text report's Boots table shows them, and the stored identity
     // names the commit and the config.

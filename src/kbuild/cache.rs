@@ -16,7 +16,9 @@ pub fn root() -> Result<PathBuf, Error> {
         None => {
             let home = std::env::var_os("HOME")
                 .filter(|v| !v.is_empty())
-                .ok_or_else(|| Error::bad("kernel builds: neither XDG_CACHE_HOME nor HOME is set"))?;
+                .ok_or_else(|| {
+                    Error::bad("kernel builds: neither XDG_CACHE_HOME nor HOME is set")
+                })?;
             PathBuf::from(home).join(".cache")
         }
     };

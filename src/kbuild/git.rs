@@ -21,7 +21,11 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
         .map_err(|e| Error::failed(format!("cannot run git: {e}")))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return Err(Error::failed(format!(
             "git {} in {}: {}",
             args.join(" "),
@@ -40,7 +44,12 @@ pub fn resolve_ref(tree: &Path, reference: &str) -> Result<String, Error> {
     }
     git(
         tree,
-        &["rev-parse", "--verify", "--quiet", &format!("{reference}^{{commit}}")],
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{reference}^{{commit}}"),
+        ],
     )
     .map_err(|_| {
         Error::bad(format!(

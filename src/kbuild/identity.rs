@@ -110,7 +110,11 @@ fn read_series(series: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
         .map_err(|e| Error::bad(format!("patch series {}: {e}", series.display())))?;
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some(name) = line.split('#').next().and_then(|l| l.split_whitespace().next()) else {
+        let Some(name) = line
+            .split('#')
+            .next()
+            .and_then(|l| l.split_whitespace().next())
+        else {
             continue;
         };
         let p = dir.join(name);

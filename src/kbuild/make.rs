@@ -43,11 +43,7 @@ impl Make {
             return Ok(());
         }
         Err(last_error(&self.log).unwrap_or_else(|| {
-            format!(
-                "{} {} failed ({status})",
-                program.display(),
-                args.join(" ")
-            )
+            format!("{} {} failed ({status})", program.display(), args.join(" "))
         }))
     }
 }
@@ -76,7 +72,10 @@ pub fn last_error(log: &Path) -> Option<String> {
         .rev()
         .find(|l| {
             let l = l.to_ascii_lowercase();
-            l.contains("error:") || l.contains("error ") || l.contains("*** ") || l.contains("fatal:")
+            l.contains("error:")
+                || l.contains("error ")
+                || l.contains("*** ")
+                || l.contains("fatal:")
         })
         .map(|l| l.trim().chars().take(300).collect())
 }
@@ -86,7 +85,8 @@ pub fn on_path(name: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|p| {
         std::env::split_paths(&p).any(|d| {
             use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(d.join(name)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
 }

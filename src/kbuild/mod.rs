@@ -111,9 +111,10 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         return Ok(b);
     }
     let src = root.join("src").join(&tree_name);
-    let obj = root
-        .join("obj")
-        .join(format!("{tree_name}-{}", &identity.kconfig[..12.min(identity.kconfig.len())]));
+    let obj = root.join("obj").join(format!(
+        "{tree_name}-{}",
+        &identity.kconfig[..12.min(identity.kconfig.len())]
+    ));
     cache::private_dir(&art)?;
     cache::private_dir(&obj)?;
     let _ = std::fs::remove_file(&log);
@@ -141,9 +142,13 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     };
     kconfig::prepare(&m, spec.kconfig.as_deref(), &identity.localversion()).map_err(failed)?;
     let release = install(&m, &art).map_err(failed)?;
-    std::fs::write(&done, &release).map_err(|e| Error::failed(format!("{}: {e}", done.display())))?;
+    std::fs::write(&done, &release)
+        .map_err(|e| Error::failed(format!("{}: {e}", done.display())))?;
     let seconds = t0.elapsed().as_secs_f64();
-    say!("kernel build: {} built in {seconds:.0} s ({release})", spec.reference);
+    say!(
+        "kernel build: {} built in {seconds:.0} s ({release})",
+        spec.reference
+    );
     Ok(Built {
         spec: spec.clone(),
         image: art.join("bzImage"),
@@ -169,6 +174,11 @@ fn finished(
         return Ok(None);
     };
     let release = release.trim().to_string();
+    say!(
+        "kernel build: {} ({}) already built: {release}",
+        spec.reference,
+        &spec.commit[..12.min(spec.commit.len())]
+    );
     Ok(Some(Built {
         spec: spec.clone(),
         image: art.join("bzImage"),
@@ -185,7 +195,14 @@ fn finished(
 /// and install the modules under it. Returns the kernel release.
 fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
     let modules = kconfig::has_modules(&m.obj);
-    make::make(m, if modules { &["bzImage", "modules"] } else { &["bzImage"] })?;
+    make::make(
+        m,
+        if modules {
+            &["bzImage", "modules"]
+        } else {
+            &["bzImage"]
+        },
+    )?;
     let rel_file = m.obj.join("include/config/kernel.release");
     let release = std::fs::read_to_string(&rel_file)
         .map_err(|e| format!("{}: {e}", rel_file.display()))?
@@ -225,7 +242,10 @@ fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
             .map_err(|e| format!("{}: {e}", mod_dir.display()))?;
     }
     if !mod_dir.join("modules.builtin").is_file() {
-        return Err(format!("{} has no modules.builtin after modules_install", mod_dir.display()));
+        return Err(format!(
+            "{} has no modules.builtin after modules_install",
+            mod_dir.display()
+        ));
     }
     Ok(release)
 }

@@ -184,7 +184,10 @@ fn image_or_build(
                 ("kconfig", raw.kconfig.is_some()),
             ] {
                 if set {
-                    return Err((k, "is for a kernel built from tree; this one boots image".into()));
+                    return Err((
+                        k,
+                        "is for a kernel built from tree; this one boots image".into(),
+                    ));
                 }
             }
             // Resolved (glob, kernel tree) by preflight on the host, so a

@@ -20,8 +20,8 @@ pub struct Written<'a> {
 /// Check the keys and resolve the ref. Err: (field, message).
 pub fn spec(w: &Written) -> Result<BuildSpec, (&'static str, String)> {
     let tree = absolute(w.tree).map_err(|m| ("tree", m))?;
-    let meta = std::fs::metadata(&tree)
-        .map_err(|e| ("tree", format!("{}: {e}", tree.display())))?;
+    let meta =
+        std::fs::metadata(&tree).map_err(|e| ("tree", format!("{}: {e}", tree.display())))?;
     if !meta.is_dir() {
         return Err(("tree", format!("{} is not a directory", tree.display())));
     }
@@ -42,10 +42,12 @@ pub fn spec(w: &Written) -> Result<BuildSpec, (&'static str, String)> {
     if !tree.join(".git").exists() {
         return Err(("tree", format!("{} is not a git work tree", tree.display())));
     }
-    let reference = w
-        .reference
-        .ok_or(("ref", "tree needs a ref (a tag, branch or commit to build)".to_string()))?;
-    let commit = crate::kbuild::git::resolve_ref(&tree, reference).map_err(|e| ("ref", e.to_string()))?;
+    let reference = w.reference.ok_or((
+        "ref",
+        "tree needs a ref (a tag, branch or commit to build)".to_string(),
+    ))?;
+    let commit =
+        crate::kbuild::git::resolve_ref(&tree, reference).map_err(|e| ("ref", e.to_string()))?;
     let written: Vec<PathBuf> = match w.patches {
         None => Vec::new(),
         Some(toml::Value::String(s)) => vec![absolute(s).map_err(|m| ("patches", m))?],
@@ -60,12 +62,15 @@ pub fn spec(w: &Written) -> Result<BuildSpec, (&'static str, String)> {
         Some(other) => {
             return Err((
                 "patches",
-                format!("expected a path or a list of paths, got {}", other.type_str()),
+                format!(
+                    "expected a path or a list of paths, got {}",
+                    other.type_str()
+                ),
             ))
         }
     };
-    let patches =
-        crate::kbuild::identity::expand_patches(&written).map_err(|e| ("patches", e.to_string()))?;
+    let patches = crate::kbuild::identity::expand_patches(&written)
+        .map_err(|e| ("patches", e.to_string()))?;
     let kconfig = match w.kconfig {
         Some(k) => {
             let p = absolute(k).map_err(|m| ("kconfig", m))?;
@@ -146,7 +151,10 @@ mod tests {
                 format!("tree = \"{tree}\"\nref = \"nope\""),
                 "kernel.ref: 'nope' names no commit",
             ),
-            ("image = \"/boot/x\"\nref = \"v1\"".into(), "kernel.ref: is for a kernel built from tree"),
+            (
+                "image = \"/boot/x\"\nref = \"v1\"".into(),
+                "kernel.ref: is for a kernel built from tree",
+            ),
             ("cpus = 1".into(), "kernel.image: missing: give image"),
             (
                 format!("tree = \"{tree}\"\nref = \"v1\"\nmodules = \"/lib/modules/x\""),

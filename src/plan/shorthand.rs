@@ -380,9 +380,10 @@ mod tests {
 
     #[test]
     fn a_tree_at_a_ref_is_a_kernel_to_build() {
-        let (n, t) =
-            split_kernel_arg("patched=/src/linux@v6.1 patches=/p/a.patch,/p/b.patch kconfig=/k/tiny")
-                .unwrap();
+        let (n, t) = split_kernel_arg(
+            "patched=/src/linux@v6.1 patches=/p/a.patch,/p/b.patch kconfig=/k/tiny",
+        )
+        .unwrap();
         assert_eq!(n, "patched");
         assert_eq!(t["tree"].as_str(), Some("/src/linux"));
         assert_eq!(t["ref"].as_str(), Some("v6.1"));
@@ -398,8 +399,14 @@ mod tests {
         // Relative paths are the working directory's.
         let (_, t) = split_kernel_arg("p=linux@HEAD kconfig=tiny.config").unwrap();
         let cwd = std::env::current_dir().unwrap();
-        assert_eq!(t["tree"].as_str().unwrap(), cwd.join("linux").to_str().unwrap());
-        assert_eq!(t["kconfig"].as_str().unwrap(), cwd.join("tiny.config").to_str().unwrap());
+        assert_eq!(
+            t["tree"].as_str().unwrap(),
+            cwd.join("linux").to_str().unwrap()
+        );
+        assert_eq!(
+            t["kconfig"].as_str().unwrap(),
+            cwd.join("tiny.config").to_str().unwrap()
+        );
     }
 
     #[test]

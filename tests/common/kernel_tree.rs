@@ -39,7 +39,9 @@ pub fn missing_build_tools() -> Option<String> {
             .output()
             .is_ok_and(|o| o.status.success());
         if !found {
-            return Some(format!("{tool} not installed (scripts/install-vm-tools.sh)"));
+            return Some(format!(
+                "{tool} not installed (scripts/install-vm-tools.sh)"
+            ));
         }
     }
     if !Path::new("/usr/include/libelf.h").exists() {
@@ -52,7 +54,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=sysdelta-test", "-c", "user.email=test@sysdelta.invalid"])
+        .args([
+            "-c",
+            "user.name=sysdelta-test",
+            "-c",
+            "user.email=test@sysdelta.invalid",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -123,7 +130,12 @@ pub fn commit_on(tree: &Path, branch: &str, base: &str, edits: &[(&str, &str, &s
     let have = Command::new("git")
         .arg("-C")
         .arg(tree)
-        .args(["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")])
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
         .output()
         .unwrap();
     if have.status.success() {
@@ -137,7 +149,10 @@ pub fn commit_on(tree: &Path, branch: &str, base: &str, edits: &[(&str, &str, &s
         std::fs::write(&p, text.replacen(find, replace, 1)).unwrap();
         git(tree, &["add", "-f", file]);
     }
-    git(tree, &["commit", "-q", "-m", &format!("{branch}: test edit")]);
+    git(
+        tree,
+        &["commit", "-q", "-m", &format!("{branch}: test edit")],
+    );
     let id = git(tree, &["rev-parse", "HEAD"]);
     git(tree, &["checkout", "-q", "main"]);
     id

@@ -11,6 +11,8 @@ use sysdelta::metric::MetricSpec;
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
+/// A kernel git tree from the linux-source tarball, and patches on it.
+pub mod kernel_tree;
 /// The machine-wide lock, for tests that change shared kernel state.
 pub mod machine;
 /// A throwaway PostgreSQL cluster (Unix socket, password auth).
@@ -19,8 +21,6 @@ pub mod pg;
 pub mod procs;
 /// Throwaway sshd "hosts" on 127.0.0.x.
 pub mod sshd;
-/// A kernel git tree from the linux-source tarball, and patches on it.
-pub mod kernel_tree;
 
 // A test that cannot run here passes after one `SKIP: reason` line, written
 // with `std::io::Write::write_fmt(&mut std::io::stderr(), ...)`, not

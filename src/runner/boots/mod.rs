@@ -194,8 +194,8 @@ fn image_and_modules(def: &KernelDef) -> Result<KernelPrep, (&'static str, Strin
         (None, Some(m)) => m.clone(),
         (None, None) => PathBuf::from("/lib/modules").join(&image.version),
     };
-    let modules =
-        vm::modules::resolve(&modules_dir, &image.version).map_err(|e| ("modules", e.to_string()))?;
+    let modules = vm::modules::resolve(&modules_dir, &image.version)
+        .map_err(|e| ("modules", e.to_string()))?;
     Ok(KernelPrep {
         def: def.clone(),
         image,
