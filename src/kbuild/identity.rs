@@ -129,3 +129,39 @@ fn read_series(series: &Path) -> Result<Vec<std::path::PathBuf>, Error> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_series_gives_its_patches_in_order_and_the_key_follows_their_content() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        std::fs::write(d.join("a.patch"), "a").unwrap();
+        std::fs::write(d.join("b.patch"), "b").unwrap();
+        std::fs::write(d.join("series"), "# quilt\nb.patch -p1\n\na.patch\n").unwrap();
+        let want = vec![d.join("b.patch"), d.join("a.patch")];
+        assert_eq!(expand_patches(&[d.to_path_buf()]).unwrap(), want);
+        assert_eq!(expand_patches(&[d.join("series")]).unwrap(), want);
+        let e = expand_patches(&[d.join("none.patch")]).unwrap_err();
+        assert!(e.to_string().contains("no such file"), "{e}");
+        let spec = |patches: Vec<std::path::PathBuf>| BuildSpec {
+            tree: d.to_path_buf(),
+            reference: "main".into(),
+            commit: "0".repeat(40),
+            patches,
+            kconfig: None,
+        };
+        let one = Identity::of(&spec(want.clone())).unwrap();
+        assert_eq!(one, Identity::of(&spec(want.clone())).unwrap());
+        assert_eq!(one.key.len(), 12);
+        assert_eq!(one.localversion(), format!("-sd{}", &one.key[..8]));
+        // Another order, or another content, is another build.
+        let other = Identity::of(&spec(vec![d.join("a.patch"), d.join("b.patch")])).unwrap();
+        assert_ne!(one.key, other.key);
+        std::fs::write(d.join("a.patch"), "a2").unwrap();
+        assert_ne!(one.key, Identity::of(&spec(want)).unwrap().key);
+        assert!(one.describe().contains("patches ") && one.describe().contains("config defconfig"));
+    }
+}
