@@ -2,7 +2,10 @@
 # What kernel configs need (docs/kernels.md), on Debian 12: QEMU with its
 # virtiofsd, a static busybox for the guest's initramfs, and two ready
 # kernels to compare (the cloud and PREEMPT_RT flavours of today's 6.1 ABI,
-# picked through the metapackage so the version follows the archive).
+# picked through the metapackage so the version follows the archive), and
+# what building a kernel from a tree needs (docs/kernels.md, "Building from
+# a tree"): the compilers and tools, ccache, and the linux-source-6.1 tree
+# tests/kbuild.rs builds.
 # Idempotent: installs only what is missing. Run as root.
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "install-vm-tools: run as root" >&2; exit 1; }
@@ -11,6 +14,9 @@ command -v qemu-system-x86_64 >/dev/null 2>&1 && [ -x /usr/lib/qemu/virtiofsd ] 
 # Debian's plain busybox is dynamically linked: the initramfs needs the static one.
 dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 ls /boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1 && ls /boot/vmlinuz-*-rt-amd64 >/dev/null 2>&1 || need+=(kernels)
+for p in linux-source-6.1 build-essential flex bison bc libelf-dev libssl-dev cpio ccache; do
+    dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+done
 [ ${#need[@]} = 0 ] && exit 0
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

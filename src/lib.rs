@@ -9,6 +9,7 @@ pub mod config;
 pub mod error;
 pub mod fleet;
 pub mod import;
+pub mod kbuild;
 pub mod metric;
 pub mod micro;
 pub mod monitor;

@@ -86,7 +86,7 @@ const LAYERS: &[&[&str]] = &[
     &["monitor"],
     &["config"],
     &["vm", "store", "workload"],
-    &["micro", "transport"],
+    &["micro", "transport", "kbuild"],
     &["builtins"],
     &["plan", "analysis", "import"],
     &["report", "runner"],

@@ -38,7 +38,12 @@ const MAX_BOOT_TIMEOUT: Duration = Duration::from_secs(3600);
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawKernel {
-    image: String,
+    image: Option<String>,
+    tree: Option<String>,
+    #[serde(rename = "ref")]
+    reference: Option<String>,
+    patches: Option<toml::Value>,
+    kconfig: Option<String>,
     modules: Option<String>,
     cmdline: Option<String>,
     cpus: Option<i64>,
@@ -63,22 +68,19 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
                 format!("config '{config}', kernel: {}", e.message().trim()),
             )
         })?;
-    // Resolved (glob, kernel tree) by preflight on the host, so a plan
-    // validates where the kernels are not installed.
-    if !raw.image.starts_with('/') {
-        return Err(at(
-            start,
-            "image",
-            format!("'{}' must be an absolute path", raw.image),
-        ));
-    }
-    let image = PathBuf::from(&raw.image);
+    let (image, build) = image_or_build(&raw).map_err(|(f, m)| at(start, f, m))?;
     let modules = raw
         .modules
         .as_ref()
         .map(|m| {
             let p = PathBuf::from(m);
-            if p.is_absolute() {
+            if build.is_some() {
+                Err(at(
+                    start,
+                    "modules",
+                    "a kernel built from tree installs its own modules; drop modules".into(),
+                ))
+            } else if p.is_absolute() {
                 Ok(p)
             } else {
                 Err(at(start, "modules", "must be an absolute path".into()))
@@ -148,6 +150,7 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
     };
     Ok(KernelDef {
         image,
+        build,
         modules,
         cmdline,
         cpus,
@@ -156,6 +159,54 @@ pub fn parse(origin: &Origin, config: &str, v: &Spanned<toml::Value>) -> Result<
         boot_timeout,
         at: origin.at(start, format!("config '{config}', kernel")),
     })
+}
+
+/// `image` (a path checked by preflight) or `tree` + `ref` (+ `patches`,
+/// `kconfig`): a kernel sysdelta builds. Err: (field, message).
+fn image_or_build(
+    raw: &RawKernel,
+) -> Result<(PathBuf, Option<crate::kbuild::BuildSpec>), (&'static str, String)> {
+    match (&raw.image, &raw.tree) {
+        (Some(_), Some(_)) => Err((
+            "tree",
+            "image and tree are exclusive: boot a built image, or let sysdelta build tree at ref"
+                .into(),
+        )),
+        (None, None) => Err((
+            "image",
+            "missing: give image (a bzImage) or tree and ref (a git work tree sysdelta builds)"
+                .into(),
+        )),
+        (Some(image), None) => {
+            for (k, set) in [
+                ("ref", raw.reference.is_some()),
+                ("patches", raw.patches.is_some()),
+                ("kconfig", raw.kconfig.is_some()),
+            ] {
+                if set {
+                    return Err((
+                        k,
+                        "is for a kernel built from tree; this one boots image".into(),
+                    ));
+                }
+            }
+            // Resolved (glob, kernel tree) by preflight on the host, so a
+            // plan validates where the kernels are not installed.
+            if !image.starts_with('/') {
+                return Err(("image", format!("'{image}' must be an absolute path")));
+            }
+            Ok((PathBuf::from(image), None))
+        }
+        (None, Some(tree)) => {
+            let w = super::kernel_build::Written {
+                tree,
+                reference: raw.reference.as_deref(),
+                patches: raw.patches.as_ref(),
+                kconfig: raw.kconfig.as_deref(),
+            };
+            Ok((PathBuf::new(), Some(super::kernel_build::spec(&w)?)))
+        }
+    }
 }
 
 /// An image path as written: absolute; a glob (`*`, `?`, `[`) picks the

@@ -7,6 +7,7 @@ mod bounds;
 pub mod duration;
 mod items;
 pub mod kernel;
+pub mod kernel_build;
 mod launch;
 pub mod load;
 mod matrix;

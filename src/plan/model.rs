@@ -54,8 +54,12 @@ pub struct KindDecl {
 pub struct KernelDef {
     /// The image to boot as written: a bzImage, a glob (preflight takes
     /// the highest version that matches) or a built kernel tree (its
-    /// `arch/x86/boot/bzImage`).
+    /// `arch/x86/boot/bzImage`). Empty when `build` is set.
     pub image: std::path::PathBuf,
+    /// Set: the kernel is built by sysdelta from a git tree and a ref
+    /// (`tree`, `ref`, `patches`, `kconfig`; `crate::kbuild`), before the
+    /// first boot; its image and modules directory are the build's.
+    pub build: Option<crate::kbuild::BuildSpec>,
     /// Its modules directory; None: `/lib/modules/<version of the image>`.
     pub modules: Option<std::path::PathBuf>,
     /// Options appended to sysdelta's own part of the kernel command line.

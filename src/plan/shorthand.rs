@@ -26,11 +26,13 @@ pub fn split_config_arg(arg: &str) -> Result<(String, String), Error> {
 /// One `-k 'NAME=IMAGE [cpus=N] [memory=M] [cmdline="..."] ...'` argument:
 /// the config's name and its `[config.kernel]` table. The words after the
 /// image are the table's keys, split as a shell would (so a cmdline with
-/// spaces is quoted); numbers stay numbers.
+/// spaces is quoted); numbers stay numbers. `TREE@REF` instead of IMAGE is
+/// a kernel sysdelta builds (`tree` and `ref`), with `patches=A,B` and
+/// `kconfig=FILE`; relative paths there are from the working directory.
 pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
     let bad = |why: &str| {
         Error::bad(format!(
-            "-k '{arg}': {why}; expected NAME=IMAGE [cpus=N] [memory=SIZE] [cmdline=\"OPTIONS\"] [modules=DIR] [accel=auto|kvm|tcg] [boot_timeout=DURATION]"
+            "-k '{arg}': {why}; expected NAME=IMAGE or NAME=TREE@REF [patches=P1,P2] [kconfig=FILE] [cpus=N] [memory=SIZE] [cmdline=\"OPTIONS\"] [modules=DIR] [accel=auto|kvm|tcg] [boot_timeout=DURATION]"
         ))
     };
     let (name, rest) = arg
@@ -40,7 +42,15 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
     let words = shlex::split(rest).ok_or_else(|| bad("unbalanced quotes"))?;
     let (image, keys) = words.split_first().ok_or_else(|| bad("no image"))?;
     let mut t = toml::Table::new();
-    t.insert("image".into(), toml::Value::String(image.clone()));
+    match image.rsplit_once('@') {
+        Some((tree, reference)) if !tree.is_empty() && !reference.is_empty() => {
+            t.insert("tree".into(), toml::Value::String(absolute(tree)));
+            t.insert("ref".into(), toml::Value::String(reference.to_string()));
+        }
+        _ => {
+            t.insert("image".into(), toml::Value::String(image.clone()));
+        }
+    }
     for w in keys {
         let (k, v) = w
             .split_once('=')
@@ -48,6 +58,13 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
         // A bare number is a count of CPUs or of MiB, as in a plan file.
         let value = match v.parse::<i64>() {
             Ok(n) if k == "cpus" || k == "memory" => toml::Value::Integer(n),
+            _ if k == "patches" => toml::Value::Array(
+                v.split(',')
+                    .filter(|p| !p.is_empty())
+                    .map(|p| toml::Value::String(absolute(p)))
+                    .collect(),
+            ),
+            _ if k == "kconfig" => toml::Value::String(absolute(v)),
             _ => toml::Value::String(v.to_string()),
         };
         if t.insert(k.to_string(), value).is_some() {
@@ -55,6 +72,15 @@ pub fn split_kernel_arg(arg: &str) -> Result<(String, toml::Table), Error> {
         }
     }
     Ok((name.trim().to_string(), t))
+}
+
+/// A path from the command line, made absolute against the working
+/// directory (a plan stores absolute paths only).
+fn absolute(p: &str) -> String {
+    match std::env::current_dir() {
+        Ok(d) if !p.starts_with('/') => d.join(p).to_string_lossy().into_owned(),
+        _ => p.to_string(),
+    }
 }
 
 /// What `ab` was given besides the flags every run takes.
@@ -350,6 +376,37 @@ mod tests {
         .unwrap();
         let names: Vec<&str> = plan.workloads.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["make-1", "make-2", "make-3"]);
+    }
+
+    #[test]
+    fn a_tree_at_a_ref_is_a_kernel_to_build() {
+        let (n, t) = split_kernel_arg(
+            "patched=/src/linux@v6.1 patches=/p/a.patch,/p/b.patch kconfig=/k/tiny",
+        )
+        .unwrap();
+        assert_eq!(n, "patched");
+        assert_eq!(t["tree"].as_str(), Some("/src/linux"));
+        assert_eq!(t["ref"].as_str(), Some("v6.1"));
+        assert!(!t.contains_key("image"));
+        let p: Vec<&str> = t["patches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(p, ["/p/a.patch", "/p/b.patch"]);
+        assert_eq!(t["kconfig"].as_str(), Some("/k/tiny"));
+        // Relative paths are the working directory's.
+        let (_, t) = split_kernel_arg("p=linux@HEAD kconfig=tiny.config").unwrap();
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            t["tree"].as_str().unwrap(),
+            cwd.join("linux").to_str().unwrap()
+        );
+        assert_eq!(
+            t["kconfig"].as_str().unwrap(),
+            cwd.join("tiny.config").to_str().unwrap()
+        );
     }
 
     #[test]

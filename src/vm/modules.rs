@@ -46,7 +46,11 @@ pub fn resolve_names(dir: &Path, version: &str, wanted: &[&str]) -> Result<Vec<P
     let d = dir.display();
     if !dir.is_dir() {
         return Err(Error::failed(format!(
-            "modules directory {d}: no such directory"
+            "modules directory {d}: no such directory; the guest needs {} built in or as \
+             modules: build them in (=y), or run make modules_install INSTALL_MOD_PATH=DIR and \
+             set modules = \"DIR/lib/modules/{version}\", or give tree and ref instead of image \
+             and sysdelta builds the kernel (docs/kernels.md, \"Building from a tree\")",
+            WANTED.join(", ")
         )));
     }
     // depmod names the directory after `uname -r`; a different one would

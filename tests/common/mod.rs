@@ -11,6 +11,8 @@ use sysdelta::metric::MetricSpec;
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
+/// A kernel git tree from the linux-source tarball, and patches on it.
+pub mod kernel_tree;
 /// The machine-wide lock, for tests that change shared kernel state.
 pub mod machine;
 /// A throwaway PostgreSQL cluster (Unix socket, password auth).

@@ -34,6 +34,8 @@ pub struct KernelPrep {
     pub modules_dir: PathBuf,
     /// The modules the guest loads, dependencies first.
     pub modules: Vec<PathBuf>,
+    /// Set when sysdelta built the kernel from a tree (`def.build`).
+    pub built: Option<crate::kbuild::Built>,
 }
 
 /// Everything kernel configs need that is the same for every boot.
@@ -53,8 +55,19 @@ pub struct KernelSetup {
 
 /// What names the kernel a config boots: the resolved image and its
 /// version string (stored with the experiment, compared on resume).
+/// A built kernel adds its build identity (commit, patches, config).
 pub fn kernel_identity(k: &KernelPrep) -> String {
-    format!("{} ({})", k.image.path.display(), k.image.banner)
+    match &k.built {
+        Some(b) => format!(
+            "{} ({}) built from {} at {}: {}",
+            k.image.path.display(),
+            k.image.banner,
+            b.spec.tree.display(),
+            b.spec.reference,
+            b.identity.describe()
+        ),
+        None => format!("{} ({})", k.image.path.display(), k.image.banner),
+    }
 }
 
 /// Check everything the kernel configs of `plan` need on this host,
@@ -140,27 +153,13 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
             }
             Err(e) => problems.push(at("accel", e.to_string())),
         }
-        let image = match crate::plan::kernel::resolve_image(&def.image.to_string_lossy())
-            .and_then(|p| vm::image::KernelImage::inspect(&p))
-        {
-            Ok(i) => i,
-            Err(e) => {
-                problems.push(at("image", e.to_string()));
-                continue;
-            }
-        };
-        let modules_dir = def
-            .modules
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("/lib/modules").join(&image.version));
-        match vm::modules::resolve(&modules_dir, &image.version) {
-            Ok(modules) => kernels.push(KernelPrep {
-                def: def.clone(),
-                image,
-                modules_dir,
-                modules,
-            }),
-            Err(e) => problems.push(at("modules", e.to_string())),
+        if !problems.is_empty() {
+            // A build takes minutes: none before the cheap checks pass.
+            continue;
+        }
+        match image_and_modules(def) {
+            Ok(k) => kernels.push(k),
+            Err((field, e)) => problems.push(at(field, e)),
         }
     }
     if !problems.is_empty() {
@@ -174,6 +173,35 @@ pub fn preflight(plan: &Plan) -> Result<KernelSetup, Vec<String>> {
         exe_identity: protocol::exe_identity(&exe),
         exe,
         busybox,
+    })
+}
+
+/// The image a config boots (built first when it names a tree), its
+/// modules directory and the modules the guest loads. Err: (field, why).
+fn image_and_modules(def: &KernelDef) -> Result<KernelPrep, (&'static str, String)> {
+    let built = match &def.build {
+        Some(spec) => Some(crate::kbuild::build(spec).map_err(|e| ("tree", e.to_string()))?),
+        None => None,
+    };
+    let image = match &built {
+        Some(b) => vm::image::KernelImage::inspect(&b.image),
+        None => crate::plan::kernel::resolve_image(&def.image.to_string_lossy())
+            .and_then(|p| vm::image::KernelImage::inspect(&p)),
+    }
+    .map_err(|e| ("image", e.to_string()))?;
+    let modules_dir = match (&built, &def.modules) {
+        (Some(b), _) => b.modules_dir.clone(),
+        (None, Some(m)) => m.clone(),
+        (None, None) => PathBuf::from("/lib/modules").join(&image.version),
+    };
+    let modules = vm::modules::resolve(&modules_dir, &image.version)
+        .map_err(|e| ("modules", e.to_string()))?;
+    Ok(KernelPrep {
+        def: def.clone(),
+        image,
+        modules_dir,
+        modules,
+        built,
     })
 }
 

@@ -1,0 +1,98 @@
+//! The git commands a kernel build needs, run with a clean environment so
+//! that a caller's `GIT_DIR` or `GIT_WORK_TREE` cannot point them
+//! elsewhere.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::error::Error;
+
+/// `git -C dir ARGS`: its trimmed stdout, or one line with git's stderr.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::failed(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(Error::failed(format!(
+            "git {} in {}: {}",
+            args.join(" "),
+            dir.display(),
+            last.trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The full commit id `reference` (a tag, branch or commit) names in the
+/// work tree `tree`.
+pub fn resolve_ref(tree: &Path, reference: &str) -> Result<String, Error> {
+    if reference.starts_with('-') || reference.is_empty() {
+        return Err(Error::bad(format!("'{reference}' is not a ref")));
+    }
+    git(
+        tree,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{reference}^{{commit}}"),
+        ],
+    )
+    .map_err(|_| {
+        Error::bad(format!(
+            "'{reference}' names no commit in {}",
+            tree.display()
+        ))
+    })
+}
+
+/// Git's blob id of a file's content: the patches' and the kconfig's
+/// identity (the same id `git hash-object` prints).
+pub fn hash_file(path: &Path) -> Result<String, Error> {
+    let out = Command::new("git")
+        .arg("hash-object")
+        .arg("--no-filters")
+        .arg("--")
+        .arg(path)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::failed(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::bad(format!("cannot read {}", path.display())));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Git's blob id of some text (the build identity's key).
+pub fn hash_text(text: &str) -> Result<String, Error> {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .args(["hash-object", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::failed(format!("cannot run git: {e}")))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(text.as_bytes())
+        .map_err(|e| Error::failed(format!("git hash-object: {e}")))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| Error::failed(format!("git hash-object: {e}")))?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}

@@ -1,0 +1,71 @@
+//! The source a build compiles: a clone of the user's tree in the cache
+//! (`git clone --shared --no-checkout`: it reads the tree's objects and
+//! writes nothing there), checked out at the build's commit with its
+//! patches applied. The user's tree and its work files are never touched.
+//!
+//! One checkout per tree serves every ref, and one object directory per
+//! (tree, kconfig) serves every ref (`make O=`). That is correct under
+//! make's mtime rule: `git checkout` rewrites only the files that differ
+//! between the two commits and gives them the current time, newer than
+//! every object built before, so exactly what depends on them is rebuilt,
+//! whether the new commit is later or earlier than the last one built;
+//! files that did not change keep their old times and their objects stay.
+//! The same holds for a patched file: restored by the next checkout, it
+//! is newer again than its object.
+
+use std::path::Path;
+
+use super::git::git;
+use crate::error::Error;
+
+/// Make `src` a no-checkout clone of `tree` if it is not one yet.
+pub fn ensure_clone(tree: &Path, src: &Path) -> Result<(), Error> {
+    if src.join(".git").is_dir() {
+        return Ok(());
+    }
+    let parent = src.parent().expect("the cache has a parent");
+    let tree_s = tree.to_string_lossy();
+    let src_s = src.to_string_lossy();
+    git(
+        parent,
+        &["clone", "-q", "--shared", "--no-checkout", &tree_s, &src_s],
+    )?;
+    Ok(())
+}
+
+/// Check out `commit` (detached) in `src`, dropping what an earlier
+/// build's patches changed or added, then apply `patches` in order.
+/// Everything git says goes to `log`; Err: the one line that failed.
+pub fn checkout(
+    tree: &Path,
+    src: &Path,
+    commit: &str,
+    patches: &[std::path::PathBuf],
+) -> Result<(), String> {
+    // The tree's new commits are reached through the clone's alternates,
+    // but its refs are not: fetch the one commit if the clone lacks it.
+    if git(src, &["cat-file", "-e", &format!("{commit}^{{commit}}")]).is_err() {
+        let tree_s = tree.to_string_lossy();
+        git(src, &["fetch", "-q", &tree_s, commit]).map_err(|e| e.to_string())?;
+    }
+    git(
+        src,
+        &[
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "-q",
+            "-f",
+            "--detach",
+            commit,
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    git(src, &["clean", "-q", "-f", "-d", "-x"]).map_err(|e| e.to_string())?;
+    for p in patches {
+        let p_s = p.to_string_lossy();
+        git(src, &["apply", "--whitespace=nowarn", &p_s])
+            .map_err(|e| format!("patch {} does not apply: {e}", p.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! A kernel git tree for tests that build kernels (`tests/kbuild.rs`, and
+//! a kernel bisection's test): the Debian `linux-source-6.1` tarball
+//! extracted and committed once, cached under `CARGO_TARGET_TMPDIR` keyed
+//! by the tarball's size and mtime (a newer package gives a new tree and
+//! the old one is removed), with patches committed on branches on top.
+//! The build cache the tests give sysdelta (`XDG_CACHE_HOME`) is there
+//! too, so reruns build incrementally.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The tarball the tree comes from.
+pub const TARBALL: &str = "/usr/src/linux-source-6.1.tar.xz";
+
+/// The kconfig fixture: a tinyconfig that boots under sysdelta's guest.
+pub fn tiny_config() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kbuild-tiny.config")
+}
+
+/// What `XDG_CACHE_HOME` to give sysdelta: its kernel builds (and
+/// ccache's cache) go under it, kept between test runs.
+pub fn build_cache() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kbuild-cache");
+    std::fs::create_dir_all(&d).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    d
+}
+
+/// Why kernel builds cannot run here, if they cannot: the tarball or a
+/// build tool is missing.
+pub fn missing_build_tools() -> Option<String> {
+    if !Path::new(TARBALL).is_file() {
+        return Some(format!("no {TARBALL} (apt-get install linux-source-6.1)"));
+    }
+    for tool in ["git", "make", "gcc", "flex", "bison", "bc", "xz", "cpio"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !found {
+            return Some(format!(
+                "{tool} not installed (scripts/install-vm-tools.sh)"
+            ));
+        }
+    }
+    if !Path::new("/usr/include/libelf.h").exists() {
+        return Some("libelf-dev not installed (scripts/install-vm-tools.sh)".into());
+    }
+    None
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args([
+            "-c",
+            "user.name=sysdelta-test",
+            "-c",
+            "user.email=test@sysdelta.invalid",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// An exclusive flock held while the value lives.
+fn lock(path: &Path) -> nix::fcntl::Flock<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .unwrap();
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .unwrap()
+}
+
+/// The prepared tree (branch `main`: the tarball's source, one commit),
+/// made on first use.
+pub fn tree() -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(TARBALL).unwrap();
+    let key = format!("{}-{}", m.size(), m.mtime());
+    let top = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-tree");
+    std::fs::create_dir_all(&top).unwrap();
+    let _l = lock(&top.join(".lock"));
+    let dir = top.join(&key).join("linux");
+    if dir.join(".git").is_dir() {
+        return dir;
+    }
+    // One prepared tree at a time: a tree of an older tarball goes.
+    for e in std::fs::read_dir(&top).unwrap().flatten() {
+        if e.path().is_dir() && e.file_name() != key.as_str() {
+            std::fs::remove_dir_all(e.path()).unwrap();
+        }
+    }
+    let part = top.join(&key).join("linux.part");
+    let _ = std::fs::remove_dir_all(&part);
+    std::fs::create_dir_all(&part).unwrap();
+    let st = Command::new("tar")
+        .args(["xJf", TARBALL, "--strip-components=1", "-C"])
+        .arg(&part)
+        .status()
+        .unwrap();
+    assert!(st.success(), "extracting {TARBALL}");
+    git(&part, &["init", "-q", "-b", "main"]);
+    // Debian's tarball ignores everything at its top level (`/*` in its
+    // .gitignore): -f adds the source anyway.
+    git(&part, &["add", "-f", "-A"]);
+    git(&part, &["commit", "-q", "-m", "linux-source-6.1"]);
+    std::fs::rename(&part, &dir).unwrap();
+    dir
+}
+
+/// Commit on branch `branch` (from `base`) the edits (file, text to find,
+/// its replacement), once: a branch already there is returned as it is.
+/// Returns the branch's commit id; the work tree is left on `main`.
+pub fn commit_on(tree: &Path, branch: &str, base: &str, edits: &[(&str, &str, &str)]) -> String {
+    let top = tree.parent().unwrap().parent().unwrap().to_path_buf();
+    let _l = lock(&top.join(".lock"));
+    let have = Command::new("git")
+        .arg("-C")
+        .arg(tree)
+        .args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])
+        .output()
+        .unwrap();
+    if have.status.success() {
+        return String::from_utf8_lossy(&have.stdout).trim().to_string();
+    }
+    git(tree, &["checkout", "-q", "-B", branch, base]);
+    for (file, find, replace) in edits {
+        let p = tree.join(file);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains(find), "{file} has no {find:?}");
+        std::fs::write(&p, text.replacen(find, replace, 1)).unwrap();
+        git(tree, &["add", "-f", file]);
+    }
+    git(
+        tree,
+        &["commit", "-q", "-m", &format!("{branch}: test edit")],
+    );
+    let id = git(tree, &["rev-parse", "HEAD"]);
+    git(tree, &["checkout", "-q", "main"]);
+    id
+}
