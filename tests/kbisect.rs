@@ -38,11 +38,14 @@ fn missing() -> Option<String> {
     kernel_tree::missing_build_tools()
 }
 
+/// One edit: (file, text to find, its replacement).
+type Edit = (&'static str, &'static str, &'static str);
+
 /// The commits on top of the tree's `main`, in order: (branch, edits).
 /// Two touch no compiled file, two change a comment in a compiled one,
 /// and the third adds a busy loop to getppid() (about a microsecond a
 /// call, as in `tests/kbuild.rs`), which the micro suite's null call times.
-fn commits() -> Vec<(&'static str, Vec<(&'static str, &'static str, &'static str)>)> {
+fn commits() -> Vec<(&'static str, Vec<Edit>)> {
     vec![
         (
             "kbisect-1",
@@ -166,6 +169,9 @@ fn a_kernel_bisection_over_built_commits_names_the_commit_that_slows_getppid() {
     );
     // Boots are the unit: each stored run of a round ran in a booted
     // kernel, the one its config's commit built.
-    assert_eq!(count("SELECT count(*) FROM runs WHERE boot_id IS NULL AND status = 'ok'"), 0);
+    assert_eq!(
+        count("SELECT count(*) FROM runs WHERE boot_id IS NULL AND status = 'ok'"),
+        0
+    );
     assert!(kernels >= 3, "good, bad and at least one midpoint booted");
 }

@@ -61,7 +61,9 @@ impl Subject for Kernel {
             // The config's runs need no directory of their own: `{dir}` is
             // the repository, as for a template without --build.
             Ok(_) => Ok(Built::Ready(self.inner.repo.clone())),
-            Err(BuildError::Failed { log, last_error, .. }) => {
+            Err(BuildError::Failed {
+                log, last_error, ..
+            }) => {
                 crate::sys::stderr::say!(
                     "sysdelta: bisect: kernel at {} does not build ({last_error}): skipped",
                     super::range::short(commit)
