@@ -11,10 +11,12 @@ use super::make::{make, Make};
 /// Options the guest cannot boot without, enabled (=y) and checked after
 /// `olddefconfig`: virtio over PCI and the virtiofs root (`vm::modules::WANTED`),
 /// the overlay over it, the virtio-serial channel, pvpanic so a panic
-/// ends QEMU, devtmpfs, the initramfs, the serial console, and what /init
+/// ends QEMU, ACPI (without it the guest's poweroff only halts the CPU and
+/// QEMU stays), devtmpfs, the initramfs, the serial console, and what /init
 /// and busybox use (ELF and scripts, proc, sysfs, tmpfs, devpts, sysrq).
 pub const GUEST_NEEDS: &[&str] = &[
     "64BIT",
+    "ACPI",
     "PCI",
     "VIRTIO_MENU",
     "VIRTIO",
