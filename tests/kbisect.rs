@@ -175,3 +175,86 @@ fn a_kernel_bisection_over_built_commits_names_the_commit_that_slows_getppid() {
     );
     assert!(kernels >= 3, "good, bad and at least one midpoint booted");
 }
+
+/// A kernel commit that does not build stops nothing silently: here the
+/// patch the template adds applies to no commit, so the good end does not
+/// build, and bisect says so with the build log's path, exit code 2,
+/// before anything is booted. (A midpoint that does not build is skipped
+/// instead, by the driver `tests/bisect.rs` checks with userspace builds.)
+/// Needs only git: the build fails at `git apply`, before make.
+#[test]
+fn a_kernel_commit_that_does_not_build_is_reported_with_its_build_log() {
+    if !git_works() {
+        skip("git not installed");
+        return;
+    }
+    let sb = Sandbox::new();
+    let repo = sb.path("linux");
+    std::fs::create_dir_all(&repo).unwrap();
+    let g = |args: &[&str]| {
+        let ok = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    g(&["init", "-q", "-b", "main"]);
+    for i in 0..3 {
+        std::fs::write(repo.join("Makefile"), format!("# commit {i}\n")).unwrap();
+        g(&["add", "Makefile"]);
+        g(&["commit", "-q", "-m", &format!("commit {i}")]);
+    }
+    let patch = sb.write(
+        "never.patch",
+        "--- a/absent.c\n+++ b/absent.c\n@@ -1 +1 @@\n-old\n+new\n",
+    );
+    let plan = sb.write("plan.toml", PLAN);
+    let template = sb.write(
+        "kernel.toml",
+        &format!(
+            "[[config]]\nname = \"{{name}}\"\n[config.kernel]\ntree = \"{}\"\nref = \"{{commit}}\"\npatches = [\"{}\"]\n",
+            repo.display(),
+            patch.display()
+        ),
+    );
+    let out = sb
+        .command()
+        .env("XDG_CACHE_HOME", sb.path("xdg"))
+        .arg("bisect")
+        .arg("--repo")
+        .arg(&repo)
+        .args(["--good", "main~2", "--bad", "main"])
+        .arg("--config-template")
+        .arg(&template)
+        .args(["--metric", "micro/proc.null_call", "--plan"])
+        .arg(&plan)
+        .arg("--cache")
+        .arg(sb.path("cache"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the good commit") && err.contains("does not build"),
+        "{err}"
+    );
+    // Why, in one line (the log kbuild names holds make's output; a patch
+    // that does not apply fails before make).
+    assert!(
+        err.contains("its log: ") && err.contains("absent.c"),
+        "{err}"
+    );
+    assert!(!sb.store_exists(), "nothing stored before a build");
+}
+
+fn git_works() -> bool {
+    Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

@@ -65,7 +65,7 @@ impl Subject for Kernel {
                 log, last_error, ..
             }) => {
                 crate::sys::stderr::say!(
-                    "sysdelta: bisect: kernel at {} does not build ({last_error}): skipped",
+                    "sysdelta: bisect: the kernel at {} does not build: {last_error}",
                     super::range::short(commit)
                 );
                 remember(&remembered, &log)?;
