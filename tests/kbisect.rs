@@ -7,8 +7,9 @@
 //! Needs root, QEMU with virtiofsd, the tarball and the kernel build tools
 //! (`scripts/install-vm-tools.sh`); skips without them.
 //!
-//! It takes tens of minutes on a loaded 2-core machine (figures in
-//! docs/bisect.md, "Kernels"), too long for CI, so it is a benchmark run
+//! It takes about 6 minutes on a loaded 2-core machine once the tree's
+//! first build is cached, and that build alone 35 minutes (figures in
+//! docs/bisect.md, "Kernels"): too long for CI, so it is a benchmark run
 //! by hand: `cargo test --test kbisect -- --ignored --nocapture`
 //! (as root; `SYSDELTA_TEST_KERNEL_DIR=DIR` shares the prepared tree and
 //! its build cache with `tests/kbuild.rs` run from another target dir).
@@ -91,7 +92,7 @@ params = { quick = true, filter = ["proc.null_call"] }
 "#;
 
 #[test]
-#[ignore = "a benchmark of tens of minutes: cargo test --test kbisect -- --ignored"]
+#[ignore = "a benchmark (a 35-minute first kernel build): cargo test --test kbisect -- --ignored"]
 fn a_kernel_bisection_over_built_commits_names_the_commit_that_slows_getppid() {
     if let Some(why) = missing() {
         skip(format!(
