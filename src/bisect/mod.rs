@@ -3,7 +3,8 @@
 //! an experiment in the store (`docs/bisect.md`).
 //!
 //! range.rs: the first-parent commits good..bad; subject.rs: how a commit
-//! becomes a config (built once, cached); step.rs: one round as an
+//! becomes a config (built once, cached); subject_kernel.rs: a kernel
+//! config's commit built with kbuild first (a failed build skipped); step.rs: one round as an
 //! experiment; decide.rs: the statistics (pure); state.rs: the parameters
 //! and labels `--resume` needs; report.rs: the answer.
 //!
@@ -17,6 +18,7 @@ pub mod report;
 pub mod state;
 pub mod step;
 pub mod subject;
+pub mod subject_kernel;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 
-use crate::bisect::{self, range, state::Params, subject::Userspace, Outcome};
+use crate::bisect::{
+    self, range, state::Params, subject::Userspace, subject_kernel::Kernel, Outcome,
+};
 use crate::error::{bad, Error};
 
 #[derive(Args)]
@@ -97,11 +99,16 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
     };
     range::check_owned(&p.repo)?;
     let commits = range::commits(&p.repo, &p.good, &p.bad)?;
-    let subject = Userspace {
-        repo: p.repo.clone(),
-        cache: p.cache.clone(),
-        build: p.build.clone(),
-        template: p.config_template.clone(),
+    // A template's commits may be kernels built from a tree: the kernel
+    // subject builds those first and hands any other to the userspace one.
+    let subject = Kernel {
+        inner: Userspace {
+            repo: p.repo.clone(),
+            cache: p.cache.clone(),
+            build: p.build.clone(),
+            template: p.config_template.clone(),
+        },
+        workloads_toml: p.workloads_toml.clone(),
     };
     crate::sys::stderr::say!(
         "sysdelta: bisect {}: {} commits from {} to {}; resume with: sysdelta bisect --resume {} --store {}",
@@ -153,7 +160,7 @@ fn params(a: &BisectArgs) -> Result<Params> {
         .split_once('/')
         .filter(|(w, m)| !w.is_empty() && !m.is_empty())
         .ok_or_else(|| bad(format!("--metric '{metric}': expected WORKLOAD/METRIC")))?;
-    let workloads_toml = workloads_toml(a, workload, metric)?;
+    let workloads_toml = workloads_toml(a, workload, metric, &good)?;
     let (budget, round) = (a.budget.unwrap_or(48), a.round.unwrap_or(6));
     if round < 2 || budget < round {
         return Err(bad(format!(
@@ -169,6 +176,7 @@ fn params(a: &BisectArgs) -> Result<Params> {
             "--alpha {alpha}: expected a number in (0, 0.5)"
         )));
     }
+    let config_template = template(a, &workloads_toml, &good)?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let id = format!("{:08x}", rand::random::<u32>());
     let cache = match &a.cache {
@@ -182,7 +190,7 @@ fn params(a: &BisectArgs) -> Result<Params> {
         good,
         bad: bad_id,
         build: a.build.clone(),
-        config_template: template(a, &workloads_toml)?,
+        config_template,
         workload: workload.to_string(),
         metric: metric.to_string(),
         workloads_toml,
@@ -197,7 +205,7 @@ fn params(a: &BisectArgs) -> Result<Params> {
 
 /// The plan's text without configs: --plan's file, or one workload made
 /// from `-- CMD`. Checked by parsing it with one config.
-fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str) -> Result<String> {
+fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str, good: &str) -> Result<String> {
     let q = |s: &str| toml::Value::String(s.to_string()).to_string();
     let text = match (&a.plan, a.command.is_empty()) {
         (Some(path), _) => std::fs::read_to_string(path)
@@ -229,7 +237,15 @@ fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str) -> Result<String
             "{shown}: a bisect plan holds no [[config]]: bisect makes one for each commit"
         )));
     }
-    let trial = format!("{text}\n[[config]]\nname = \"trial\"\n");
+    // Checked with the config a commit will have: a kernel plan's settings
+    // (boots) need the template's kernel config.
+    let config = match &a.config_template {
+        Some(path) => std::fs::read_to_string(path)
+            .map(|t| crate::bisect::subject::fill(&t, "trial", good, Path::new("/")))
+            .map_err(|e| bad(format!("--config-template {}: {e}", path.display())))?,
+        None => "[[config]]\nname = \"trial\"\n".to_string(),
+    };
+    let trial = format!("{text}\n{config}");
     let plan =
         crate::plan::parse(&shown, &trial, &Default::default()).map_err(Error::into_bad_input)?;
     if !plan.workloads.iter().any(|w| w.name == workload) {
@@ -241,15 +257,16 @@ fn workloads_toml(a: &BisectArgs, workload: &str, metric: &str) -> Result<String
 }
 
 /// `--config-template`'s text, checked: one `[[config]]` that, filled in,
-/// makes a valid plan with the workloads.
-fn template(a: &BisectArgs, workloads: &str) -> Result<Option<String>> {
+/// makes a valid plan with the workloads. Filled with the good commit: a
+/// kernel config's `ref = "{commit}"` is resolved in its tree when parsed.
+fn template(a: &BisectArgs, workloads: &str, good: &str) -> Result<Option<String>> {
     let Some(path) = &a.config_template else {
         return Ok(None);
     };
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|e| bad(format!("--config-template {shown}: {e}")))?;
-    let filled = crate::bisect::subject::fill(&text, "trial", "0000000000", Path::new("/"));
+    let filled = crate::bisect::subject::fill(&text, "trial", good, Path::new("/"));
     let table: toml::Table = filled
         .parse()
         .map_err(|e| bad(format!("--config-template {shown}: {e}")))?;

@@ -17,10 +17,19 @@ pub fn tiny_config() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/kbuild-tiny.config")
 }
 
+/// Where the tree and the build cache live: `CARGO_TARGET_TMPDIR`, or
+/// `SYSDELTA_TEST_KERNEL_DIR` when set, so worktrees (each its own target
+/// directory) can share one tree and one build cache instead of 3 GB each.
+fn base() -> PathBuf {
+    std::env::var_os("SYSDELTA_TEST_KERNEL_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")), PathBuf::from)
+}
+
 /// What `XDG_CACHE_HOME` to give sysdelta: its kernel builds (and
 /// ccache's cache) go under it, kept between test runs.
 pub fn build_cache() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kbuild-cache");
+    let d = base().join("kbuild-cache");
     std::fs::create_dir_all(&d).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -90,7 +99,7 @@ pub fn tree() -> PathBuf {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(TARBALL).unwrap();
     let key = format!("{}-{}", m.size(), m.mtime());
-    let top = Path::new(env!("CARGO_TARGET_TMPDIR")).join("kernel-tree");
+    let top = base().join("kernel-tree");
     std::fs::create_dir_all(&top).unwrap();
     let _l = lock(&top.join(".lock"));
     let dir = top.join(&key).join("linux");
