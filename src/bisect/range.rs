@@ -10,9 +10,10 @@ use anyhow::Result;
 
 use crate::error::bad;
 
-/// `git -C repo ARGS`: its stdout, or the one line of its stderr.
+/// `git -C repo ARGS`: its stdout, or the one line of its stderr. No
+/// `GIT_*` variable of ours reaches it: `repo` is the repository used.
 pub fn git(repo: &Path, args: &[&str]) -> std::result::Result<String, String> {
-    let out = Command::new("git")
+    let out = crate::sys::git_env::clean(&mut Command::new("git"))
         .arg("-C")
         .arg(repo)
         .args(args)

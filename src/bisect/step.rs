@@ -79,7 +79,25 @@ pub fn run_round(
         }
         false => None,
     };
-    let (resume, plan) = match stored {
+    // The plan this round runs, always made here: a stored Running or
+    // Interrupted round is finished only when it holds this very text
+    // (anyone who can write the store can name a round by its label).
+    let mut text = p.header();
+    text.push_str(&p.workloads_toml);
+    for s in sides {
+        text.push_str(&subject.config_toml(
+            &config_name(s.role, s.commit),
+            s.commit,
+            s.dir,
+        ));
+    }
+    let ov = Overrides {
+        runs: Some(p.round_runs()),
+        warmup: Some(0),
+        seed: Some(round_seed(p, stage, round)),
+        ..Overrides::default()
+    };
+    let resume = match stored {
         Some((id, info))
             if info.status != ExperimentStatus::Running
                 && info.status != ExperimentStatus::Interrupted =>
@@ -88,32 +106,16 @@ pub fn run_round(
             let data = store.load(id)?;
             return Ok(Ended::Done(units_of(&data, p, sides, false)?));
         }
-        Some((id, info)) => {
-            let plan = crate::plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
-                .map_err(Error::into_bad_input)?;
-            (Some(id), plan)
+        Some((id, info)) if info.plan_text != text => {
+            return Err(crate::error::bad(format!(
+                "experiment {id} ('{name}') holds another plan than this round's; nothing was run"
+            )));
         }
-        None => {
-            let mut text = p.header();
-            text.push_str(&p.workloads_toml);
-            for s in sides {
-                text.push_str(&subject.config_toml(
-                    &config_name(s.role, s.commit),
-                    s.commit,
-                    s.dir,
-                ));
-            }
-            let ov = Overrides {
-                runs: Some(p.round_runs()),
-                warmup: Some(0),
-                seed: Some(round_seed(p, stage, round)),
-                ..Overrides::default()
-            };
-            let plan = crate::plan::parse(&format!("bisect-{}", p.id), &text, &ov)
-                .map_err(Error::into_bad_input)?;
-            (None, plan)
-        }
+        Some((id, _)) => Some(id),
+        None => None,
     };
+    let plan = crate::plan::parse(&format!("bisect-{}", p.id), &text, &ov)
+        .map_err(Error::into_bad_input)?;
     let request = Request {
         resume,
         checked: None,

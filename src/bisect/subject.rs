@@ -8,6 +8,9 @@
 //! subject is the same shape: its config table names `[config.kernel]`
 //! with the tree and `ref = "<commit>"`, and its units are boots.
 
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -101,17 +104,16 @@ impl Subject for Userspace {
         let log = self.log_file(commit);
         // The status file is written last, so a build a kill cut short is
         // done again.
-        if let Ok(s) = std::fs::read_to_string(&status) {
+        if let Some(s) = read_private(&status)? {
             return Ok(match s.trim() {
                 "ok" => Built::Ready(dir),
                 _ => Built::Failed(log),
             });
         }
-        std::fs::create_dir_all(&self.cache)
-            .with_context(|| format!("creating {}", self.cache.display()))?;
+        // Ours alone (0700, checked): what is in it is what we wrote.
+        crate::kbuild::cache::private_dir(&self.cache)?;
         self.checkout(commit, &dir)?;
-        let out =
-            std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        let out = create_private(&log)?;
         let status_of = Command::new("/bin/sh")
             .arg("-c")
             .arg(build)
@@ -131,9 +133,7 @@ impl Subject for Userspace {
             ));
         };
         let ok = code == 0;
-        let tmp = status.with_extension("status.tmp");
-        std::fs::write(&tmp, if ok { "ok\n" } else { "failed\n" })?;
-        std::fs::rename(&tmp, &status)?;
+        write_private(&status, if ok { "ok\n" } else { "failed\n" })?;
         Ok(if ok {
             Built::Ready(dir)
         } else {
@@ -155,4 +155,58 @@ impl Subject for Userspace {
             q(&d)
         )
     }
+}
+
+/// `file` truncated or made (0600), its last component never followed:
+/// a symbolic link planted there is refused, not written through.
+fn create_private(file: &Path) -> Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(file)
+        .with_context(|| format!("creating {}", file.display()))
+}
+
+/// A cache file's text, None when there is none; a symbolic link there is
+/// an error, not followed.
+pub fn read_private(file: &Path) -> Result<Option<String>> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(file);
+    let mut f = match f {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(anyhow::anyhow!("reading {}: {e}", file.display())),
+    };
+    let mut text = String::new();
+    f.read_to_string(&mut text)
+        .with_context(|| format!("reading {}", file.display()))?;
+    Ok(Some(text))
+}
+
+/// Write a cache file atomically (a kill leaves no half file that would
+/// read as an outcome), through a fresh temporary file beside it.
+pub fn write_private(file: &Path, text: &str) -> Result<()> {
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            return Err(anyhow::anyhow!("removing {}: {e}", tmp.display()))
+        }
+        _ => {}
+    }
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(text.as_bytes())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))
 }

@@ -7,8 +7,10 @@
 //! (each build identity is built once) and only boots it.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use super::subject::{fill, Built, Subject, Userspace};
 use crate::kbuild::{BuildError, BuildSpec};
@@ -20,6 +22,10 @@ pub struct Kernel {
     /// The plan's workloads and settings: with one filled-in config, a
     /// plan that parses (the same text each round runs).
     pub workloads_toml: String,
+    /// Set by Ctrl-C: a build that fails while it is set was most likely
+    /// stopped by it (make's children die of SIGINT too), so it says
+    /// nothing about the commit and is not remembered.
+    pub cancel: Arc<AtomicBool>,
 }
 
 impl Kernel {
@@ -54,13 +60,19 @@ impl Subject for Kernel {
             return self.inner.build(commit);
         };
         let remembered = self.failed_file(commit);
-        if let Ok(log) = std::fs::read_to_string(&remembered) {
+        if let Some(log) = super::subject::read_private(&remembered)? {
             return Ok(Built::Failed(PathBuf::from(log.trim())));
         }
         match crate::kbuild::build(&spec) {
             // The config's runs need no directory of their own: `{dir}` is
             // the repository, as for a template without --build.
             Ok(_) => Ok(Built::Ready(self.inner.repo.clone())),
+            Err(BuildError::Failed { .. }) if self.cancel.load(Ordering::SeqCst) => {
+                Err(anyhow::anyhow!(
+                    "the kernel build of {} was interrupted; resume builds it again",
+                    super::range::short(commit)
+                ))
+            }
             Err(BuildError::Failed {
                 log, last_error, ..
             }) => {
@@ -83,11 +95,5 @@ impl Subject for Kernel {
 /// Write the failed build's log path, atomically (a kill leaves no half
 /// file that would read as a failure).
 fn remember(file: &Path, log: &Path) -> Result<()> {
-    let dir = file.parent().expect("a cache file has a directory");
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = file.with_extension("tmp");
-    std::fs::write(&tmp, format!("{}\n", log.display()))
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))?;
-    Ok(())
+    super::subject::write_private(file, &format!("{}\n", log.display()))
 }

@@ -66,6 +66,10 @@ pub struct BisectArgs {
     /// $XDG_CACHE_HOME/sysdelta/bisect or ~/.cache/sysdelta/bisect].
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// With --resume from a store not only yours (a team's PostgreSQL
+    /// store): run the stored build command and template, shown first.
+    #[arg(long, requires = "resume")]
+    pub trust_stored_plan: bool,
     /// Finish an interrupted bisection (its id, as printed).
     #[arg(long, conflicts_with_all = ["repo", "good", "bad", "build", "metric", "plan", "command", "config_template"])]
     pub resume: Option<String>,
@@ -93,11 +97,21 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
             // The stored parameters name a build command run as us: only
             // from a store we own (as `run --resume` runs a stored plan).
             crate::store::Store::check_trusted(store)?;
-            bisect::state::load(store, id)?
+            let p = bisect::state::load(store, id)?;
+            trust_resumed(store, &p, a.trust_stored_plan)?;
+            p
         }
         None => params(a)?,
     };
     range::check_owned(&p.repo)?;
+    // Ours alone, checked (a shared --cache could hold another user's
+    // planted build outcomes), and one process a bisection at a time.
+    if let Some(parent) = p.cache.parent() {
+        crate::kbuild::cache::private_dir(parent)?;
+    }
+    crate::kbuild::cache::private_dir(&p.cache)?;
+    let _lock = lock(&p.cache, &p.id)?;
+    let cancel = crate::runner::signals::install()?;
     let commits = range::commits(&p.repo, &p.good, &p.bad)?;
     // A template's commits may be kernels built from a tree: the kernel
     // subject builds those first and hands any other to the userspace one.
@@ -109,6 +123,7 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
             template: p.config_template.clone(),
         },
         workloads_toml: p.workloads_toml.clone(),
+        cancel: cancel.clone(),
     };
     crate::sys::stderr::say!(
         "sysdelta: bisect {}: {} commits from {} to {}; resume with: sysdelta bisect --resume {} --store {}",
@@ -119,7 +134,6 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
         p.id,
         store.display()
     );
-    let cancel = crate::runner::signals::install()?;
     match bisect::run(store, &p, &subject, &commits, &cancel)? {
         Outcome::Interrupted => {
             crate::sys::stderr::say!(
@@ -179,8 +193,11 @@ fn params(a: &BisectArgs) -> Result<Params> {
     let config_template = template(a, &workloads_toml, &good)?;
     let seed = a.seed.unwrap_or_else(rand::random);
     let id = format!("{:08x}", rand::random::<u32>());
+    // Absolute: checkouts are cloned from inside it, and a resume may
+    // start from another directory.
     let cache = match &a.cache {
-        Some(c) => c.clone(),
+        Some(c) => std::path::absolute(c)
+            .map_err(|e| bad(format!("--cache {}: {e}", c.display())))?,
         None => default_cache()?,
     }
     .join(&id);
@@ -292,4 +309,54 @@ fn default_cache() -> Result<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .ok_or_else(|| bad("bisect: no HOME or XDG_CACHE_HOME for its cache; give --cache"))?;
     Ok(base.join("sysdelta").join("bisect"))
+}
+
+/// Refuse to run a build command and template read from a store that is
+/// not only this user's (a PostgreSQL team store: any of its writers could
+/// have written them), unless the user saw them and said
+/// --trust-stored-plan.
+fn trust_resumed(store: &Path, p: &Params, trust: bool) -> Result<()> {
+    let opened = crate::store::Store::open(store, false)?;
+    let Some(why) = crate::cli::trust::not_owned(&opened) else {
+        return Ok(());
+    };
+    let safe = crate::report::escape::terminal_safe;
+    crate::sys::stderr::say!(
+        "sysdelta: bisect {} would run, in checkouts of {}:\n  build: {}\n  template: {}",
+        p.id,
+        p.repo.display(),
+        safe(p.build.as_deref().unwrap_or("(none)")),
+        safe(p.config_template.as_deref().unwrap_or("(none)"))
+    );
+    if trust {
+        return Ok(());
+    }
+    Err(bad(format!(
+        "--resume {}: its build command and template (shown above) come from {why}: check them, then pass --trust-stored-plan; nothing was run",
+        p.id
+    )))
+}
+
+/// An exclusive lock on `cache.lock` for the whole run: two processes
+/// resuming one bisection would remove each other's checkouts and take
+/// over each other's rounds.
+fn lock(cache: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut path = cache.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| bad(format!("{}: {e}", path.display())))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        bad(format!(
+            "bisect {id}: another sysdelta is running it ({}: {e}); nothing was run",
+            path.display()
+        ))
+    })
 }

@@ -3,7 +3,8 @@
 //! through `nix::sched` (`affinity`), `perf_event_open` (`perf`), the mount
 //! table (`mountinfo`) and mounting (`mount`), loop devices (`loopdev`),
 //! /proc/PID/stat (`procstat`), sysfs/procfs/tracefs writes (`sysfs`),
-//! removing a cgroup that may still be busy (`cgroup`), opening the state
+//! removing a cgroup that may still be busy (`cgroup`), git without the
+//! caller's `GIT_*` environment (`git_env`), opening the state
 //! files beside a store only when they are ours (`trust`), the machine's
 //! run directory that only its owner can use (`private_dir`), and
 //! warnings on stderr that never panic (`stderr`), stored strings made
@@ -13,6 +14,7 @@
 
 pub mod affinity;
 pub mod cgroup;
+pub mod git_env;
 pub mod loopdev;
 pub mod mount;
 pub mod mountinfo;
