@@ -348,3 +348,80 @@ fn refuses_bad_input_in_one_line() {
     assert!(err.contains("--good 'nope'"), "{err}");
     assert!(!sb.store_exists(), "a refused bisect stores nothing");
 }
+
+#[test]
+fn a_relative_cache_is_made_absolute_and_private() {
+    let sb = Sandbox::sqlite();
+    let commits = repo(&sb.path("repo"), Some(12), 6, None);
+    // Run in the sandbox, so "rel" names sandbox/rel: checkouts were once
+    // cloned into rel/<id>/rel/<id>/<commit> from inside it.
+    let mut c = bisect(&sb, &sb.path("repo"), 6, &["--cache", "rel"]);
+    c.current_dir(sb.dir.path());
+    let (_, text) = run(&mut c);
+    assert_eq!(named(&text).as_deref(), Some(&commits[12][..12]), "{text}");
+    use std::os::unix::fs::PermissionsExt;
+    let rel = sb.path("rel");
+    let mode = std::fs::metadata(&rel).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the cache is private");
+    // The stored parameters hold the absolute cache (a resume from
+    // elsewhere finds it).
+    let c = rusqlite::Connection::open(sb.store()).unwrap();
+    let plan: String = c
+        .query_row(
+            "SELECT plan_text FROM experiments ORDER BY id LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let abs = rel.canonicalize().unwrap();
+    assert!(
+        plan.lines().next().unwrap().contains(abs.to_str().unwrap()),
+        "{plan}"
+    );
+}
+
+#[test]
+fn refuses_a_cache_another_user_owns() {
+    if !common::is_root() {
+        return common::skip("refuses_a_cache_another_user_owns: needs root to chown");
+    }
+    let sb = Sandbox::sqlite();
+    repo(&sb.path("repo"), Some(12), 7, None);
+    // A cache an attacker made (and could fill with status=ok and a
+    // checkout whose programs would run as us).
+    let cache = sb.path("planted");
+    std::fs::create_dir(&cache).unwrap();
+    std::os::unix::fs::lchown(&cache, Some(65534), Some(65534)).unwrap();
+    let mut c = bisect(&sb, &sb.path("repo"), 7, &[]);
+    // The last --cache wins over the helper's own.
+    c.arg("--cache").arg(&cache);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a directory of this user's"), "{err}");
+    assert!(!sb.store_exists(), "a refused bisect stores nothing");
+}
+
+#[test]
+fn a_stored_round_with_another_plan_is_not_run() {
+    let sb = Sandbox::sqlite();
+    repo(&sb.path("repo"), Some(12), 8, None);
+    run(&mut bisect(&sb, &sb.path("repo"), 8, &[]));
+    let store = sb.store();
+    let all = experiments(&store);
+    let id = all[0].1.split_whitespace().nth(1).unwrap().to_string();
+    // Someone who can write the store rewrites a later round's plan (its
+    // commands would run as us) and marks it interrupted, to be finished.
+    let c = rusqlite::Connection::open(&store).unwrap();
+    c.execute(
+        "UPDATE experiments SET status = 'interrupted', plan_text = plan_text || '\n# planted' WHERE id = ?1",
+        [all[1].0],
+    )
+    .unwrap();
+    drop(c);
+    let out = sb.run(&["bisect", "--resume", &id]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("holds another plan"), "{err}");
+    assert_eq!(experiments(&store).len(), all.len(), "nothing new was run");
+}

@@ -8,7 +8,8 @@
 //! it looks like the bad one, with a percentile bootstrap over the units of
 //! each side. A step looks again after every round of runs, so each look
 //! gets `alpha / looks` (Bonferroni over the looks a step may take), and a
-//! decision's error bound is the per-look alpha times the looks it took.
+//! decision's error bound is the per-look alpha times the looks it could
+//! take (the step's alpha): how many it took depends on the data.
 
 use serde::{Deserialize, Serialize};
 

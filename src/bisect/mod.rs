@@ -184,7 +184,10 @@ pub fn run(
         commit: commits[n].clone(),
         units: zero.units[0].len(),
         looks: zero.looks,
-        error: p.alpha_look() * f64::from(zero.looks),
+        // The step's whole allowance, whatever look it stopped at: the
+        // looks it took depend on the data, so only the sum over every
+        // look it could take (Bonferroni) bounds its error.
+        error: p.alpha_look() * f64::from(p.looks()),
         look: zero_look,
     });
     crate::sys::stderr::say!(
@@ -291,7 +294,9 @@ fn walk(
             commit: commits[mid].clone(),
             units: st.units[1].len(),
             looks: st.looks,
-            error: (p.alpha_look() * f64::from(st.looks)).max(look.wrong_mass),
+            // As step 0's: the whole allowance (see there); with --fixed-runs
+            // the bootstrap's mass on the wrong side when that is larger.
+            error: (p.alpha_look() * f64::from(p.looks())).max(look.wrong_mass),
             look,
         };
         crate::sys::stderr::say!("sysdelta: bisect {}: {}", p.id, report::decision_line(&d));

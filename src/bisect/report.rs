@@ -17,7 +17,8 @@ pub struct Decision {
     /// Units a side at the deciding look.
     pub units: usize,
     pub looks: u32,
-    /// Its error bound: the per-look alpha times the looks taken.
+    /// Its error bound: the step's alpha (the per-look alpha times the
+    /// looks it could take), or the wrong side's bootstrap mass if larger.
     pub error: f64,
 }
 

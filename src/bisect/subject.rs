@@ -210,3 +210,31 @@ pub fn write_private(file: &Path, text: &str) -> Result<()> {
         .with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, file).with_context(|| format!("writing {}", file.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_files_are_never_written_or_read_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        // A planted log, status, and status temporary, each a link.
+        for name in ["c.log", "c.status", "c.status.tmp", "d.status"] {
+            std::os::unix::fs::symlink(&victim, dir.path().join(name)).unwrap();
+        }
+        assert!(create_private(&dir.path().join("c.log")).is_err());
+        assert!(read_private(&dir.path().join("c.status")).is_err());
+        // The temporary link is removed, not followed; the status link is
+        // replaced by the file.
+        write_private(&dir.path().join("d.status"), "ok\n").unwrap();
+        write_private(&dir.path().join("c.status"), "ok\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert_eq!(
+            read_private(&dir.path().join("d.status")).unwrap().as_deref(),
+            Some("ok\n")
+        );
+        assert_eq!(read_private(&dir.path().join("none")).unwrap(), None);
+    }
+}

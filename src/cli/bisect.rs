@@ -360,3 +360,21 @@ fn lock(cache: &Path, id: &str) -> Result<nix::fcntl::Flock<std::fs::File>> {
         ))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_process_cannot_run_the_same_bisection() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("0a1b2c3d");
+        let held = lock(&cache, "0a1b2c3d").unwrap();
+        // flock is per open file: a second open, as a second process
+        // makes, is refused while the first is held.
+        let err = lock(&cache, "0a1b2c3d").unwrap_err().to_string();
+        assert!(err.contains("another sysdelta is running it"), "{err}");
+        drop(held);
+        lock(&cache, "0a1b2c3d").unwrap();
+    }
+}
