@@ -82,6 +82,11 @@ fn repo_with(
 
 /// The bisect command line over `repo` (good: its first commit, bad: HEAD).
 fn bisect(sb: &Sandbox, repo: &Path, seed: u64, extra: &[&str]) -> Command {
+    bisect_cached(sb, repo, seed, &sb.path("cache"), extra)
+}
+
+/// As [`bisect`], its cache at `cache`.
+fn bisect_cached(sb: &Sandbox, repo: &Path, seed: u64, cache: &Path, extra: &[&str]) -> Command {
     let plan = sb.write("plan.toml", PLAN);
     let mut c = sb.command();
     c.arg("bisect")
@@ -98,7 +103,7 @@ fn bisect(sb: &Sandbox, repo: &Path, seed: u64, extra: &[&str]) -> Command {
         .args(["--metric", "w/value", "--plan"])
         .arg(plan)
         .args(["--seed", &seed.to_string(), "--cache"])
-        .arg(sb.path("cache"))
+        .arg(cache)
         .args(extra);
     c
 }
@@ -355,7 +360,7 @@ fn a_relative_cache_is_made_absolute_and_private() {
     let commits = repo(&sb.path("repo"), Some(12), 6, None);
     // Run in the sandbox, so "rel" names sandbox/rel: checkouts were once
     // cloned into rel/<id>/rel/<id>/<commit> from inside it.
-    let mut c = bisect(&sb, &sb.path("repo"), 6, &["--cache", "rel"]);
+    let mut c = bisect_cached(&sb, &sb.path("repo"), 6, Path::new("rel"), &[]);
     c.current_dir(sb.dir.path());
     let (_, text) = run(&mut c);
     assert_eq!(named(&text).as_deref(), Some(&commits[12][..12]), "{text}");
@@ -392,9 +397,7 @@ fn refuses_a_cache_another_user_owns() {
     let cache = sb.path("planted");
     std::fs::create_dir(&cache).unwrap();
     std::os::unix::fs::lchown(&cache, Some(65534), Some(65534)).unwrap();
-    let mut c = bisect(&sb, &sb.path("repo"), 7, &[]);
-    // The last --cache wins over the helper's own.
-    c.arg("--cache").arg(&cache);
+    let mut c = bisect_cached(&sb, &sb.path("repo"), 7, &cache, &[]);
     let out = c.output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -424,4 +427,34 @@ fn a_stored_round_with_another_plan_is_not_run() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("holds another plan"), "{err}");
     assert_eq!(experiments(&store).len(), all.len(), "nothing new was run");
+}
+
+#[test]
+fn resuming_from_a_team_store_needs_trust_stored_plan() {
+    let Some(sb) = Sandbox::postgresql() else {
+        return common::skip("resuming_from_a_team_store_needs_trust_stored_plan: no PostgreSQL");
+    };
+    let commits = repo(&sb.path("repo"), Some(12), 9, None);
+    run(&mut bisect(&sb, &sb.path("repo"), 9, &[]));
+    let label: String = {
+        let out = sb.run(&["list", "--format", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let s = v.to_string();
+        let at = s.find("bisect ").expect(&s);
+        s[at..].split_whitespace().nth(1).unwrap().to_string()
+    };
+    // Any writer of the team store could have written the build command.
+    let out = sb.run(&["bisect", "--resume", &label]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("build: sh build.sh"), "shown first: {err}");
+    assert!(err.contains("--trust-stored-plan"), "{err}");
+    let out = sb.run(&["bisect", "--resume", &label, "--trust-stored-plan"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(named(&text).as_deref(), Some(&commits[12][..12]), "{text}");
 }

@@ -71,7 +71,9 @@ pub fn run_round(
     let name = label(&p.id, stage, round);
     let stored = match store_path.exists() {
         true => {
-            let store = Store::open(store_path, false)?;
+            // Made if need be, as the run below would: a team store's
+            // anchor exists before its database has tables.
+            let store = Store::open(store_path, true)?;
             match find(&store, &name)? {
                 Some(id) => Some((id, store.info(id)?)),
                 None => None,
@@ -85,11 +87,7 @@ pub fn run_round(
     let mut text = p.header();
     text.push_str(&p.workloads_toml);
     for s in sides {
-        text.push_str(&subject.config_toml(
-            &config_name(s.role, s.commit),
-            s.commit,
-            s.dir,
-        ));
+        text.push_str(&subject.config_toml(&config_name(s.role, s.commit), s.commit, s.dir));
     }
     let ov = Overrides {
         runs: Some(p.round_runs()),

@@ -232,7 +232,9 @@ mod tests {
         write_private(&dir.path().join("c.status"), "ok\n").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
         assert_eq!(
-            read_private(&dir.path().join("d.status")).unwrap().as_deref(),
+            read_private(&dir.path().join("d.status"))
+                .unwrap()
+                .as_deref(),
             Some("ok\n")
         );
         assert_eq!(read_private(&dir.path().join("none")).unwrap(), None);

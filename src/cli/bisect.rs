@@ -196,8 +196,9 @@ fn params(a: &BisectArgs) -> Result<Params> {
     // Absolute: checkouts are cloned from inside it, and a resume may
     // start from another directory.
     let cache = match &a.cache {
-        Some(c) => std::path::absolute(c)
-            .map_err(|e| bad(format!("--cache {}: {e}", c.display())))?,
+        Some(c) => {
+            std::path::absolute(c).map_err(|e| bad(format!("--cache {}: {e}", c.display())))?
+        }
         None => default_cache()?,
     }
     .join(&id);
