@@ -107,9 +107,9 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
     // Ours alone, checked (a shared --cache could hold another user's
     // planted build outcomes), and one process a bisection at a time.
     if let Some(parent) = p.cache.parent() {
-        crate::kbuild::cache::private_dir(parent)?;
+        private(parent)?;
     }
-    crate::kbuild::cache::private_dir(&p.cache)?;
+    private(&p.cache)?;
     let _lock = lock(&p.cache, &p.id)?;
     let cancel = crate::runner::signals::install()?;
     let commits = range::commits(&p.repo, &p.good, &p.bad)?;
@@ -336,6 +336,18 @@ fn trust_resumed(store: &Path, p: &Params, trust: bool) -> Result<()> {
         "--resume {}: its build command and template (shown above) come from {why}: check them, then pass --trust-stored-plan; nothing was run",
         p.id
     )))
+}
+
+/// `dir` made 0700 if missing, refused unless ours and written by us
+/// alone (kbuild's rule, whose messages name kernel builds).
+fn private(dir: &Path) -> Result<()> {
+    crate::kbuild::cache::private_dir(dir).map_err(|e| {
+        let e = e.to_string();
+        bad(format!(
+            "bisect cache: {}",
+            e.strip_prefix("kernel builds: ").unwrap_or(&e)
+        ))
+    })
 }
 
 /// An exclusive lock on `cache.lock` for the whole run: two processes
