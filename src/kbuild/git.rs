@@ -73,7 +73,7 @@ pub fn hash_file(path: &Path) -> Result<String, Error> {
     if !out.status.success() {
         return Err(Error::bad(format!("cannot read {}", path.display())));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    blob_id(&out)
 }
 
 /// Git's blob id of some text (the build identity's key).
@@ -94,5 +94,43 @@ pub fn hash_text(text: &str) -> Result<String, Error> {
     let out = child
         .wait_with_output()
         .map_err(|e| Error::failed(format!("git hash-object: {e}")))?;
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    blob_id(&out)
+}
+
+/// hash-object's answer, checked: a failed or odd run must not give an
+/// empty key, which would name `builds/` itself as a build's directory.
+fn blob_id(out: &std::process::Output) -> Result<String, Error> {
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !is_blob_id(&id) {
+        return Err(Error::failed(format!(
+            "git hash-object failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(id)
+}
+
+/// 40 lowercase hex digits (or 64, in a SHA-256 git).
+fn is_blob_id(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64)
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blob_id_is_checked_not_trusted() {
+        let ok = hash_text("x").unwrap();
+        assert_eq!(ok.len(), 40);
+        let run = |sh: &str| Command::new("sh").args(["-c", sh]).output().unwrap();
+        assert_eq!(blob_id(&run(&format!("echo {ok}"))).unwrap(), ok);
+        // An empty answer, a failed run or stray text is an error, never a key.
+        assert!(blob_id(&run("true")).is_err());
+        assert!(blob_id(&run(&format!("echo {ok}; exit 1"))).is_err());
+        assert!(blob_id(&run("echo 'fatal: no'")).is_err());
+    }
 }

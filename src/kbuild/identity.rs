@@ -39,11 +39,12 @@ impl Identity {
         // The enabled options belong to the identity: a sysdelta that
         // merges in another list builds another kernel.
         let text = format!(
-            "commit {}\npatches {}\nkconfig {}\nenabled {}\n",
+            "commit {}\npatches {}\nkconfig {}\nenabled {}\ncompiler {}\n",
             spec.commit,
             patches.join(" "),
             kconfig,
-            super::kconfig::GUEST_NEEDS.join(" ")
+            super::kconfig::GUEST_NEEDS.join(" "),
+            compiler()
         );
         let key = git::hash_text(&text)?.chars().take(12).collect();
         Ok(Identity {
@@ -80,6 +81,26 @@ impl Identity {
     pub fn localversion(&self) -> String {
         format!("-sd{}", &self.key[..8.min(self.key.len())])
     }
+}
+
+/// `gcc --version`'s first line: another compiler builds another kernel
+/// (an upgraded gcc must not reuse the old build). "none" when there is
+/// no gcc, whose build then fails.
+fn compiler() -> String {
+    std::process::Command::new("gcc")
+        .arg("--version")
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_else(|| "none".into())
 }
 
 /// Expand `patches` as written: files in order; a directory holding a

@@ -16,37 +16,56 @@
 use std::path::Path;
 
 use super::git::git;
+use super::make::Stop;
 use crate::error::Error;
 
-/// Make `src` a no-checkout clone of `tree` if it is not one yet.
+/// Make `src` a no-checkout clone of `tree` if it is not one yet. The
+/// clone is made beside it and renamed into place, so a clone cut short
+/// (SIGKILL, full disk) is never taken for a finished one. The caller
+/// holds the tree's lock.
 pub fn ensure_clone(tree: &Path, src: &Path) -> Result<(), Error> {
     if src.join(".git").is_dir() {
         return Ok(());
     }
     let parent = src.parent().expect("the cache has a parent");
+    let mut partial = src.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let _ = std::fs::remove_dir_all(&partial);
     let tree_s = tree.to_string_lossy();
-    let src_s = src.to_string_lossy();
+    let partial_s = partial.to_string_lossy();
     git(
         parent,
-        &["clone", "-q", "--shared", "--no-checkout", &tree_s, &src_s],
+        &[
+            "clone",
+            "-q",
+            "--shared",
+            "--no-checkout",
+            &tree_s,
+            &partial_s,
+        ],
     )?;
-    Ok(())
+    // A src without .git (left by an older sysdelta) is replaced.
+    let _ = std::fs::remove_dir_all(src);
+    std::fs::rename(&partial, src).map_err(|e| Error::failed(format!("{}: {e}", src.display())))
 }
 
 /// Check out `commit` (detached) in `src`, dropping what an earlier
 /// build's patches changed or added, then apply `patches` in order.
-/// Everything git says goes to `log`; Err: the one line that failed.
+/// Err: the one line that failed; only a patch that does not apply is
+/// the build's failure (a stale lock or a full disk is not the commit's).
 pub fn checkout(
     tree: &Path,
     src: &Path,
     commit: &str,
     patches: &[std::path::PathBuf],
-) -> Result<(), String> {
+) -> Result<(), Stop> {
+    let other = |e: Error| Stop::Other(e.to_string());
     // The tree's new commits are reached through the clone's alternates,
     // but its refs are not: fetch the one commit if the clone lacks it.
     if git(src, &["cat-file", "-e", &format!("{commit}^{{commit}}")]).is_err() {
         let tree_s = tree.to_string_lossy();
-        git(src, &["fetch", "-q", &tree_s, commit]).map_err(|e| e.to_string())?;
+        git(src, &["fetch", "-q", &tree_s, commit]).map_err(other)?;
     }
     git(
         src,
@@ -60,12 +79,12 @@ pub fn checkout(
             commit,
         ],
     )
-    .map_err(|e| e.to_string())?;
-    git(src, &["clean", "-q", "-f", "-d", "-x"]).map_err(|e| e.to_string())?;
+    .map_err(other)?;
+    git(src, &["clean", "-q", "-f", "-d", "-x"]).map_err(other)?;
     for p in patches {
         let p_s = p.to_string_lossy();
         git(src, &["apply", "--whitespace=nowarn", &p_s])
-            .map_err(|e| format!("patch {} does not apply: {e}", p.display()))?;
+            .map_err(|e| Stop::Failed(format!("patch {} does not apply: {e}", p.display())))?;
     }
     Ok(())
 }
