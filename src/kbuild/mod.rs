@@ -99,11 +99,12 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let art = root.join("builds").join(&identity.key);
     let log = art.join("build.log");
     let done = art.join("release");
-    if let Some(b) = finished(spec, &art, &identity, &log, t0)? {
-        return Ok(b);
-    }
+    // Checked before a finished build is trusted: its bzImage is booted.
     for d in ["src", "obj", "builds"] {
         cache::private_dir(&root.join(d))?;
+    }
+    if let Some(b) = finished(spec, &art, &identity, &log, t0)? {
+        return Ok(b);
     }
     // One builder per checkout (and so per object directory under it).
     let _lock = cache::lock(&root.join("src").join(format!("{tree_name}.lock")))?;
