@@ -58,13 +58,14 @@ const GUEST_NICE: &[&str] = &[
     "MODULE_COMPRESS_NONE",
 ];
 
-/// Write `obj/.config` for this build. Err: the line that says why.
-pub fn prepare(m: &Make, kconfig: Option<&Path>, localversion: &str) -> Result<(), Stop> {
+/// Write `obj/.config` for this build from `kconfig`'s content (as
+/// hashed into the identity). Err: the line that says why.
+pub fn prepare(m: &Make, kconfig: Option<&[u8]>, localversion: &str) -> Result<(), Stop> {
     let dot = m.obj.join(".config");
     match kconfig {
         Some(k) => {
-            std::fs::copy(k, &dot)
-                .map_err(|e| Stop::Other(format!("cannot copy {}: {e}", k.display())))?;
+            std::fs::write(&dot, k)
+                .map_err(|e| Stop::Other(format!("cannot write {}: {e}", dot.display())))?;
         }
         None => make(m, &["x86_64_defconfig"])?,
     }

@@ -93,7 +93,8 @@ impl From<BuildError> for Error {
 /// Build `spec` (or reuse its earlier build), printing progress on stderr.
 pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let t0 = Instant::now();
-    let identity = Identity::of(spec)?;
+    let inputs = identity::Inputs::read(spec)?;
+    let identity = Identity::of(spec, &inputs)?;
     let root = cache::root()?;
     let tree_name = cache::name_of(&[&spec.tree.to_string_lossy()])?;
     let art = root.join("builds").join(&identity.key);
@@ -138,7 +139,14 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         make::Stop::Other(why) => BuildError::Other(Error::failed(why)),
     };
     source::ensure_clone(&spec.tree, &src)?;
-    source::checkout(&spec.tree, &src, &spec.commit, &spec.patches).map_err(stop)?;
+    source::checkout(
+        &spec.tree,
+        &src,
+        &spec.commit,
+        &spec.patches,
+        &inputs.patches,
+    )
+    .map_err(stop)?;
     let m = make::Make {
         src,
         obj,
@@ -146,7 +154,7 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ccache: make::on_path("ccache"),
     };
-    kconfig::prepare(&m, spec.kconfig.as_deref(), &identity.localversion()).map_err(stop)?;
+    kconfig::prepare(&m, inputs.kconfig.as_deref(), &identity.localversion()).map_err(stop)?;
     let release = install(&m, &art).map_err(stop)?;
     std::fs::write(&done, &release)
         .map_err(|e| Error::failed(format!("{}: {e}", done.display())))?;

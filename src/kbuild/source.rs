@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use super::git::git;
+use super::git::{git, git_in};
 use super::make::Stop;
 use crate::error::Error;
 
@@ -51,14 +51,16 @@ pub fn ensure_clone(tree: &Path, src: &Path) -> Result<(), Error> {
 }
 
 /// Check out `commit` (detached) in `src`, dropping what an earlier
-/// build's patches changed or added, then apply `patches` in order.
+/// build's patches changed or added, then apply the patches (`names`
+/// for messages, `patches` their contents as hashed) in order.
 /// Err: the one line that failed; only a patch that does not apply is
 /// the build's failure (a stale lock or a full disk is not the commit's).
 pub fn checkout(
     tree: &Path,
     src: &Path,
     commit: &str,
-    patches: &[std::path::PathBuf],
+    names: &[std::path::PathBuf],
+    patches: &[Vec<u8>],
 ) -> Result<(), Stop> {
     let other = |e: Error| Stop::Other(e.to_string());
     // The tree's new commits are reached through the clone's alternates,
@@ -81,10 +83,60 @@ pub fn checkout(
     )
     .map_err(other)?;
     git(src, &["clean", "-q", "-f", "-d", "-x"]).map_err(other)?;
-    for p in patches {
-        let p_s = p.to_string_lossy();
-        git(src, &["apply", "--whitespace=nowarn", &p_s])
+    for (p, bytes) in names.iter().zip(patches) {
+        git_in(src, &["apply", "--whitespace=nowarn", "-"], Some(bytes))
             .map_err(|e| Stop::Failed(format!("patch {} does not apply: {e}", p.display())))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn patches_apply_from_the_bytes_given_and_only_they_fail_the_build() {
+        let t = tempfile::tempdir().unwrap();
+        let tree = t.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        run(&tree, &["init", "-q", "-b", "main"]);
+        std::fs::write(tree.join("f"), "one\n").unwrap();
+        run(&tree, &["add", "f"]);
+        run(&tree, &["commit", "-q", "-m", "one"]);
+        let commit = git(&tree, &["rev-parse", "HEAD"]).unwrap();
+        // A clone cut short earlier is replaced, not taken for a clone.
+        let src = t.path().join("src");
+        std::fs::create_dir_all(t.path().join("src.partial/junk")).unwrap();
+        ensure_clone(&tree, &src).unwrap();
+        assert!(src.join(".git").is_dir() && !t.path().join("src.partial").exists());
+        let patch = b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two\n".to_vec();
+        // The file named may say anything by now: the bytes are applied.
+        let name = t.path().join("gone.patch");
+        checkout(&tree, &src, &commit, &[name.clone()], &[patch]).unwrap();
+        assert_eq!(std::fs::read_to_string(src.join("f")).unwrap(), "two\n");
+        // A patch that does not apply is the build's failure...
+        let bad = b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-zzz\n+two\n".to_vec();
+        let e = checkout(&tree, &src, &commit, &[name], &[bad]).unwrap_err();
+        assert!(
+            matches!(&e, Stop::Failed(m) if m.contains("gone.patch does not apply")),
+            "{e:?}"
+        );
+        // ...a checkout git cannot do (here: a stale index.lock) is not.
+        std::fs::write(src.join(".git/index.lock"), "").unwrap();
+        let e = checkout(&tree, &src, &commit, &[], &[]).unwrap_err();
+        assert!(matches!(e, Stop::Other(_)), "{e:?}");
+    }
 }
