@@ -125,7 +125,7 @@ mod tests {
         let patch = b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two\n".to_vec();
         // The file named may say anything by now: the bytes are applied.
         let name = t.path().join("gone.patch");
-        checkout(&tree, &src, &commit, &[name.clone()], &[patch]).unwrap();
+        checkout(&tree, &src, &commit, std::slice::from_ref(&name), &[patch]).unwrap();
         assert_eq!(std::fs::read_to_string(src.join("f")).unwrap(), "two\n");
         // A patch that does not apply is the build's failure...
         let bad = b"--- a/f\n+++ b/f\n@@ -1 +1 @@\n-zzz\n+two\n".to_vec();
