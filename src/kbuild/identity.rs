@@ -24,26 +24,55 @@ pub struct Identity {
     pub key: String,
 }
 
+/// The patches' and the kconfig's bytes, read once: what is hashed into
+/// the identity is what is applied and copied, so a file changed during
+/// the build cannot put other content under this identity's key.
+#[derive(Clone, Debug)]
+pub struct Inputs {
+    /// Each patch's content, in the order applied.
+    pub patches: Vec<Vec<u8>>,
+    /// The starting config's content; None: `defconfig`.
+    pub kconfig: Option<Vec<u8>>,
+}
+
+impl Inputs {
+    /// Read every patch and the kconfig of `spec`.
+    pub fn read(spec: &BuildSpec) -> Result<Inputs, Error> {
+        let read = |p: &Path| {
+            std::fs::read(p).map_err(|e| Error::bad(format!("cannot read {}: {e}", p.display())))
+        };
+        Ok(Inputs {
+            patches: spec
+                .patches
+                .iter()
+                .map(|p| read(p))
+                .collect::<Result<_, _>>()?,
+            kconfig: spec.kconfig.as_deref().map(read).transpose()?,
+        })
+    }
+}
+
 impl Identity {
-    /// Hash the spec's inputs (reads every patch and the kconfig).
-    pub fn of(spec: &BuildSpec) -> Result<Identity, Error> {
-        let patches = spec
+    /// Hash the spec's commit and the inputs read from its files.
+    pub fn of(spec: &BuildSpec, inputs: &Inputs) -> Result<Identity, Error> {
+        let patches = inputs
             .patches
             .iter()
-            .map(|p| git::hash_file(p))
+            .map(|p| git::hash_bytes(p))
             .collect::<Result<Vec<_>, _>>()?;
-        let kconfig = match &spec.kconfig {
-            Some(k) => git::hash_file(k)?,
+        let kconfig = match &inputs.kconfig {
+            Some(k) => git::hash_bytes(k)?,
             None => "defconfig".to_string(),
         };
         // The enabled options belong to the identity: a sysdelta that
         // merges in another list builds another kernel.
         let text = format!(
-            "commit {}\npatches {}\nkconfig {}\nenabled {}\n",
+            "commit {}\npatches {}\nkconfig {}\nenabled {}\ncompiler {}\n",
             spec.commit,
             patches.join(" "),
             kconfig,
-            super::kconfig::GUEST_NEEDS.join(" ")
+            super::kconfig::GUEST_NEEDS.join(" "),
+            compiler()
         );
         let key = git::hash_text(&text)?.chars().take(12).collect();
         Ok(Identity {
@@ -80,6 +109,26 @@ impl Identity {
     pub fn localversion(&self) -> String {
         format!("-sd{}", &self.key[..8.min(self.key.len())])
     }
+}
+
+/// `gcc --version`'s first line: another compiler builds another kernel
+/// (an upgraded gcc must not reuse the old build). "none" when there is
+/// no gcc, whose build then fails.
+fn compiler() -> String {
+    std::process::Command::new("gcc")
+        .arg("--version")
+        .env("LC_ALL", "C")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .map(|l| l.trim().to_string())
+        })
+        .unwrap_or_else(|| "none".into())
 }
 
 /// Expand `patches` as written: files in order; a directory holding a
@@ -153,15 +202,23 @@ mod tests {
             patches,
             kconfig: None,
         };
-        let one = Identity::of(&spec(want.clone())).unwrap();
-        assert_eq!(one, Identity::of(&spec(want.clone())).unwrap());
+        let of = |s: BuildSpec| Identity::of(&s, &Inputs::read(&s).unwrap()).unwrap();
+        let one = of(spec(want.clone()));
+        assert_eq!(one, of(spec(want.clone())));
+        // The same ids git gives the files.
+        let out = std::process::Command::new("git")
+            .args(["hash-object", "--no-filters"])
+            .arg(d.join("b.patch"))
+            .output()
+            .unwrap();
+        assert_eq!(one.patches[0], String::from_utf8_lossy(&out.stdout).trim());
         assert_eq!(one.key.len(), 12);
         assert_eq!(one.localversion(), format!("-sd{}", &one.key[..8]));
         // Another order, or another content, is another build.
-        let other = Identity::of(&spec(vec![d.join("a.patch"), d.join("b.patch")])).unwrap();
+        let other = of(spec(vec![d.join("a.patch"), d.join("b.patch")]));
         assert_ne!(one.key, other.key);
         std::fs::write(d.join("a.patch"), "a2").unwrap();
-        assert_ne!(one.key, Identity::of(&spec(want)).unwrap().key);
+        assert_ne!(one.key, of(spec(want)).key);
         assert!(one.describe().contains("patches ") && one.describe().contains("config defconfig"));
     }
 }

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::make::{make, Make};
+use super::make::{make, Make, Stop};
 
 /// Options the guest cannot boot without, enabled (=y) and checked after
 /// `olddefconfig`: virtio over PCI and the virtiofs root (`vm::modules::WANTED`),
@@ -58,12 +58,14 @@ const GUEST_NICE: &[&str] = &[
     "MODULE_COMPRESS_NONE",
 ];
 
-/// Write `obj/.config` for this build. Err: the line that says why.
-pub fn prepare(m: &Make, kconfig: Option<&Path>, localversion: &str) -> Result<(), String> {
+/// Write `obj/.config` for this build from `kconfig`'s content (as
+/// hashed into the identity). Err: the line that says why.
+pub fn prepare(m: &Make, kconfig: Option<&[u8]>, localversion: &str) -> Result<(), Stop> {
     let dot = m.obj.join(".config");
     match kconfig {
         Some(k) => {
-            std::fs::copy(k, &dot).map_err(|e| format!("cannot copy {}: {e}", k.display()))?;
+            std::fs::write(&dot, k)
+                .map_err(|e| Stop::Other(format!("cannot write {}: {e}", dot.display())))?;
         }
         None => make(m, &["x86_64_defconfig"])?,
     }
@@ -86,10 +88,10 @@ pub fn prepare(m: &Make, kconfig: Option<&Path>, localversion: &str) -> Result<(
         .copied()
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
+        return Err(Stop::Failed(format!(
             "olddefconfig left CONFIG_{} unset (a dependency the kconfig turns off?)",
             missing.join(", CONFIG_")
-        ));
+        )));
     }
     Ok(())
 }

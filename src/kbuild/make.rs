@@ -5,6 +5,31 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// Why a build step stopped: the commit's fault, or not.
+#[derive(Debug, PartialEq)]
+pub enum Stop {
+    /// make, a patch or the config failed: the commit does not build.
+    Failed(String),
+    /// A signal killed make (Ctrl-C), or git, the cache or the disk
+    /// failed: says nothing about the commit, so a bisection must not
+    /// remember it as unbuildable.
+    Other(String),
+}
+
+/// A plain message from a step is a build failure.
+impl From<String> for Stop {
+    fn from(s: String) -> Stop {
+        Stop::Failed(s)
+    }
+}
+
+/// What make and its scripts may see of our environment: PATH and HOME
+/// only (ccache's default directory). ARCH, CROSS_COMPILE, KCFLAGS,
+/// MAKEFLAGS, KCONFIG_CONFIG, CC and the like would change what is built
+/// without changing the build's identity. C messages keep `last_error`'s
+/// patterns matching.
+const KEEP_ENV: &[&str] = &["PATH", "HOME"];
+
 /// One build's make invocation settings.
 pub struct Make {
     /// The checked-out source (`make -C`).
@@ -22,34 +47,46 @@ pub struct Make {
 impl Make {
     /// Run `program args` with its output appended to the log. Err: a
     /// line naming the command and the log's last error line.
-    pub fn run(&self, program: &Path, args: &[String]) -> Result<(), String> {
+    pub fn run(&self, program: &Path, args: &[String]) -> Result<(), Stop> {
         let log = File::options()
             .create(true)
             .append(true)
             .open(&self.log)
-            .map_err(|e| format!("{}: {e}", self.log.display()))?;
+            .map_err(|e| Stop::Other(format!("{}: {e}", self.log.display())))?;
         let err = log
             .try_clone()
-            .map_err(|e| format!("{}: {e}", self.log.display()))?;
-        let status = Command::new(program)
+            .map_err(|e| Stop::Other(format!("{}: {e}", self.log.display())))?;
+        let mut cmd = Command::new(program);
+        cmd.env_clear();
+        for k in KEEP_ENV {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+        let status = cmd
+            .env("LC_ALL", "C")
             .args(args)
             .current_dir(&self.src)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)
             .status()
-            .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+            .map_err(|e| Stop::Other(format!("cannot run {}: {e}", program.display())))?;
         if status.success() {
             return Ok(());
         }
-        Err(last_error(&self.log).unwrap_or_else(|| {
-            format!("{} {} failed ({status})", program.display(), args.join(" "))
-        }))
+        let said = format!("{} {} failed ({status})", program.display(), args.join(" "));
+        // No exit code: a signal ended it (the terminal's SIGINT reaches
+        // make too), which is not the commit failing to build.
+        if status.code().is_none() {
+            return Err(Stop::Other(said));
+        }
+        Err(Stop::Failed(last_error(&self.log).unwrap_or(said)))
     }
 }
 
 /// `make -C src O=obj -jN [CC="ccache gcc"] targets...`.
-pub fn make(m: &Make, targets: &[&str]) -> Result<(), String> {
+pub fn make(m: &Make, targets: &[&str]) -> Result<(), Stop> {
     let mut args = vec![
         "-C".to_string(),
         m.src.to_string_lossy().into_owned(),
@@ -89,4 +126,48 @@ pub fn on_path(name: &str) -> bool {
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn make_in(d: &Path) -> Make {
+        Make {
+            src: d.to_path_buf(),
+            obj: d.to_path_buf(),
+            log: d.join("log"),
+            jobs: 1,
+            ccache: false,
+        }
+    }
+
+    #[test]
+    fn a_killed_step_is_not_a_failed_build_and_the_environment_is_ours() {
+        let t = tempfile::tempdir().unwrap();
+        let m = make_in(t.path());
+        let sh = Path::new("/bin/sh");
+        let run = |script: &str| m.run(sh, &["-c".into(), script.into()]);
+        // A failing step is the commit's fault, with the log's error line.
+        assert_eq!(
+            run("echo 'foo.c:1: error: nope'; exit 2"),
+            Err(Stop::Failed("foo.c:1: error: nope".into()))
+        );
+        // Killed by a signal (as Ctrl-C kills make): not the commit's fault.
+        assert!(matches!(run("kill -INT $$"), Err(Stop::Other(_))));
+        // Nothing of the caller's environment (ARCH, MAKEFLAGS, cargo's
+        // own variables here) reaches make: only PATH, HOME and LC_ALL,
+        // and what sh itself sets.
+        let _ = std::fs::remove_file(&m.log);
+        assert_eq!(run("env"), Ok(()));
+        let text = std::fs::read_to_string(&m.log).unwrap();
+        let names: Vec<&str> = text.lines().filter_map(|l| l.split('=').next()).collect();
+        assert!(names.contains(&"LC_ALL"), "{names:?}");
+        for n in &names {
+            assert!(
+                ["PATH", "HOME", "LC_ALL", "PWD", "OLDPWD", "SHLVL", "_"].contains(n),
+                "{n} reached make: {names:?}"
+            );
+        }
+    }
 }

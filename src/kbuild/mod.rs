@@ -93,17 +93,19 @@ impl From<BuildError> for Error {
 /// Build `spec` (or reuse its earlier build), printing progress on stderr.
 pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
     let t0 = Instant::now();
-    let identity = Identity::of(spec)?;
+    let inputs = identity::Inputs::read(spec)?;
+    let identity = Identity::of(spec, &inputs)?;
     let root = cache::root()?;
     let tree_name = cache::name_of(&[&spec.tree.to_string_lossy()])?;
     let art = root.join("builds").join(&identity.key);
     let log = art.join("build.log");
     let done = art.join("release");
-    if let Some(b) = finished(spec, &art, &identity, &log, t0)? {
-        return Ok(b);
-    }
+    // Checked before a finished build is trusted: its bzImage is booted.
     for d in ["src", "obj", "builds"] {
         cache::private_dir(&root.join(d))?;
+    }
+    if let Some(b) = finished(spec, &art, &identity, &log, t0)? {
+        return Ok(b);
     }
     // One builder per checkout (and so per object directory under it).
     let _lock = cache::lock(&root.join("src").join(format!("{tree_name}.lock")))?;
@@ -131,8 +133,20 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         log: log.clone(),
         last_error,
     };
+    // Only the commit's own failures are Failed: a bisection skips those.
+    let stop = |s: make::Stop| match s {
+        make::Stop::Failed(last) => failed(last),
+        make::Stop::Other(why) => BuildError::Other(Error::failed(why)),
+    };
     source::ensure_clone(&spec.tree, &src)?;
-    source::checkout(&spec.tree, &src, &spec.commit, &spec.patches).map_err(failed)?;
+    source::checkout(
+        &spec.tree,
+        &src,
+        &spec.commit,
+        &spec.patches,
+        &inputs.patches,
+    )
+    .map_err(stop)?;
     let m = make::Make {
         src,
         obj,
@@ -140,8 +154,8 @@ pub fn build(spec: &BuildSpec) -> Result<Built, BuildError> {
         jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
         ccache: make::on_path("ccache"),
     };
-    kconfig::prepare(&m, spec.kconfig.as_deref(), &identity.localversion()).map_err(failed)?;
-    let release = install(&m, &art).map_err(failed)?;
+    kconfig::prepare(&m, inputs.kconfig.as_deref(), &identity.localversion()).map_err(stop)?;
+    let release = install(&m, &art).map_err(stop)?;
     std::fs::write(&done, &release)
         .map_err(|e| Error::failed(format!("{}: {e}", done.display())))?;
     let seconds = t0.elapsed().as_secs_f64();
@@ -193,7 +207,7 @@ fn finished(
 
 /// Build the image and modules; copy the image and .config into `art`
 /// and install the modules under it. Returns the kernel release.
-fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
+fn install(m: &make::Make, art: &std::path::Path) -> Result<String, make::Stop> {
     let modules = kconfig::has_modules(&m.obj);
     make::make(
         m,
@@ -211,7 +225,7 @@ fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
     let copy = |from: PathBuf, to: PathBuf| {
         std::fs::copy(&from, &to)
             .map(|_| ())
-            .map_err(|e| format!("cannot copy {}: {e}", from.display()))
+            .map_err(|e| make::Stop::Other(format!("cannot copy {}: {e}", from.display())))
     };
     copy(m.obj.join("arch/x86/boot/bzImage"), art.join("bzImage"))?;
     copy(m.obj.join(".config"), art.join("config"))?;
@@ -229,9 +243,10 @@ fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
     } else {
         // No loadable modules: every driver the guest needs is built in
         // (kconfig::prepare checked them), which modules.builtin says.
-        std::fs::create_dir_all(&mod_dir).map_err(|e| format!("{}: {e}", mod_dir.display()))?;
+        std::fs::create_dir_all(&mod_dir)
+            .map_err(|e| make::Stop::Other(format!("{}: {e}", mod_dir.display())))?;
         std::fs::write(mod_dir.join("modules.dep"), "")
-            .map_err(|e| format!("{}: {e}", mod_dir.display()))?;
+            .map_err(|e| make::Stop::Other(format!("{}: {e}", mod_dir.display())))?;
         let builtin = m.obj.join("modules.builtin");
         let text = std::fs::read_to_string(&builtin).unwrap_or_default();
         let listed: String = crate::vm::modules::WANTED
@@ -239,13 +254,13 @@ fn install(m: &make::Make, art: &std::path::Path) -> Result<String, String> {
             .map(|w| format!("kernel/builtin/{w}.ko\n"))
             .collect();
         std::fs::write(mod_dir.join("modules.builtin"), text + &listed)
-            .map_err(|e| format!("{}: {e}", mod_dir.display()))?;
+            .map_err(|e| make::Stop::Other(format!("{}: {e}", mod_dir.display())))?;
     }
     if !mod_dir.join("modules.builtin").is_file() {
-        return Err(format!(
+        return Err(make::Stop::Failed(format!(
             "{} has no modules.builtin after modules_install",
             mod_dir.display()
-        ));
+        )));
     }
     Ok(release)
 }

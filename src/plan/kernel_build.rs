@@ -69,14 +69,23 @@ pub fn spec(w: &Written) -> Result<BuildSpec, (&'static str, String)> {
             ))
         }
     };
+    for p in &written {
+        // A quilt directory's series file is read as well as the patches.
+        let series = p.join("series");
+        yours(if p.is_dir() { &series } else { p }).map_err(|m| ("patches", m))?;
+    }
     let patches = crate::kbuild::identity::expand_patches(&written)
         .map_err(|e| ("patches", e.to_string()))?;
+    for p in &patches {
+        yours(p).map_err(|m| ("patches", m))?;
+    }
     let kconfig = match w.kconfig {
         Some(k) => {
             let p = absolute(k).map_err(|m| ("kconfig", m))?;
             if !p.is_file() {
                 return Err(("kconfig", format!("{}: no such file", p.display())));
             }
+            yours(&p).map_err(|m| ("kconfig", m))?;
             Some(p)
         }
         None => None,
@@ -88,6 +97,37 @@ pub fn spec(w: &Written) -> Result<BuildSpec, (&'static str, String)> {
         patches,
         kconfig,
     })
+}
+
+/// A patch changes the Makefiles and scripts make runs as root, and the
+/// kconfig what is built: like the tree, they (and the directories they
+/// are in) must be this user's or root's, and writable by no one else.
+/// Missing files are left to the callers' own messages.
+fn yours(file: &std::path::Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(real) = std::fs::canonicalize(file) else {
+        return Ok(());
+    };
+    let me = nix::unistd::geteuid().as_raw();
+    for p in [Some(real.as_path()), real.parent()].into_iter().flatten() {
+        let m = std::fs::metadata(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        let mode = m.permissions().mode();
+        if m.uid() != me && m.uid() != 0 {
+            return Err(format!(
+                "{} is owned by uid {}, not by this user (uid {me}) or root",
+                p.display(),
+                m.uid()
+            ));
+        }
+        if mode & 0o022 != 0 {
+            return Err(format!(
+                "{} may be written by others (mode {:o}); chmod go-w it",
+                p.display(),
+                mode & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn absolute(s: &str) -> Result<PathBuf, String> {
@@ -176,6 +216,52 @@ mod tests {
             let e = plan(&format!("tree = \"{tree}\"\nref = \"v1\"")).unwrap_err();
             assert!(e.contains("is owned by uid 65534, not by this user"), "{e}");
             std::os::unix::fs::chown(d, Some(0), None).unwrap();
+        }
+    }
+
+    #[test]
+    fn patches_and_kconfig_others_could_change_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::write(d.join("Makefile"), "all:\n").unwrap();
+        git(d, &["add", "Makefile"]);
+        git(d, &["commit", "-q", "-m", "one"]);
+        let q = d.join("q");
+        std::fs::create_dir(&q).unwrap();
+        std::fs::write(q.join("a.patch"), "").unwrap();
+        std::fs::write(q.join("series"), "a.patch\n").unwrap();
+        std::fs::write(d.join("k.config"), "").unwrap();
+        let tree = d.display();
+        let with = |extra: &str| plan(&format!("tree = \"{tree}\"\nref = \"main\"\n{extra}"));
+        let chmod = |p: &std::path::Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+        };
+        let series = format!("patches = \"{tree}/q\"");
+        let kconfig = format!("kconfig = \"{tree}/k.config\"");
+        with(&series).unwrap();
+        with(&kconfig).unwrap();
+        for (file, extra, field) in [
+            (q.join("series"), &series, "kernel.patches:"),
+            (q.join("a.patch"), &series, "kernel.patches:"),
+            (q.clone(), &series, "kernel.patches:"),
+            (d.join("k.config"), &kconfig, "kernel.kconfig:"),
+        ] {
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o7777;
+            chmod(&file, mode | 0o002);
+            let e = with(extra).unwrap_err();
+            chmod(&file, mode);
+            assert!(
+                e.contains(field) && e.contains("may be written by others"),
+                "{e}"
+            );
+            if nix::unistd::geteuid().is_root() {
+                std::os::unix::fs::chown(&file, Some(65534), None).unwrap();
+                let e = with(extra).unwrap_err();
+                std::os::unix::fs::chown(&file, Some(0), None).unwrap();
+                assert!(e.contains("is owned by uid 65534"), "{e}");
+            }
         }
     }
 }
