@@ -1,6 +1,6 @@
-//! The git commands a kernel build needs, run with a clean environment so
-//! that a caller's `GIT_DIR` or `GIT_WORK_TREE` cannot point them
-//! elsewhere.
+//! The git commands a kernel build needs, run without the caller's
+//! `GIT_*` variables (`sys::git_env`), so that a `GIT_DIR` or
+//! `GIT_WORK_TREE` cannot point them elsewhere.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,13 +14,12 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, Error> {
 
 /// [`git`] with `input` on its stdin (a patch for `git apply -`).
 pub fn git_in(dir: &Path, args: &[&str], input: Option<&[u8]>) -> Result<String, Error> {
-    let mut child = Command::new("git")
+    let mut cmd = Command::new("git");
+    crate::sys::git_env::clean(&mut cmd);
+    let mut child = cmd
         .arg("-C")
         .arg(dir)
         .args(args)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .env_remove("GIT_INDEX_FILE")
         .stdin(if input.is_some() {
             Stdio::piped()
         } else {
@@ -123,7 +122,9 @@ pub fn resolve_ref(tree: &Path, reference: &str) -> Result<String, Error> {
 /// Git's blob id of some bytes (the same id `git hash-object` prints for
 /// a file holding them): the patches' and the kconfig's identity.
 pub fn hash_bytes(bytes: &[u8]) -> Result<String, Error> {
-    let mut child = Command::new("git")
+    let mut cmd = Command::new("git");
+    crate::sys::git_env::clean(&mut cmd);
+    let mut child = cmd
         .args(["hash-object", "--stdin"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
