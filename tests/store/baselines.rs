@@ -97,3 +97,32 @@ fn an_unknown_or_malformed_baseline_is_bad_input_and_runs_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(experiments(&sb), 1, "nothing ran");
 }
+
+#[test]
+fn fail_on_gates_the_comparison_with_the_baseline() {
+    // A one-config run has no comparison of its own: before the fix its
+    // gate always "passed", whatever the baseline comparison said.
+    let sb = Sandbox::new();
+    let out = ab(&sb, "0.002", &["--no-report", "--save-baseline", "main"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ab(
+        &sb,
+        "0.03",
+        &["--against-baseline", "main", "--fail-on", "worse"],
+    );
+    let err = stderr(&out);
+    let gates: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--fail-on worse"))
+        .collect();
+    assert_eq!(
+        gates.len(),
+        2,
+        "the run's gate and the comparison's:\n{err}"
+    );
+    assert!(gates[1].contains("against #1"), "{err}");
+    // Whether 15x slower is judged worse at 5 runs a side is the load's
+    // to say; the exit status follows whatever the gate lines said.
+    let failed = gates.iter().any(|l| l.contains("FAILED"));
+    assert_eq!(out.status.code(), Some(if failed { 3 } else { 0 }), "{err}");
+}
