@@ -126,3 +126,56 @@ fn fail_on_gates_the_comparison_with_the_baseline() {
     let failed = gates.iter().any(|l| l.contains("FAILED"));
     assert_eq!(out.status.code(), Some(if failed { 3 } else { 0 }), "{err}");
 }
+
+#[test]
+fn saves_at_once_keep_every_id() {
+    // Each save read the ids and wrote them back plus its own: two at once
+    // lost one. Two handles save alternately-numbered experiments at once.
+    use sysdelta::store::Store;
+    let sb = Sandbox::new();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let ids: Vec<i64> = (0..120)
+        .map(|i| common::create_experiment(&store, &format!("e{i}"), &["a"], 1, &[]))
+        .collect();
+    std::thread::scope(|s| {
+        for half in ids.chunks(30) {
+            let path = sb.store();
+            s.spawn(move || {
+                let store = Store::open(&path, false).unwrap();
+                for id in half {
+                    store.save_baseline("main", *id).unwrap();
+                }
+            });
+        }
+    });
+    let (name, mut kept) = store.baselines().unwrap().remove(0);
+    assert_eq!(name, "main");
+    kept.sort();
+    assert_eq!(kept, ids, "every save kept its id");
+}
+
+#[test]
+fn a_planted_baseline_name_is_shown_safe() {
+    // Names are checked on the way in; a row written into the store
+    // directly is not, and its name is printed in an error.
+    use sysdelta::store::Store;
+    let sb = Sandbox::new();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let id = common::create_experiment(&store, "e", &["a"], 1, &[]);
+    store.save_baseline("main", id).unwrap();
+    drop(store);
+    let planted =
+        "UPDATE meta SET key = 'baseline:x' || char(27) || '[2J' WHERE key = 'baseline:main'";
+    match sb.backend() {
+        "sqlite" => {
+            let c = rusqlite::Connection::open(sb.store()).unwrap();
+            c.execute(planted, []).unwrap();
+        }
+        _ => return common::skip("planting a row is written for SQLite"),
+    }
+    let out = sb.run(&["compare", "--against-baseline", "nightly", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(err.contains("saved: x"), "{err:?}");
+}
