@@ -34,10 +34,11 @@ pub fn check(e: &ExecArgs, store_path: &Path) -> Result<()> {
 /// After a complete experiment `id` with a result in every cell: compare it
 /// with `--against-baseline`'s experiment, config by config, then save it
 /// as `--save-baseline` (so a run may be compared with the old baseline and
-/// become the new one).
-pub fn after(store: &Store, id: i64, e: &ExecArgs) -> Result<()> {
+/// become the new one). True when `--fail-on` failed on a comparison.
+pub fn after(store: &Store, id: i64, e: &ExecArgs) -> Result<bool> {
+    let mut gate_failed = false;
     if let Some(name) = &e.against_baseline {
-        against(store, name, id, report_options(&e.report)?)?;
+        gate_failed = against(store, name, id, e)?;
     }
     if let Some(name) = &e.save_baseline {
         match store.save_baseline(name, id)? {
@@ -47,13 +48,17 @@ pub fn after(store: &Store, id: i64, e: &ExecArgs) -> Result<()> {
             None => say!("sysdelta: baseline '{name}' is experiment {id}"),
         }
     }
-    Ok(())
+    Ok(gate_failed)
 }
 
 /// Experiment `id` against baseline `name`'s, one comparison per config
 /// both have (a plan's configs compared with themselves, not with the
-/// baseline config), in the report's `--format` on stdout.
-fn against(store: &Store, name: &str, id: i64, mut opts: ReportOptions) -> Result<()> {
+/// baseline config), in the report's `--format` on stdout. Each comparison
+/// is judged by `--fail-on` (a one-config CI run has no comparison of its
+/// own: the baseline's is the one it is run for); true when one failed.
+fn against(store: &Store, name: &str, id: i64, e: &ExecArgs) -> Result<bool> {
+    let mut opts: ReportOptions = report_options(&e.report)?;
+    let mut gate_failed = false;
     let base = store.baseline(name)?;
     let base_configs = store.info(base)?.configs;
     let configs: Vec<String> = store
@@ -82,6 +87,7 @@ fn against(store: &Store, name: &str, id: i64, mut opts: ReportOptions) -> Resul
         }
         let view = analysis::compare::analyze(compared, &opts.analysis)?;
         emit(&report::compare::render(&view, &opts)?, None)?;
+        gate_failed |= super::report::gate(&view.analysis, &e.report);
     }
-    Ok(())
+    Ok(gate_failed)
 }

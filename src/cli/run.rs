@@ -422,7 +422,8 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
-    let gate_failed = super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
+    let mut gate_failed =
+        super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
@@ -437,8 +438,9 @@ fn execute(
         crate::sys::stderr::say!(
             "sysdelta: a cell has no result: not compared with or saved as a baseline"
         );
-    } else {
-        super::baseline::after(store, id, e)?;
+    } else if super::baseline::after(store, id, e)? {
+        // The comparison with the baseline is gated as the run's own report is.
+        gate_failed = true;
     }
     // A run that failed is a failure (1) before its verdicts are a gate's (3).
     Ok(if failed {

@@ -64,9 +64,11 @@ impl Store {
             true => "none is saved (run with --save-baseline NAME)".to_string(),
             false => format!(
                 "saved: {}",
+                // Names are checked on the way in, but the row is anyone's
+                // with write access to the store: shown made safe.
                 names
                     .iter()
-                    .map(|b| b.0.as_str())
+                    .map(|b| safe(&b.0))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -110,22 +112,25 @@ impl Store {
             )));
         }
         self.resolve(&id.to_string())?;
-        let mut ids = self.baseline_ids(name)?;
-        let before = ids.last().copied();
-        if before == Some(id) {
-            return Ok(None);
-        }
-        ids.push(id);
-        let value = ids
-            .iter()
-            .map(|i| i.to_string())
-            .collect::<Vec<_>>()
-            .join(" ");
-        self.db.execute(
+        // One statement appends the id (unless it is the last already), so
+        // two runs saving at once both keep theirs: a read, then a write of
+        // what was read, lost one. The row it returns says where the name
+        // pointed before, whoever moved it there.
+        let value: Option<String> = self.db.query_opt(
             "INSERT INTO meta (key, value) VALUES (?1, ?2)
-             ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            &vals![&format!("{PREFIX}{name}"), &value],
+             ON CONFLICT (key) DO UPDATE SET value = meta.value || ' ' || excluded.value
+             WHERE (' ' || meta.value) NOT LIKE ('% ' || excluded.value)
+             RETURNING value",
+            &vals![&format!("{PREFIX}{name}"), &id.to_string()],
+            |r| r.get(0),
         )?;
-        Ok(before)
+        let Some(value) = value else {
+            return Ok(None); // it points at `id` already
+        };
+        let ids: Vec<i64> = value
+            .split_whitespace()
+            .filter_map(|i| i.parse().ok())
+            .collect();
+        Ok(ids.len().checked_sub(2).map(|i| ids[i]))
     }
 }

@@ -183,3 +183,22 @@ fn the_same_rows_and_cells_as_benchstat_itself() {
     );
     let _ = new;
 }
+
+#[test]
+fn pooled_cells_say_their_p_is_not_sysdeltas() {
+    // Rows of the benchmark's name alone pool json and gob: no comparison
+    // sysdelta made, so the footnote's "rank test, Holm-adjusted" is not
+    // their p; they are marked and the mark is said.
+    let (sb, ..) = imported();
+    let text = report(&sb, &["--row", ".name"]);
+    let r = rows(&text);
+    assert!(r[0].last().unwrap().ends_with(")‡"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("‡: ") && l.contains("Mann-Whitney U test, not corrected")),
+        "{text}"
+    );
+    // Cells sysdelta compared carry no mark.
+    let text = report(&sb, &[]);
+    assert!(!text.contains('‡') && !text.contains('†'), "{text}");
+}

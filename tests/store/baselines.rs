@@ -97,3 +97,85 @@ fn an_unknown_or_malformed_baseline_is_bad_input_and_runs_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(experiments(&sb), 1, "nothing ran");
 }
+
+#[test]
+fn fail_on_gates_the_comparison_with_the_baseline() {
+    // A one-config run has no comparison of its own: before the fix its
+    // gate always "passed", whatever the baseline comparison said.
+    let sb = Sandbox::new();
+    let out = ab(&sb, "0.002", &["--no-report", "--save-baseline", "main"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = ab(
+        &sb,
+        "0.03",
+        &["--against-baseline", "main", "--fail-on", "worse"],
+    );
+    let err = stderr(&out);
+    let gates: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("--fail-on worse"))
+        .collect();
+    assert_eq!(
+        gates.len(),
+        2,
+        "the run's gate and the comparison's:\n{err}"
+    );
+    assert!(gates[1].contains("against #1"), "{err}");
+    // Whether 15x slower is judged worse at 5 runs a side is the load's
+    // to say; the exit status follows whatever the gate lines said.
+    let failed = gates.iter().any(|l| l.contains("FAILED"));
+    assert_eq!(out.status.code(), Some(if failed { 3 } else { 0 }), "{err}");
+}
+
+#[test]
+fn saves_at_once_keep_every_id() {
+    // Each save read the ids and wrote them back plus its own: two at once
+    // lost one. Two handles save alternately-numbered experiments at once.
+    use sysdelta::store::Store;
+    let sb = Sandbox::new();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let ids: Vec<i64> = (0..120)
+        .map(|i| common::create_experiment(&store, &format!("e{i}"), &["a"], 1, &[]))
+        .collect();
+    std::thread::scope(|s| {
+        for half in ids.chunks(30) {
+            let path = sb.store();
+            s.spawn(move || {
+                let store = Store::open(&path, false).unwrap();
+                for id in half {
+                    store.save_baseline("main", *id).unwrap();
+                }
+            });
+        }
+    });
+    let (name, mut kept) = store.baselines().unwrap().remove(0);
+    assert_eq!(name, "main");
+    kept.sort();
+    assert_eq!(kept, ids, "every save kept its id");
+}
+
+#[test]
+fn a_planted_baseline_name_is_shown_safe() {
+    // Names are checked on the way in; a row written into the store
+    // directly is not, and its name is printed in an error.
+    use sysdelta::store::Store;
+    let sb = Sandbox::new();
+    let store = Store::open(&sb.store(), true).unwrap();
+    let id = common::create_experiment(&store, "e", &["a"], 1, &[]);
+    store.save_baseline("main", id).unwrap();
+    drop(store);
+    let planted =
+        "UPDATE meta SET key = 'baseline:x' || char(27) || '[2J' WHERE key = 'baseline:main'";
+    match sb.backend() {
+        "sqlite" => {
+            let c = rusqlite::Connection::open(sb.store()).unwrap();
+            c.execute(planted, []).unwrap();
+        }
+        _ => return common::skip("planting a row is written for SQLite"),
+    }
+    let out = sb.run(&["compare", "--against-baseline", "nightly", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains('\u{1b}'), "{err:?}");
+    assert!(err.contains("saved: x"), "{err:?}");
+}

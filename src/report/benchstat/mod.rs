@@ -159,13 +159,31 @@ pub fn render(v: &ReportView, layout: &Layout) -> Result<String> {
             })
             .flatten()
     };
-    let mut out = table::render_all(a, &items, &compared);
+    let mut out = table::render_all(a, &items, &compared, sysdelta_cmp);
     if out.contains("± ∞") {
         out.push_str("± ∞: a confidence interval of the median at 95% needs 6 runs or more\n");
     }
     out.push_str(&footnote(a, sysdelta_cmp));
+    // The footnote's p is most cells'; the others are marked and said.
+    if out.contains(WELCH) {
+        out.push_str(&format!(
+            "{WELCH}: p of Welch's t on boot means (fewer than 8 boots a side), adjusted as the rank test's\n"
+        ));
+    }
+    if out.contains(POOLED) {
+        out.push_str(&format!(
+            "{POOLED}: cells pooled by --row/--col, not a comparison sysdelta made: p of a Mann-Whitney U test, not corrected; ~ where p >= {}\n",
+            a.alpha
+        ));
+    }
     Ok(out)
 }
+
+/// The mark of a cell whose p is Welch's t on boot means, not the rank test's.
+pub(crate) const WELCH: &str = "†";
+/// The mark of a cell, where columns are configs, whose p is an uncorrected
+/// Mann-Whitney U test of pooled values (not one of sysdelta's comparisons).
+pub(crate) const POOLED: &str = "‡";
 
 /// What the p and the `~` are.
 fn footnote(a: &crate::analysis::Analysis, configs: bool) -> String {
@@ -190,13 +208,34 @@ fn footnote(a: &crate::analysis::Analysis, configs: bool) -> String {
 /// The "vs base" text of a comparison sysdelta made.
 pub(crate) fn sysdelta_delta(c: &Comparison, n: usize) -> String {
     let p = c.p_adjusted.or(c.p);
+    let mark = match c.test {
+        crate::stats::power::ReportTest::Welch => WELCH,
+        crate::stats::power::ReportTest::Rank => "",
+    };
     let pn = match p {
-        Some(p) => format!("(p={p:.3} n={n})"),
+        Some(p) => format!("(p={p:.3} n={n}){mark}"),
         None => format!("(n={n})"),
     };
     match (c.verdict, c.delta_median_pct) {
         (Verdict::Better | Verdict::Worse, Some(d)) => format!("{d:+.2}% {pn}"),
         (Verdict::Noise, _) => format!("~ {pn}"),
         _ => "n/a".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::power::ReportTest;
+
+    #[test]
+    fn a_welch_p_is_marked_as_not_the_rank_tests() {
+        let mut c = Comparison::undefined("new".into());
+        c.verdict = Verdict::Noise;
+        c.p = Some(0.2);
+        c.p_adjusted = Some(0.4);
+        assert_eq!(sysdelta_delta(&c, 5), "~ (p=0.400 n=5)");
+        c.test = ReportTest::Welch;
+        assert_eq!(sysdelta_delta(&c, 5), format!("~ (p=0.400 n=5){WELCH}"));
     }
 }

@@ -9,7 +9,14 @@ use crate::report::units::convert;
 type Compared<'a> = dyn Fn(usize, &[&Item], &[&Item]) -> Option<&'a Comparison> + 'a;
 
 /// Every table of `items`, in the order their first item comes.
-pub(crate) fn render_all<'a>(a: &'a Analysis, items: &[Item], compared: &Compared<'a>) -> String {
+/// `configs`: columns are configs, so a cell not compared by sysdelta
+/// (values pooled by `--row`) is marked [`super::POOLED`].
+pub(crate) fn render_all<'a>(
+    a: &'a Analysis,
+    items: &[Item],
+    compared: &Compared<'a>,
+    configs: bool,
+) -> String {
     // (file-level key lines, metric name) -> its items.
     type Key<'k> = (&'k [String], &'k str);
     let mut tables: Vec<(Key, Vec<&Item>)> = Vec::new();
@@ -30,7 +37,7 @@ pub(crate) fn render_all<'a>(a: &'a Analysis, items: &[Item], compared: &Compare
             }
             keys_shown = Some(keys);
         }
-        out.push_str(&one(a, name, its, compared));
+        out.push_str(&one(a, name, its, compared, configs));
         out.push('\n');
     }
     out
@@ -62,7 +69,13 @@ enum Base {
 }
 
 /// One table: its header, a row per benchmark, the geomean row.
-fn one<'a>(a: &'a Analysis, name: &str, its: &[&Item], compared: &Compared<'a>) -> String {
+fn one<'a>(
+    a: &'a Analysis,
+    name: &str,
+    its: &[&Item],
+    compared: &Compared<'a>,
+    configs: bool,
+) -> String {
     let mut rows: Vec<&str> = Vec::new();
     let mut cols: Vec<&str> = Vec::new();
     for i in its {
@@ -102,7 +115,11 @@ fn one<'a>(a: &'a Analysis, name: &str, its: &[&Item], compared: &Compared<'a>) 
             {
                 super::sysdelta_delta(cmp, v.len())
             } else {
-                rank_delta(&base, &v, a.alpha)
+                let d = rank_delta(&base, &v, a.alpha);
+                match configs && d != "n/a" {
+                    true => format!("{d}{}", super::POOLED),
+                    false => d,
+                }
             };
             line.push((summary(&v, base_kind), delta));
         }
