@@ -18,26 +18,8 @@ mod common;
 use common::kernel_tree;
 use common::*;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-
-fn missing() -> Option<String> {
-    if !is_root() {
-        return Some("not root".into());
-    }
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return Some("qemu-system-x86_64 not installed".into());
-    }
-    if !Path::new("/usr/lib/qemu/virtiofsd").exists() {
-        return Some("virtiofsd not installed".into());
-    }
-    kernel_tree::missing_build_tools()
-}
 
 /// One edit: (file, text to find, its replacement).
 type Edit = (&'static str, &'static str, &'static str);
@@ -94,7 +76,7 @@ params = { quick = true, filter = ["proc.null_call"] }
 #[test]
 #[ignore = "a benchmark (a 35-minute first kernel build): cargo test --test kbisect -- --ignored"]
 fn a_kernel_bisection_over_built_commits_names_the_commit_that_slows_getppid() {
-    if let Some(why) = missing() {
+    if let Some(why) = kernel_tree::missing() {
         skip(format!(
             "{why} (scripts/install-vm-tools.sh installs what kernel builds need)"
         ));

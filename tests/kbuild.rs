@@ -10,26 +10,7 @@ mod common;
 use common::kernel_tree;
 use common::*;
 
-use std::path::Path;
-use std::process::Command;
 use std::time::Instant;
-
-fn missing() -> Option<String> {
-    if !is_root() {
-        return Some("not root".into());
-    }
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return Some("qemu-system-x86_64 not installed".into());
-    }
-    if !Path::new("/usr/lib/qemu/virtiofsd").exists() {
-        return Some("virtiofsd not installed".into());
-    }
-    kernel_tree::missing_build_tools()
-}
 
 /// A busy loop in getppid(): about a microsecond more per call.
 const SLOW_GETPPID: (&str, &str, &str) = (
@@ -40,7 +21,7 @@ const SLOW_GETPPID: (&str, &str, &str) = (
 
 #[test]
 fn a_patch_that_slows_getppid_is_flagged_on_the_null_call_and_nothing_else() {
-    if let Some(why) = missing() {
+    if let Some(why) = kernel_tree::missing() {
         skip(format!(
             "{why} (scripts/install-vm-tools.sh installs what kernel builds need)"
         ));

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -17,18 +17,8 @@ static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Why kernel tests cannot run here, if they cannot.
 fn missing() -> Option<String> {
-    if !is_root() {
-        return Some("not root".into());
-    }
-    if Command::new("qemu-system-x86_64")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        return Some("qemu-system-x86_64 not installed".into());
-    }
-    if !Path::new("/usr/lib/qemu/virtiofsd").exists() {
-        return Some("virtiofsd not installed".into());
+    if let Some(why) = vm_missing() {
+        return Some(why);
     }
     if cloud_image().is_none() {
         return Some("no /boot/vmlinuz-*-cloud-amd64".into());

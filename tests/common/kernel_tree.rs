@@ -36,6 +36,12 @@ pub fn build_cache() -> PathBuf {
     d
 }
 
+/// Why a kernel built from a tree cannot be booted here, if it cannot:
+/// what [`super::vm_missing`] or [`missing_build_tools`] names.
+pub fn missing() -> Option<String> {
+    super::vm_missing().or_else(missing_build_tools)
+}
+
 /// Why kernel builds cannot run here, if they cannot: the tarball or a
 /// build tool is missing.
 pub fn missing_build_tools() -> Option<String> {

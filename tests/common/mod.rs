@@ -42,6 +42,25 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// Why kernel configs cannot boot here, if they cannot: not root, or no
+/// QEMU or virtiofsd (scripts/install-vm-tools.sh installs both).
+pub fn vm_missing() -> Option<String> {
+    if !is_root() {
+        return Some("not root".into());
+    }
+    if Command::new("qemu-system-x86_64")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return Some("qemu-system-x86_64 not installed".into());
+    }
+    if !Path::new("/usr/lib/qemu/virtiofsd").exists() {
+        return Some("virtiofsd not installed".into());
+    }
+    None
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_sysdelta")
 }
