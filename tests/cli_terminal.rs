@@ -191,7 +191,9 @@ fn a_stopped_run_says_why_once() {
 }
 
 /// Verdicts are coloured on a terminal only: never in a pipe or a file,
-/// never with NO_COLOR set or --style basic; --style color forces them.
+/// never with NO_COLOR set, TERM=dumb or --style basic; --style color
+/// forces them. The terminal script(1) gives is an xterm whatever TERM
+/// the test itself runs under (CI's is `dumb`).
 #[test]
 fn verdict_colours_on_a_terminal_only() {
     let sb = Sandbox::new();
@@ -224,7 +226,8 @@ fn verdict_colours_on_a_terminal_only() {
                 sb.store_arg()
             ))
             .arg("/dev/null")
-            .env_remove("NO_COLOR");
+            .env_remove("NO_COLOR")
+            .env("TERM", "xterm");
         for (k, v) in extra {
             c.env(k, v);
         }
@@ -239,7 +242,11 @@ fn verdict_colours_on_a_terminal_only() {
         "{}",
         String::from_utf8_lossy(&tty.stdout)
     );
-    for (env, style) in [(&[("NO_COLOR", "1")][..], "auto"), (&[][..], "basic")] {
+    for (env, style) in [
+        (&[("NO_COLOR", "1")][..], "auto"),
+        (&[("TERM", "dumb")][..], "auto"),
+        (&[][..], "basic"),
+    ] {
         let o = on_tty(env, style).unwrap();
         assert!(
             !String::from_utf8_lossy(&o.stdout).contains('\x1b'),
