@@ -286,6 +286,7 @@ pub fn overrides(e: &ExecArgs) -> Overrides {
         max_runs: e.max_runs,
         min_runs: e.min_runs,
         min_time: e.min_time,
+        enough_ci: None,
         until_metrics: e.until_metrics.clone(),
         ignore_failure: e.ignore_failure,
         max_failures: e.max_failures,
