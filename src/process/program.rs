@@ -249,5 +249,14 @@ mod tests {
         assert_eq!(resolve("sysdelta-test-prog", &env).unwrap(), prog);
         let e = resolve("sysdelta-no-such-program", &env).unwrap_err();
         assert_eq!(e.to_string(), "'sysdelta-no-such-program' is not on PATH");
+        // Found once per PATH: another PATH finds its own program of the
+        // same name, and the first PATH still gives the first one.
+        let other = tempfile::tempdir().unwrap();
+        let prog2 = other.path().join("sysdelta-test-prog");
+        std::fs::write(&prog2, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&prog2, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let env2 = [("PATH".to_string(), other.path().display().to_string())];
+        assert_eq!(resolve("sysdelta-test-prog", &env2).unwrap(), prog2);
+        assert_eq!(resolve("sysdelta-test-prog", &env).unwrap(), prog);
     }
 }
