@@ -142,23 +142,32 @@ const PAIRS: usize = 10;
 fn whole_process(dir: &std::path::Path) {
     let sd = |i: usize| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
-        c.arg("--store").arg(dir.join(format!("whole-{i}.db"))).args([
-            "ab",
-            "-N",
-            "--config",
-            "a=",
-            "--runs",
-            &WHOLE.to_string(),
-            "--quiet",
-            "--no-report",
-            "--",
-            "true",
-        ]);
+        c.arg("--store")
+            .arg(dir.join(format!("whole-{i}.db")))
+            .args([
+                "ab",
+                "-N",
+                "--config",
+                "a=",
+                "--runs",
+                &WHOLE.to_string(),
+                "--quiet",
+                "--no-report",
+                "--",
+                "true",
+            ]);
         timed(c)
     };
     let hf = || {
         let mut c = Command::new("hyperfine");
-        c.args(["-N", "--runs", &WHOLE.to_string(), "--style", "none", "true"]);
+        c.args([
+            "-N",
+            "--runs",
+            &WHOLE.to_string(),
+            "--style",
+            "none",
+            "true",
+        ]);
         timed(c)
     };
     println!(

@@ -364,7 +364,10 @@ fn ab_with_defaults_says_how_many_runs_it_chose_and_why() {
     assert!(c.iter().all(|x| x.1 == n), "one count for both: {c:?}");
     let text = stdout(&out);
     assert!(text.contains(&format!("runs: {n} per cell")), "{text}");
-    assert!(text.contains("stop:"), "the reason is in the report: {text}");
+    assert!(
+        text.contains("stop:"),
+        "the reason is in the report: {text}"
+    );
     let events = sb.json_report("last")["events"].to_string();
     if events.contains("precise enough") {
         assert!((10..30).contains(&n), "{n} runs: {events}");

@@ -40,7 +40,9 @@ pub struct RunArgs {
 /// until each command has run 3 s (hyperfine's time), whichever comes
 /// first; the report says the count and which rule stopped it.
 #[derive(Args)]
-#[command(after_long_help = "How many runs: without --runs, --min-time or --until, at least --min-runs (10) of each command, interleaved, then more until every wall time comparison's 95% CI is narrower than 2% of the reference's mean, or until each command has run 3 s (hyperfine's time), whichever comes first. The report says the count (\"runs: N per cell\") and which rule stopped it.")]
+#[command(
+    after_long_help = "How many runs: without --runs, --min-time or --until, at least --min-runs (10) of each command, interleaved, then more until every wall time comparison's 95% CI is narrower than 2% of the reference's mean, or until each command has run 3 s (hyperfine's time), whichever comes first. The report says the count (\"runs: N per cell\") and which rule stopped it."
+)]
 pub struct AbArgs {
     /// Commands to compare, as hyperfine's: each a config of its own (the
     /// first, or --reference, the baseline). With --config or -k, each is

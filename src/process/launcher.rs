@@ -211,9 +211,10 @@ static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
 pub(super) fn ready() -> io::Result<()> {
     let mut slot = LAUNCHER.lock().unwrap_or_else(|e| e.into_inner());
     if slot.is_none() {
-        *slot = Some(Launcher::start().map_err(|e| {
-            context(e, "cannot start sysdelta's launcher of measured commands")
-        })?);
+        *slot =
+            Some(Launcher::start().map_err(|e| {
+                context(e, "cannot start sysdelta's launcher of measured commands")
+            })?);
     }
     Ok(())
 }

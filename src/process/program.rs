@@ -171,7 +171,9 @@ pub fn resolve(program: &str, env: &[(String, String)]) -> io::Result<PathBuf> {
     // A program found through an empty entry (the working directory) is
     // looked up again each time: the directory may differ between runs.
     if p.is_absolute() {
-        found.get_or_insert_with(HashMap::new).insert(key, p.clone());
+        found
+            .get_or_insert_with(HashMap::new)
+            .insert(key, p.clone());
     }
     Ok(p)
 }
