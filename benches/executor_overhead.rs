@@ -21,6 +21,13 @@
 //! off by tens of µs. Medians over rounds are given for the rest, and the
 //! ratio of total times at `LARGE` runs, start-up included.
 //!
+//! A second section is the whole-process target of issue 34: 1,000 runs
+//! of `true` without a shell, `sysdelta ab -N --config a= --runs 1000
+//! --quiet --no-report -- true` (a new store each time: the store, its
+//! journal, the fingerprint and the run log's folds included) against
+//! `hyperfine -N --runs 1000 --style none true`, in pairs (A B, B A, ...),
+//! each pair's wall and CPU ratio printed, then their medians.
+//!
 //! Run: `cargo bench --bench executor_overhead`. hyperfine is installed with
 //! apt-get when missing and this runs as root; otherwise the comparison is
 //! skipped with the reason.
@@ -128,6 +135,75 @@ fn hyperfine(runs: u32) -> Cost {
     timed(hy)
 }
 
+/// The whole-process section: `WHOLE` runs of `true`, `PAIRS` pairs.
+const WHOLE: u32 = 1000;
+const PAIRS: usize = 10;
+
+fn whole_process(dir: &std::path::Path) {
+    let sd = |i: usize| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
+        c.arg("--store")
+            .arg(dir.join(format!("whole-{i}.db")))
+            .args([
+                "ab",
+                "-N",
+                "--config",
+                "a=",
+                "--runs",
+                &WHOLE.to_string(),
+                "--quiet",
+                "--no-report",
+                "--",
+                "true",
+            ]);
+        timed(c)
+    };
+    let hf = || {
+        let mut c = Command::new("hyperfine");
+        c.args([
+            "-N",
+            "--runs",
+            &WHOLE.to_string(),
+            "--style",
+            "none",
+            "true",
+        ]);
+        timed(c)
+    };
+    println!(
+        "whole process, {WHOLE} runs of `true` without a shell, sysdelta / hyperfine, pair by pair:"
+    );
+    let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+    for i in 0..PAIRS {
+        let (s, h) = if i % 2 == 0 {
+            let s = sd(i);
+            (s, hf())
+        } else {
+            let h = hf();
+            (sd(i), h)
+        };
+        let (w, c) = (
+            s.wall.as_secs_f64() / h.wall.as_secs_f64(),
+            s.cpu.as_secs_f64() / h.cpu.as_secs_f64(),
+        );
+        println!(
+            "  pair {i} ({} first): sysdelta {:.3} s wall {:.3} s CPU, hyperfine {:.3} s wall {:.3} s CPU: wall {w:.3}x, CPU {c:.3}x",
+            if i % 2 == 0 { "sysdelta" } else { "hyperfine" },
+            s.wall.as_secs_f64(),
+            s.cpu.as_secs_f64(),
+            h.wall.as_secs_f64(),
+            h.cpu.as_secs_f64(),
+        );
+        walls.push(w);
+        cpus.push(c);
+    }
+    println!(
+        "  median wall ratio {:.3}x, median CPU ratio {:.3}x (target: both <= 1.0x)",
+        median(walls),
+        median(cpus)
+    );
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -164,6 +240,7 @@ fn main() {
         }
     };
     let dir = tempfile::tempdir().unwrap();
+    whole_process(dir.path());
     let (mut fl, mut sd, mut hy) = (Vec::new(), Vec::new(), Vec::new());
     let (mut sd_start, mut hy_start) = (Vec::new(), Vec::new());
     let (mut sd_total, mut hy_total) = (Vec::new(), Vec::new());

@@ -87,6 +87,11 @@ pub struct Overrides {
     /// default), so a 1 ms command is not settled on 10 runs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_time: Option<f64>,
+    /// With `min_time` (`ab`'s default rule): stop before the time is
+    /// filled once every wall time comparison's 95% CI is narrower than
+    /// this fraction of the reference's mean (0.02: within about ±1%).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enough_ci: Option<f64>,
     /// With `until_ci`: only these metrics (`METRIC` or `WORKLOAD/METRIC`)
     /// must reach the target; empty means every compared metric.
     pub until_metrics: Vec<String>,

@@ -349,6 +349,36 @@ fn ab_runs_at_least_the_minimum_time_of_a_short_command() {
 }
 
 #[test]
+fn ab_with_defaults_says_how_many_runs_it_chose_and_why() {
+    // ab's default rule: at least 10 runs of each command, then more until
+    // the wall time comparison's 95% CI is narrower than 2% or each
+    // command ran 3 s. Which comes first depends on the machine's noise;
+    // either way the count is one for every command, and the output says
+    // it and the rule that chose it.
+    let sb = Sandbox::new();
+    let out = sb.run(&["ab", "sleep 0.1", "sleep 0.1"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let c = cells(&sb);
+    assert_eq!(c.len(), 2, "{c:?}");
+    let n = c[0].1;
+    assert!(c.iter().all(|x| x.1 == n), "one count for both: {c:?}");
+    let text = stdout(&out);
+    assert!(text.contains(&format!("runs: {n} per cell")), "{text}");
+    assert!(
+        text.contains("stop:"),
+        "the reason is in the report: {text}"
+    );
+    let events = sb.json_report("last")["events"].to_string();
+    if events.contains("precise enough") {
+        assert!((10..30).contains(&n), "{n} runs: {events}");
+        assert!(events.contains("target 2.00%"), "{events}");
+    } else {
+        assert!(events.contains("every cell ran at least"), "{events}");
+        assert!(c.iter().all(|x| x.2 >= 3.0), "{c:?}");
+    }
+}
+
+#[test]
 fn every_command_that_takes_an_experiment_takes_the_same_selectors() {
     let sb = Sandbox::new();
     for label in ["first", "second"] {

@@ -34,7 +34,15 @@ pub struct RunArgs {
     pub exec: ExecArgs,
 }
 
+/// Without --runs, --min-time or --until, ab runs at least --min-runs (10)
+/// of each command, interleaved, then adds runs until every wall time
+/// comparison's 95% CI is narrower than 2% of the reference's mean, or
+/// until each command has run 3 s (hyperfine's time), whichever comes
+/// first; the report says the count and which rule stopped it.
 #[derive(Args)]
+#[command(
+    after_long_help = "How many runs: without --runs, --min-time or --until, at least --min-runs (10) of each command, interleaved, then more until every wall time comparison's 95% CI is narrower than 2% of the reference's mean, or until each command has run 3 s (hyperfine's time), whichever comes first. The report says the count (\"runs: N per cell\") and which rule stopped it."
+)]
 pub struct AbArgs {
     /// Commands to compare, as hyperfine's: each a config of its own (the
     /// first, or --reference, the baseline). With --config or -k, each is
@@ -229,14 +237,22 @@ fn stored_of<'a>(
 
 /// `ab`'s default --min-time, seconds (hyperfine's).
 pub const AB_MIN_TIME: f64 = 3.0;
+/// `ab`'s default precision: with no count given, it stops before
+/// [`AB_MIN_TIME`] once every wall time comparison's 95% CI is narrower
+/// than this (a fraction of the reference's mean: about ±1%).
+pub const AB_ENOUGH_CI: f64 = 0.02;
 
 /// `sysdelta ab`: the plan is built from the command line.
 pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
     let mut ov = overrides(&a.exec);
-    // hyperfine's default: at least 3 s of runs per cell, unless the count
-    // is given (kernel configs count boots: they take --runs) or the order
-    // is sequential (min-time adds randomized blocks; sequential runs the
-    // planned count).
+    // hyperfine's default: at least 10 runs and 3 s of runs per cell,
+    // unless the count is given (kernel configs count boots: they take
+    // --runs) or the order is sequential (min-time adds randomized blocks;
+    // sequential runs the planned count). Where hyperfine takes its count
+    // from the first run's time (a cold run, so its count varies from one
+    // invocation to the next), ab stops before the 3 s once the wall time
+    // comparison is precise to about ±1%: what the verdict needs, and a
+    // quick, steady command's comparison takes a fraction of the time.
     let sequential = ov.order == Some(crate::overrides::Order::Sequential);
     if ov.runs.is_none()
         && ov.until_ci.is_none()
@@ -245,6 +261,7 @@ pub fn ab(a: &AbArgs, store_path: &Path) -> Result<ExitCode> {
         && !sequential
     {
         ov.min_time = Some(AB_MIN_TIME);
+        ov.enough_ci = Some(AB_ENOUGH_CI);
     }
     let ab = plan::shorthand::Ab {
         configs: &a.configs,

@@ -143,8 +143,8 @@ fn push_environment(out: &mut Vec<u8>, overrides: &[(String, String)]) -> io::Re
         push_c_string(out, &entry, "the environment")
     };
     let overridden = |k: &OsStr| overrides.iter().any(|(o, _)| OsStr::new(o) == k);
-    for (k, v) in std::env::vars_os().filter(|(k, _)| !overridden(k)) {
-        push(out, &k, &v)?;
+    for (k, v) in own_environment().iter().filter(|(k, _)| !overridden(k)) {
+        push(out, k, v)?;
     }
     for (i, (k, v)) in overrides.iter().enumerate() {
         if !overrides[i + 1..].iter().any(|(later, _)| later == k) {
@@ -152,6 +152,16 @@ fn push_environment(out: &mut Vec<u8>, overrides: &[(String, String)]) -> io::Re
         }
     }
     Ok(n)
+}
+
+/// sysdelta's own environment, read once, at the first run: it does not
+/// change after `main`'s first lines (which take the store's secrets out
+/// before any thread or child exists), and reading it anew for every run
+/// cost two allocations per variable.
+fn own_environment() -> &'static [(std::ffi::OsString, std::ffi::OsString)] {
+    static OWN: std::sync::OnceLock<Vec<(std::ffi::OsString, std::ffi::OsString)>> =
+        std::sync::OnceLock::new();
+    OWN.get_or_init(|| std::env::vars_os().collect())
 }
 
 fn cpu_words(list: &[usize]) -> io::Result<[u64; CPU_WORDS]> {
@@ -193,6 +203,21 @@ struct Launcher {
 }
 
 static LAUNCHER: Mutex<Option<Launcher>> = Mutex::new(None);
+
+/// Start the launcher if none runs, so that the first run's clock does
+/// not include its start (an exec from an in-memory file: a millisecond
+/// or more, which that run's wall time then carried, and which made the
+/// first run of `true` look several times slower than the rest).
+pub(super) fn ready() -> io::Result<()> {
+    let mut slot = LAUNCHER.lock().unwrap_or_else(|e| e.into_inner());
+    if slot.is_none() {
+        *slot =
+            Some(Launcher::start().map_err(|e| {
+                context(e, "cannot start sysdelta's launcher of measured commands")
+            })?);
+    }
+    Ok(())
+}
 
 /// Start the command through the launcher (starting the launcher first if
 /// need be) and return its pid: a child of this process, in its own

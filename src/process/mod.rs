@@ -167,6 +167,7 @@ pub fn run_shell(spec: &ShellSpec, cancel: &AtomicBool) -> std::io::Result<Proce
         ],
     };
     let request = request.encode()?;
+    launcher::ready()?;
     let start = Instant::now();
     let pid = launcher::spawn(&request)?;
     CURRENT_GROUP.store(pid, Ordering::SeqCst);

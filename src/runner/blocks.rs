@@ -121,7 +121,8 @@ impl<'a> Blocks<'a> {
     }
 
     /// `--min-time`: as many blocks as the runs so far say each cell
-    /// still needs, up to `--max-runs`.
+    /// still needs, up to `--max-runs`; with `enough_ci` (`ab`'s default),
+    /// fewer when the wall time comparison is precise enough first.
     fn for_min_time(
         &mut self,
         store: &Store,
@@ -136,7 +137,27 @@ impl<'a> Blocks<'a> {
         }
         let (next_block, warmup) = (self.next_block, self.plan.warmup);
         let (need, why) = self.so_far(store, exp)?.blocks_for_min_time(store, secs)?;
-        let add = need.min(max_blocks.saturating_sub(next_block));
+        let mut add = need.min(max_blocks.saturating_sub(next_block));
+        if let (true, Some(target)) = (add > 0, self.plan.overrides.enough_ci) {
+            let wall = ["wall".to_string()];
+            let (reached, ci) = self
+                .so_far(store, exp)?
+                .precision_check(store, target, &wall)?;
+            if reached {
+                let msg = format!(
+                    "{} measured runs per cell: the wall time comparison is precise enough before {secs} s per cell ({ci})",
+                    next_block - warmup
+                );
+                store.add_event(exp, "stop", &msg)?;
+                progress.note(&msg);
+                return Ok(false);
+            }
+            // Asked again once the runs have grown by half: each check
+            // folds the run log and reads the new runs, so checks stay
+            // few (about 15 up to 3,000 runs), and the count overshoots
+            // the one that was enough by at most half.
+            add = add.min(((next_block - warmup) / 2).max(1));
+        }
         if add == 0 {
             let msg = if need == 0 {
                 format!("{} measured runs per cell: {why}", next_block - warmup)
