@@ -36,6 +36,8 @@ pub mod peek;
 pub mod pg;
 pub mod pgpass;
 mod read;
+mod metric_runs;
+pub use metric_runs::{MetricRun, MetricRuns};
 mod recent;
 pub mod runlog;
 pub mod schema;
