@@ -76,11 +76,7 @@ impl Store {
     ) -> Result<std::collections::HashMap<i64, MetricRuns>> {
         // Ids are integers from the store itself: written into the text,
         // they cannot change what the statement does.
-        let list = ids
-            .iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",");
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let probe = crate::monitor::control::PROBE_WORKLOAD;
         let mut got: std::collections::HashMap<i64, MetricRuns> = self
             .db
