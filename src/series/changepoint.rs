@@ -345,4 +345,46 @@ mod tests {
         // The comparison is not vacuous: most stepped series were split.
         assert!(found > 150, "{found} splits");
     }
+
+    /// The best split of each of 60 series (3 to 119 values; noise, a
+    /// step, many equal values) is ruptures' single split (Binseg, l2
+    /// cost, which maximises the square of this statistic), from
+    /// tests/reference/changepoint_binseg.json, or, where two splits tie
+    /// exactly (equal values make equal means), one of equal statistic:
+    /// which of the tied ones each takes is its own rounding's choice.
+    #[test]
+    fn the_best_split_is_ruptures_binseg_split() {
+        let text = include_str!("../../tests/reference/changepoint_binseg.json");
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let cases = v["single"].as_array().unwrap();
+        assert_eq!(cases.len(), 60);
+        let mut same = 0;
+        for c in cases {
+            let x: Vec<f64> = c["x"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect();
+            let want = c["split"].as_u64().unwrap() as usize;
+            let (k, stat) = best_split(&x);
+            // The statistic at ruptures' split, term by term.
+            let at = |k: usize| {
+                let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+                let n = x.len() as f64;
+                (mean(&x[..k]) - mean(&x[k..])).abs() * (k as f64 * (n - k as f64) / n).sqrt()
+            };
+            if k == want {
+                same += 1;
+            } else {
+                assert!(
+                    (at(want) - stat).abs() <= 1e-9 * stat,
+                    "{}: ours {k} ({stat}), ruptures {want} ({}): {x:?}",
+                    c["name"],
+                    at(want)
+                );
+            }
+        }
+        assert!(same >= 50, "{same} of 60 the same split");
+    }
 }
