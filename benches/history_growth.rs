@@ -6,9 +6,11 @@
 //!    (each: 2 configs x 1 workload x 10 runs x 4 metrics; the baseline's
 //!    level steps up 10% half way, so the change-point search splits once
 //!    and searches both halves), printed as time and peak resident memory,
-//!    and as each size's time per experiment over the smallest size's:
-//!    1.00 is linear, below 1 is the fixed cost of a process spread over
-//!    more experiments. The median of 3 runs per size.
+//!    and as each size's time per experiment over the smallest size's
+//!    ("ratio": 1.00 is linear, below 1 is the fixed cost of a process
+//!    spread over more experiments) and over the size before it ("step":
+//!    the growth from 1,000 to 3,000 experiments, where the fixed cost no
+//!    longer hides it). The median of 3 runs per size.
 //! 2. **One metric of large experiments**: a two-point history of one
 //!    benchmark's metric (`history w7/sec/op`) in a store of two
 //!    experiments of 1,000 benchmarks each (2 configs x 30 runs x 3
@@ -19,7 +21,9 @@
 //! `target/release/sysdelta` copied aside), both parts also run that
 //! binary, alternated with this one (A B, B A, ...), and print the ratio
 //! pair by pair. Stores are written whole through the store's import path
-//! (`Store::insert_whole`). `SYSDELTA_BENCH_MAX=N` caps the sizes.
+//! (`Store::insert_whole`). `SYSDELTA_BENCH_MAX=N` caps the sizes;
+//! `SYSDELTA_BENCH_KEEP=DIR` writes the stores into DIR and keeps them
+//! (to profile one).
 //!
 //! Run: `cargo bench --bench history_growth`. Times depend on the machine
 //! and its load; the ratios are what to read.
@@ -174,6 +178,16 @@ fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> (f64, f64) {
     (s, peak_kib as f64 / 1024.0)
 }
 
+/// A peak in MiB, or "< 2 ms" when the process ended before the first
+/// look at it.
+fn mib(peak: f64) -> String {
+    if peak > 0.0 {
+        format!("{peak:>5.0} MiB")
+    } else {
+        "(gone < 2 ms)".into()
+    }
+}
+
 /// The median of `runs` (time, peak) pairs, by time.
 fn median(mut runs: Vec<(f64, f64)>) -> (f64, f64) {
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -187,6 +201,8 @@ fn growth(dir: &Path, new: &Path, old: Option<&Path>, max: usize) {
     );
     let mut first: Option<(f64, usize)> = None;
     let mut first_old: Option<(f64, usize)> = None;
+    // The size before, for the step ratios: (n, time, old binary's time).
+    let mut prev: Option<(usize, f64, f64)> = None;
     for n in [10usize, 100, 1_000, 3_000]
         .into_iter()
         .filter(|&n| n <= max)
@@ -236,21 +252,29 @@ fn growth(dir: &Path, new: &Path, old: Option<&Path>, max: usize) {
         let (s, rss) = median(news);
         let (s0, n0) = *first.get_or_insert((s, n));
         let scale = n as f64 / n0 as f64;
+        let step = |t: f64, before: f64, m: usize| t / before / (n as f64 / m as f64);
         print!(
-            "  {n:>5} experiments: {s:>7.3} s (ratio {:>5.2}), peak RSS {rss:>5.0} MiB",
-            s / s0 / scale
+            "  {n:>5} experiments: {s:>7.3} s (ratio {:>5.2}, step {:>5.2}), peak RSS {}",
+            s / s0 / scale,
+            prev.map_or(1.0, |(m, t, _)| step(s, t, m)),
+            mib(rss)
         );
+        let mut so = f64::NAN;
         if !olds.is_empty() {
-            let (so, rsso) = median(olds);
+            let (o, rsso) = median(olds);
+            so = o;
             let (so0, m0) = *first_old.get_or_insert((so, n));
             print!(
-                "; old binary {so:>7.3} s (ratio {:>5.2}), peak RSS {rsso:>5.0} MiB; new/old time {:.3}",
+                "; old binary {so:>7.3} s (ratio {:>5.2}, step {:>5.2}), peak RSS {}; new/old time {:.3}",
                 so / so0 / (n as f64 / m0 as f64),
+                prev.map_or(1.0, |(m, _, t)| step(so, t, m)),
+                mib(rsso),
                 s / so
             );
         }
+        prev = Some((n, s, so));
         println!("; store written in {built:.1} s");
-        let _ = std::fs::remove_file(&path);
+        remove(&path);
     }
 }
 
@@ -303,7 +327,10 @@ fn large(dir: &Path, new: &Path, old: Option<&Path>) {
         pairs.push((a, b));
     }
     let (s, rss) = median(pairs.iter().map(|p| p.0).collect());
-    print!("  this binary: {s:.3} s, peak RSS {rss:.0} MiB (median of {rounds})");
+    print!(
+        "  this binary: {s:.3} s, peak RSS {} (median of {rounds})",
+        mib(rss)
+    );
     if old.is_some() {
         let olds: Vec<(f64, f64)> = pairs.iter().filter_map(|p| p.1).collect();
         let (so, rsso) = median(olds);
@@ -313,7 +340,8 @@ fn large(dir: &Path, new: &Path, old: Option<&Path>) {
             .collect();
         ratios.sort_by(f64::total_cmp);
         print!(
-            "; old binary: {so:.3} s, peak RSS {rsso:.0} MiB; new/old time pair by pair: median {:.3} (min {:.3}, max {:.3}); RSS new/old {:.3}",
+            "; old binary: {so:.3} s, peak RSS {}; new/old time pair by pair: median {:.3} (min {:.3}, max {:.3}); RSS new/old {:.3}",
+            mib(rsso),
             ratios[ratios.len() / 2],
             ratios[0],
             ratios[ratios.len() - 1],
@@ -321,11 +349,20 @@ fn large(dir: &Path, new: &Path, old: Option<&Path>) {
         );
     }
     println!();
-    let _ = std::fs::remove_file(&path);
+    remove(&path);
+}
+
+/// Remove a generated store, unless `SYSDELTA_BENCH_KEEP` asks to keep it.
+fn remove(path: &Path) {
+    if std::env::var_os("SYSDELTA_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 fn main() {
-    let dir = tempfile::tempdir().unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = std::env::var_os("SYSDELTA_BENCH_KEEP").map(PathBuf::from);
+    let dir = keep.as_deref().unwrap_or(tmp.path());
     let max = std::env::var("SYSDELTA_BENCH_MAX")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -338,8 +375,8 @@ fn main() {
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at start: {}", load.trim());
-    growth(dir.path(), &new, old.as_deref(), max);
-    large(dir.path(), &new, old.as_deref());
+    growth(dir, &new, old.as_deref(), max);
+    large(dir, &new, old.as_deref());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at end: {}", load.trim());
 }
