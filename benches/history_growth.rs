@@ -134,15 +134,29 @@ fn insert(store: &Store, noise: &mut Noise, s: &Shape) {
         .unwrap();
 }
 
-/// One `history` process of `bin`, exec to exit: seconds, and its peak
-/// resident memory in MiB: the child's `VmHWM` read from /proc every 2 ms
-/// until it exits (`ru_maxrss` from `wait4` would carry this benchmark's
-/// own peak across the spawn). Output goes to files: nothing waits on a pipe.
-fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> (f64, f64) {
+/// What one `history` process took: wall seconds (exec to exit), CPU
+/// seconds (user + system, from `wait4`: what the machine's other load
+/// changes least) and peak resident memory in MiB (0 when the process
+/// ended before the first look).
+#[derive(Clone, Copy)]
+struct Took {
+    wall: f64,
+    cpu: f64,
+    rss: f64,
+}
+
+/// One `history` process of `bin`, exec to exit. The peak is the child's
+/// `VmHWM` read from /proc every 2 ms until it exits (its own address
+/// space's high-water mark; `ru_maxrss` would carry this benchmark's own
+/// peak across the spawn). Output goes to files: nothing waits on a pipe.
+// The child is reaped by the `wait4` below (which also gives its CPU
+// time), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
+fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> Took {
     let out = std::fs::File::create(dir.join("history.out")).unwrap();
     let err = std::fs::File::create(dir.join("history.err")).unwrap();
     let t = Instant::now();
-    let mut child = Command::new(bin)
+    let child = Command::new(bin)
         .arg("--store")
         .arg(store)
         .arg("history")
@@ -151,12 +165,20 @@ fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> (f64, f64) {
         .stderr(err)
         .spawn()
         .unwrap();
-    let status_file = format!("/proc/{}/status", child.id());
+    let pid = child.id() as libc::pid_t;
+    let status_file = format!("/proc/{pid}/status");
     let mut peak_kib = 0u64;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let (status, cpu) = loop {
+        let mut status = 0;
+        // SAFETY: a plain struct of integers, filled in by wait4.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: pid is this process's child; both pointers are valid.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break (status, secs(ru.ru_utime) + secs(ru.ru_stime));
         }
+        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
         let hwm = std::fs::read_to_string(&status_file)
             .ok()
             .and_then(|s| {
@@ -168,41 +190,67 @@ fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> (f64, f64) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     };
     // The exit is seen up to 2 ms late: at most 2 ms more than the process took.
-    let s = t.elapsed().as_secs_f64();
+    let wall = t.elapsed().as_secs_f64();
     assert!(
-        status.success(),
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{} history {args:?}: {}",
         bin.display(),
         std::fs::read_to_string(dir.join("history.err")).unwrap_or_default()
     );
-    (s, peak_kib as f64 / 1024.0)
+    Took {
+        wall,
+        cpu,
+        rss: peak_kib as f64 / 1024.0,
+    }
 }
 
-/// A peak in MiB, or "< 2 ms" when the process ended before the first
-/// look at it.
+/// A peak in MiB, or a note when the process ended before the first look.
 fn mib(peak: f64) -> String {
     if peak > 0.0 {
-        format!("{peak:>5.0} MiB")
+        format!("{peak:>5.1} MiB")
     } else {
         "(gone < 2 ms)".into()
     }
 }
 
-/// The median of `runs` (time, peak) pairs, by time.
-fn median(mut runs: Vec<(f64, f64)>) -> (f64, f64) {
-    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    runs[runs.len() / 2]
+/// The median of `runs` by wall time, and the median CPU time apart.
+fn median(runs: &[Took]) -> Took {
+    let mut by_wall = runs.to_vec();
+    by_wall.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    let mut cpu: Vec<f64> = runs.iter().map(|t| t.cpu).collect();
+    cpu.sort_by(f64::total_cmp);
+    Took {
+        cpu: cpu[cpu.len() / 2],
+        ..by_wall[by_wall.len() / 2]
+    }
+}
+
+/// One size's line for one binary: wall and CPU time with their ratios
+/// per experiment to the first size (`first`) and to the size before
+/// (`prev`), each (n, took), and the peak.
+fn size_line(n: usize, t: Took, first: (usize, Took), prev: Option<(usize, Took)>) -> String {
+    let per = |x: f64, x0: f64, n0: usize| x / x0 / (n as f64 / n0 as f64);
+    let (p_n, p) = prev.unwrap_or(first);
+    format!(
+        "wall {:>7.3} s (ratio {:>5.2}, step {:>5.2}), CPU {:>7.3} s (ratio {:>5.2}, step {:>5.2}), peak RSS {}",
+        t.wall,
+        per(t.wall, first.1.wall, first.0),
+        if prev.is_some() { per(t.wall, p.wall, p_n) } else { 1.0 },
+        t.cpu,
+        per(t.cpu, first.1.cpu, first.0),
+        if prev.is_some() { per(t.cpu, p.cpu, p_n) } else { 1.0 },
+        mib(t.rss)
+    )
 }
 
 /// Part 1: time and peak memory against the number of experiments.
 fn growth(dir: &Path, new: &Path, old: Option<&Path>, max: usize) {
     println!(
-        "sysdelta history wall against the number of experiments (2 configs x 1 workload x 10 runs x 4 metrics each; median of 3; ratio: time per experiment over the smallest size's, 1.00 is linear):"
+        "sysdelta history wall against the number of experiments (2 configs x 1 workload x 10 runs x 4 metrics each; median of 3; ratio: time per experiment over the smallest size's, step: over the size before's; 1.00 is linear):"
     );
-    let mut first: Option<(f64, usize)> = None;
-    let mut first_old: Option<(f64, usize)> = None;
-    // The size before, for the step ratios: (n, time, old binary's time).
-    let mut prev: Option<(usize, f64, f64)> = None;
+    // (first size, its times), (size before, its times): this binary's, the old one's.
+    let mut first: [Option<(usize, Took)>; 2] = [None, None];
+    let mut prev: [Option<(usize, Took)>; 2] = [None, None];
     for n in [10usize, 100, 1_000, 3_000]
         .into_iter()
         .filter(|&n| n <= max)
@@ -226,54 +274,47 @@ fn growth(dir: &Path, new: &Path, old: Option<&Path>, max: usize) {
         drop(store);
         let built = t.elapsed().as_secs_f64();
         let args = ["wall", "--label-prefix", "e"];
-        let mut news = Vec::new();
-        let mut olds = Vec::new();
+        let mut took: [Vec<Took>; 2] = [Vec::new(), Vec::new()];
         for round in 0..3 {
             // A B, then B A: neither binary always runs second.
-            let mut order = vec![true];
+            let mut order = vec![0];
             if old.is_some() {
-                order.push(false);
+                order.push(1);
             }
             if round % 2 == 1 {
                 order.reverse();
             }
-            for is_new in order {
-                match (is_new, old) {
-                    (false, Some(o)) => olds.push(history(o, dir, &path, &args)),
-                    _ => {
-                        news.push(history(new, dir, &path, &args));
-                        if round == 0 {
-                            assert_split(dir, n);
-                        }
-                    }
+            for which in order {
+                let bin = if which == 0 { new } else { old.unwrap() };
+                took[which].push(history(bin, dir, &path, &args));
+                if which == 0 && round == 0 {
+                    assert_split(dir, n);
                 }
             }
         }
-        let (s, rss) = median(news);
-        let (s0, n0) = *first.get_or_insert((s, n));
-        let scale = n as f64 / n0 as f64;
-        let step = |t: f64, before: f64, m: usize| t / before / (n as f64 / m as f64);
-        print!(
-            "  {n:>5} experiments: {s:>7.3} s (ratio {:>5.2}, step {:>5.2}), peak RSS {}",
-            s / s0 / scale,
-            prev.map_or(1.0, |(m, t, _)| step(s, t, m)),
-            mib(rss)
-        );
-        let mut so = f64::NAN;
-        if !olds.is_empty() {
-            let (o, rsso) = median(olds);
-            so = o;
-            let (so0, m0) = *first_old.get_or_insert((so, n));
-            print!(
-                "; old binary {so:>7.3} s (ratio {:>5.2}, step {:>5.2}), peak RSS {}; new/old time {:.3}",
-                so / so0 / (n as f64 / m0 as f64),
-                prev.map_or(1.0, |(m, _, t)| step(so, t, m)),
-                mib(rsso),
-                s / so
-            );
+        let mut line = format!("  {n:>5} experiments: ");
+        for (which, name) in [(0, "this binary"), (1, "old binary")] {
+            if took[which].is_empty() {
+                continue;
+            }
+            let t = median(&took[which]);
+            let f = *first[which].get_or_insert((n, t));
+            if which == 1 {
+                line.push_str(&format!("\n                     {name}: "));
+            } else {
+                line.push_str(&format!("{name}: "));
+            }
+            line.push_str(&size_line(n, t, f, prev[which]));
+            prev[which] = Some((n, t));
         }
-        prev = Some((n, s, so));
-        println!("; store written in {built:.1} s");
+        if let (Some((_, a)), Some((_, b))) = (prev[0], prev[1].filter(|p| p.0 == n)) {
+            line.push_str(&format!(
+                "; new/old wall {:.3}, CPU {:.3}",
+                a.wall / b.wall,
+                a.cpu / b.cpu
+            ));
+        }
+        println!("{line}; store written in {built:.1} s");
         remove(&path);
     }
 }
@@ -311,9 +352,9 @@ fn large(dir: &Path, new: &Path, old: Option<&Path>) {
     );
     let args = ["w7/sec/op", "--label-prefix", "g"];
     let rounds = 5;
-    let mut pairs = Vec::new();
+    let mut pairs: Vec<(Took, Option<Took>)> = Vec::new();
     for round in 0..rounds {
-        let (a, b) = match (old, round % 2) {
+        let pair = match (old, round % 2) {
             (None, _) => (history(new, dir, &path, &args), None),
             (Some(o), 0) => {
                 let a = history(new, dir, &path, &args);
@@ -324,31 +365,38 @@ fn large(dir: &Path, new: &Path, old: Option<&Path>) {
                 (history(new, dir, &path, &args), Some(b))
             }
         };
-        pairs.push((a, b));
+        pairs.push(pair);
     }
-    let (s, rss) = median(pairs.iter().map(|p| p.0).collect());
+    let news: Vec<Took> = pairs.iter().map(|p| p.0).collect();
+    let t = median(&news);
     print!(
-        "  this binary: {s:.3} s, peak RSS {} (median of {rounds})",
-        mib(rss)
+        "  this binary: wall {:.3} s, CPU {:.3} s, peak RSS {} (median of {rounds})",
+        t.wall,
+        t.cpu,
+        mib(t.rss)
     );
-    if old.is_some() {
-        let olds: Vec<(f64, f64)> = pairs.iter().filter_map(|p| p.1).collect();
-        let (so, rsso) = median(olds);
+    let olds: Vec<Took> = pairs.iter().filter_map(|p| p.1).collect();
+    if !olds.is_empty() {
+        let o = median(&olds);
         let mut ratios: Vec<f64> = pairs
             .iter()
-            .filter_map(|(a, b)| b.map(|b| a.0 / b.0))
+            .filter_map(|(a, b)| b.map(|b| a.wall / b.wall))
             .collect();
         ratios.sort_by(f64::total_cmp);
-        print!(
-            "; old binary: {so:.3} s, peak RSS {}; new/old time pair by pair: median {:.3} (min {:.3}, max {:.3}); RSS new/old {:.3}",
-            mib(rsso),
+        println!(
+            "\n  old binary:  wall {:.3} s, CPU {:.3} s, peak RSS {}\n  new/old wall pair by pair: median {:.3} (min {:.3}, max {:.3}); CPU {:.3}; peak RSS {:.3}",
+            o.wall,
+            o.cpu,
+            mib(o.rss),
             ratios[ratios.len() / 2],
             ratios[0],
             ratios[ratios.len() - 1],
-            rss / rsso
+            t.cpu / o.cpu,
+            t.rss / o.rss
         );
+    } else {
+        println!();
     }
-    println!();
     remove(&path);
 }
 
