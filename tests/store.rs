@@ -14,6 +14,8 @@ mod common;
 mod baselines;
 #[path = "store/commands.rs"]
 mod commands;
+#[path = "store/metric_runs.rs"]
+mod metric_runs;
 #[path = "store/migrate.rs"]
 mod migrate;
 #[path = "store/pg.rs"]

@@ -85,12 +85,11 @@ pub fn history_on(
     host: Option<&str>,
 ) -> Result<History> {
     let exps = labelled_on(store, prefix, host)?;
-    // METRIC alone, or WORKLOAD/METRIC: both names may hold '/' (an `ab`
-    // workload `./bench`, a Go metric `ns/op`), so the whole text is
-    // matched against each stored pair rather than split at a '/'.
-    let wanted = |m: &StoredMetric| {
-        m.spec.name == metric || format!("{}/{}", m.workload, m.spec.name) == metric
-    };
+    let ids: Vec<i64> = exps.iter().map(|(id, _)| *id).collect();
+    // Only this metric's runs of the experiments asked for: see
+    // `store::metric_runs`.
+    let loaded = store.metric_runs(&ids, metric, config)?;
+    let mut labels: std::collections::HashMap<i64, String> = exps.into_iter().collect();
     let mut h = History {
         workload: String::new(),
         metric: metric.to_string(),
@@ -105,35 +104,21 @@ pub fn history_on(
         newest: super::newest::judge_newest(&[], &[], &[], alpha, true),
     };
     let mut without_config = Vec::new();
-    for (id, label) in exps {
-        let d = super::overhead::reportable(&store.load(id)?);
-        let cfg = config.unwrap_or(&d.info.baseline).to_string();
-        if !d.info.configs.contains(&cfg) {
+    for d in loaded {
+        let id = d.id;
+        let label = labels.remove(&id).unwrap_or_default();
+        let cfg = config.unwrap_or(&d.baseline).to_string();
+        if !d.configs.contains(&cfg) {
             without_config.push(format!("{label} (#{id})"));
             continue;
         }
-        let found: Vec<&StoredMetric> = d.metrics.iter().filter(|m| wanted(m)).collect();
-        let m = match found.as_slice() {
+        let m = match d.metrics.as_slice() {
             [] => {
                 h.skipped.push(format!("{label} (#{id})"));
                 continue;
             }
-            [m] => *m,
-            many => {
-                return Err(bad(format!(
-                "metric '{}' is in several workloads of {} (#{id}): {}; name one as WORKLOAD/{}",
-                safe(metric),
-                safe(&label),
-                safe(
-                    &many
-                        .iter()
-                        .map(|m| m.workload.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                safe(metric)
-            )))
-            }
+            [m] => m,
+            many => return Err(ambiguous(metric, &label, id, many)),
         };
         if h.workload.is_empty() {
             h.workload = m.workload.clone();
@@ -144,8 +129,8 @@ pub fn history_on(
         let values: Vec<f64> = d
             .runs
             .iter()
-            .filter(|r| r.is_measured_ok() && r.workload == m.workload && r.config == cfg)
-            .filter_map(|r| r.samples.get(&m.spec.name).and_then(|v| median(v)))
+            .filter(|r| r.workload == m.workload && r.metric == m.spec.name)
+            .filter_map(|r| median(&r.values))
             .collect();
         let Some(mid) = median(&values) else {
             h.skipped.push(format!("{label} (#{id})"));
@@ -179,6 +164,19 @@ pub fn history_on(
     h.change_points = change_points(&h.points, alpha, h.permutations);
     h.newest = newest(&h);
     Ok(h)
+}
+
+/// Bad input: `metric` alone names a metric of several workloads of
+/// experiment `id` (`many`, its matches).
+fn ambiguous(metric: &str, label: &str, id: i64, many: &[StoredMetric]) -> anyhow::Error {
+    let workloads: Vec<&str> = many.iter().map(|m| m.workload.as_str()).collect();
+    bad(format!(
+        "metric '{}' is in several workloads of {} (#{id}): {}; name one as WORKLOAD/{}",
+        safe(metric),
+        safe(label),
+        safe(&workloads.join(", ")),
+        safe(metric)
+    ))
 }
 
 /// The ids and labels of the experiments whose label starts with

@@ -1,7 +1,10 @@
 //! Theil-Sen and Mann-Kendall against SciPy / pymannkendall values committed
-//! in tests/reference/ (made by tests/reference/make_series_vectors.py).
+//! in tests/reference/ (made by tests/reference/make_series_vectors.py);
+//! binary segmentation against ruptures' Binseg
+//! (tests/reference/make_changepoint_vectors.py).
 
 use serde_json::Value;
+use sysdelta::series::changepoint::binary_segmentation;
 use sysdelta::series::mannkendall::mann_kendall;
 use sysdelta::series::theilsen::theil_sen;
 
@@ -69,5 +72,35 @@ fn mann_kendall_matches_pymannkendall() {
             c["p"]
         );
         close(r.tau, c["tau"].as_f64().unwrap(), &format!("{name} tau"));
+    }
+}
+
+/// Series with steps: the search finds at least that many splits, and
+/// the splits it keeps are ruptures' Binseg's for as many breakpoints
+/// (two_steps_60 has a third, smaller shift by chance, which both find).
+#[test]
+fn binary_segmentation_keeps_the_splits_ruptures_binseg_makes() {
+    let path = format!(
+        "{}/tests/reference/changepoint_binseg.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases = v["stepped"].as_array().unwrap();
+    assert!(cases.len() >= 4);
+    for c in cases {
+        let x = floats(&c["x"]);
+        let got: Vec<usize> = binary_segmentation(&x, 0.05, 999, 7)
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        let steps = c["steps"].as_u64().unwrap() as usize;
+        assert!(got.len() >= steps, "{}: {got:?}", c["name"]);
+        let want: Vec<usize> = c["by_count"][got.len().to_string()]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: {} splits", c["name"], got.len()))
+            .iter()
+            .map(|s| s.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(got, want, "{}", c["name"]);
     }
 }
