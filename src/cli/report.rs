@@ -129,6 +129,23 @@ pub fn print_report_as(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
+    print_analyzed(store, Loaded::Borrowed(data), f, stdout, brief)
+}
+
+/// The data a report is made from: the caller's, or handed over.
+enum Loaded<'a> {
+    Borrowed(&'a crate::store::ExperimentData),
+    Owned(crate::store::ExperimentData),
+}
+
+/// [`print_report_as`] of data borrowed or owned.
+fn print_analyzed(
+    store: &Store,
+    data: Loaded,
+    f: &ReportFlags,
+    stdout: bool,
+    brief: bool,
+) -> Result<bool> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
@@ -138,7 +155,10 @@ pub fn print_report_as(
         return Ok(false);
     }
     // Analyzed once, however many formats are written.
-    let x = report::analyze(data, &opts.analysis)?;
+    let x = match data {
+        Loaded::Borrowed(d) => report::analyze(d, &opts.analysis)?,
+        Loaded::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
+    };
     // HTML also draws the stored series and says where imported samples came from.
     let extras = report::html::Extras::from_store(store, &x.data)?;
     // One view, however many formats render it.
@@ -216,7 +236,15 @@ pub fn check_exports(f: &ReportFlags) -> Result<()> {
 pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, &store.load(id)?, &a.flags, true).map(gate_code)
+    // The loaded data is handed over, not borrowed: one copy of the runs.
+    print_analyzed(
+        &store,
+        Loaded::Owned(store.load(id)?),
+        &a.flags,
+        true,
+        false,
+    )
+    .map(gate_code)
 }
 
 /// `sysdelta list`.
