@@ -19,6 +19,12 @@
 //!    are written whole through the store's import path
 //!    (`Store::insert_whole`). `SYSDELTA_BENCH_MAX=N` caps the sizes.
 //!    Each report's peak resident memory is printed beside its time.
+//! 3. **Every format and `compare`** (text, markdown, csv, json, html,
+//!    benchstat, hyperfine; `compare 1:a 1:b`) on stores of 100 / 1,000 /
+//!    10,000 runs and of 10 / 100 / 1,000 workloads, shaped as in part 2:
+//!    time and peak RSS, and the ratio of time (and of RSS) per run or
+//!    workload to the smallest size's. The target is every ratio within
+//!    1.3 of linear; the line after each table names the largest.
 //!
 //! Run: `cargo bench --bench linear_costs`. Times depend on the machine
 //! and its load; the ratios are what to read.
@@ -263,13 +269,18 @@ fn store_of(
 /// mark; `ru_maxrss` from `wait4` would carry this benchmark's own peak
 /// across the spawn). The output goes to a file, so nothing waits on a pipe.
 fn report(dir: &Path, path: &Path, format: &str) -> (f64, f64) {
+    sysdelta(dir, path, &["report", "last", "--format", format])
+}
+
+/// One sysdelta process on the store `path` with `args`, as [`report`].
+fn sysdelta(dir: &Path, path: &Path, args: &[&str]) -> (f64, f64) {
     let out = std::fs::File::create(dir.join("report.out")).unwrap();
     let err = std::fs::File::create(dir.join("report.err")).unwrap();
     let t = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
         .arg("--store")
         .arg(path)
-        .args(["report", "last", "--format", format])
+        .args(args)
         .stdout(out)
         .stderr(err)
         .spawn()
@@ -330,6 +341,82 @@ fn reports(dir: &Path, max: usize) {
     }
 }
 
+/// What part 3 runs on each store: every report format, then `compare`
+/// of the store's two configs (`1:a 1:b`, the experiment's configs as two
+/// compared experiments would be).
+const COMMANDS: [(&str, &[&str]); 8] = [
+    ("text", &["report", "last", "--format", "text"]),
+    ("markdown", &["report", "last", "--format", "markdown"]),
+    ("csv", &["report", "last", "--format", "csv"]),
+    ("json", &["report", "last", "--format", "json"]),
+    ("html", &["report", "last", "--format", "html"]),
+    ("benchstat", &["report", "last", "--format", "benchstat"]),
+    ("hyperfine", &["report", "last", "--format", "hyperfine"]),
+    ("compare", &["compare", "1:a", "1:b"]),
+];
+
+/// Part 3: every format and `compare`, from 100 to 10,000 runs and from
+/// 10 to 1,000 workloads (each size x10 the one before), with time and
+/// peak RSS, and each one's growth as ratios to the smallest size's cost
+/// per run (or workload): 1.00 is linear, above 1.30 is the target missed.
+/// Each command's sizes run back to back on stores built beforehand, so
+/// its three sizes see the same load.
+fn every_format(dir: &Path, max: usize) {
+    for (what, sizes, shape) in [
+        ("runs", [100usize, 1_000, 10_000], 0),
+        ("workloads", [10, 100, 1_000], 1),
+    ] {
+        let sizes: Vec<usize> = sizes.into_iter().filter(|&n| n <= max).collect();
+        let stores: Vec<std::path::PathBuf> = sizes
+            .iter()
+            .map(|&n| match shape {
+                0 => store_of(dir, &format!("f-runs{n}.db"), 1, (n / 2) as u32, &METRICS),
+                _ => store_of(dir, &format!("f-workloads{n}.db"), n, 2, &["wall"]),
+            })
+            .collect();
+        let unit = &what[..what.len() - 1];
+        println!(
+            "every format against the number of {what} ({}; {}): time s / peak RSS MiB, ratio of time per {unit} to the smallest size's, and of RSS per {unit}:",
+            match shape {
+                0 => "2 configs x 1 workload x 4 metrics",
+                _ => "2 configs x 2 runs x 1 metric",
+            },
+            sizes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+        let mut worst = (0.0f64, "");
+        for (name, args) in COMMANDS {
+            let measured: Vec<(f64, f64)> = stores.iter().map(|p| sysdelta(dir, p, args)).collect();
+            let (t0, r0) = measured[0];
+            let mut line = format!("  {name:<10}");
+            for (&n, &(t, rss)) in sizes.iter().zip(&measured) {
+                let scale = n as f64 / sizes[0] as f64;
+                let ratio = t / t0 / scale;
+                if n != sizes[0] && ratio > worst.0 {
+                    worst = (ratio, name);
+                }
+                line += &format!(
+                    "  {n:>6}: {t:>7.3} s {rss:>5.0} MiB (x{ratio:.2}, rss x{:.2})",
+                    rss / r0 / scale
+                );
+            }
+            println!("{line}");
+        }
+        println!(
+            "  largest time ratio: {:.2} ({}); within 1.3x of linear: {}",
+            worst.0,
+            worst.1,
+            if worst.0 <= 1.3 { "yes" } else { "NO" }
+        );
+        for p in stores {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let max = std::env::var("SYSDELTA_BENCH_MAX")
@@ -340,6 +427,7 @@ fn main() {
     println!("load average at start: {}", load.trim());
     adaptive(dir.path());
     reports(dir.path(), max);
+    every_format(dir.path(), max);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at end: {}", load.trim());
 }
