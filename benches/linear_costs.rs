@@ -22,9 +22,13 @@
 //! 3. **Every format and `compare`** (text, markdown, csv, json, html,
 //!    benchstat, hyperfine; `compare 1:a 1:b`) on stores of 100 / 1,000 /
 //!    10,000 runs and of 10 / 100 / 1,000 workloads, shaped as in part 2:
-//!    time and peak RSS, and the ratio of time (and of RSS) per run or
-//!    workload to the smallest size's. The target is every ratio within
-//!    1.3 of linear; the line after each table names the largest.
+//!    time (median of 5) and peak RSS, the ratio of time per run or
+//!    workload to the smallest size's, and the last step's time per added
+//!    run or workload against the step before's (the fixed start-up cost
+//!    makes the first ratio fall below 1 even for a superlinear cost; the
+//!    marginal one does not), with the RSS each added one costs. The
+//!    target is every ratio within 1.3 of linear; the line after each
+//!    table names the largest of each.
 //!
 //! Run: `cargo bench --bench linear_costs`. Times depend on the machine
 //! and its load; the ratios are what to read.
@@ -376,7 +380,7 @@ fn every_format(dir: &Path, max: usize) {
             .collect();
         let unit = &what[..what.len() - 1];
         println!(
-            "every format against the number of {what} ({}; {}): time s / peak RSS MiB, ratio of time per {unit} to the smallest size's, and of RSS per {unit}:",
+            "every format against the number of {what} ({}; {}): median of 5 time s, peak RSS MiB, time per {unit} as a ratio to the smallest size's; the last step's cost per added {unit} against the step before's (marginal), and its RSS per added {unit}:",
             match shape {
                 0 => "2 configs x 1 workload x 4 metrics",
                 _ => "2 configs x 2 runs x 1 metric",
@@ -387,29 +391,66 @@ fn every_format(dir: &Path, max: usize) {
                 .collect::<Vec<_>>()
                 .join(" / ")
         );
-        let mut worst = (0.0f64, "");
+        let (mut worst, mut worst_marginal) = ((0.0f64, ""), (0.0f64, ""));
         for (name, args) in COMMANDS {
-            let measured: Vec<(f64, f64)> = stores.iter().map(|p| sysdelta(dir, p, args)).collect();
-            let (t0, r0) = measured[0];
+            // Median of 5 per size, the sizes back to back each time.
+            let mut times = vec![Vec::new(); stores.len()];
+            let mut rss = vec![0.0f64; stores.len()];
+            for _ in 0..5 {
+                for (k, p) in stores.iter().enumerate() {
+                    let (t, r) = sysdelta(dir, p, args);
+                    times[k].push(t);
+                    rss[k] = rss[k].max(r);
+                }
+            }
+            let t: Vec<f64> = times.into_iter().map(median).collect();
+            let n: Vec<f64> = sizes.iter().map(|&n| n as f64).collect();
+            let last = t.len() - 1;
             let mut line = format!("  {name:<10}");
-            for (&n, &(t, rss)) in sizes.iter().zip(&measured) {
-                let scale = n as f64 / sizes[0] as f64;
-                let ratio = t / t0 / scale;
-                if n != sizes[0] && ratio > worst.0 {
+            for k in 0..t.len() {
+                let ratio = t[k] / t[0] / (n[k] / n[0]);
+                if k > 0 && ratio > worst.0 {
                     worst = (ratio, name);
                 }
-                line += &format!(
-                    "  {n:>6}: {t:>7.3} s {rss:>5.0} MiB (x{ratio:.2}, rss x{:.2})",
-                    rss / r0 / scale
-                );
+                // 0: the process ended before its memory was first read.
+                let shown = match rss[k] {
+                    0.0 => "   - MiB".to_string(),
+                    r => format!("{r:>4.0} MiB"),
+                };
+                line += &format!("  {:>6}: {:>6.3} s {shown} x{ratio:.2}", sizes[k], t[k]);
             }
-            println!("{line}");
+            // The cost of the last step's added units against the step
+            // before's: 1.00 is linear, whatever the fixed start-up cost
+            // (which makes the ratios above fall below 1).
+            let marginal = if last >= 2 {
+                let step = |k: usize| (t[k] - t[k - 1]) / (n[k] - n[k - 1]);
+                let m = step(last) / step(last - 1);
+                if m > worst_marginal.0 {
+                    worst_marginal = (m, name);
+                }
+                format!("{m:.2}")
+            } else {
+                "-".into()
+            };
+            let per_unit = if last >= 1 && rss[last] > 0.0 && rss[last - 1] > 0.0 {
+                format!(
+                    "{:.1}",
+                    (rss[last] - rss[last - 1]) * 1024.0 / (n[last] - n[last - 1])
+                )
+            } else {
+                "-".into()
+            };
+            println!("{line}; marginal x{marginal}, {per_unit} KiB/{unit}");
         }
+        let ok = |r: f64| if r <= 1.3 { "yes" } else { "NO" };
         println!(
-            "  largest time ratio: {:.2} ({}); within 1.3x of linear: {}",
+            "  largest ratio of time per {unit}: {:.2} ({}), within 1.3x of linear: {}; largest marginal: {:.2} ({}), within 1.3x: {}",
             worst.0,
             worst.1,
-            if worst.0 <= 1.3 { "yes" } else { "NO" }
+            ok(worst.0),
+            worst_marginal.0,
+            worst_marginal.1,
+            ok(worst_marginal.0)
         );
         for p in stores {
             let _ = std::fs::remove_file(p);
