@@ -1,6 +1,7 @@
 //! The commands that read the store and print: `report`, `list`,
 //! `compare` and `history`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -129,19 +130,14 @@ pub fn print_report_as(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
-    print_analyzed(store, Loaded::Borrowed(data), f, stdout, brief)
+    print_analyzed(store, Cow::Borrowed(data), f, stdout, brief)
 }
 
-/// The data a report is made from: the caller's, or handed over.
-enum Loaded<'a> {
-    Borrowed(&'a crate::store::ExperimentData),
-    Owned(crate::store::ExperimentData),
-}
-
-/// [`print_report_as`] of data borrowed or owned.
+/// [`print_report_as`] of data borrowed, or handed over (then analysed
+/// without a copy of its runs).
 fn print_analyzed(
     store: &Store,
-    data: Loaded,
+    data: Cow<crate::store::ExperimentData>,
     f: &ReportFlags,
     stdout: bool,
     brief: bool,
@@ -156,8 +152,8 @@ fn print_analyzed(
     }
     // Analyzed once, however many formats are written.
     let x = match data {
-        Loaded::Borrowed(d) => report::analyze(d, &opts.analysis)?,
-        Loaded::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
+        Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,
+        Cow::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
     };
     // HTML also draws the stored series and says where imported samples came from.
     let extras = report::html::Extras::from_store(store, &x.data)?;
@@ -237,14 +233,7 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
     // The loaded data is handed over, not borrowed: one copy of the runs.
-    print_analyzed(
-        &store,
-        Loaded::Owned(store.load(id)?),
-        &a.flags,
-        true,
-        false,
-    )
-    .map(gate_code)
+    print_analyzed(&store, Cow::Owned(store.load(id)?), &a.flags, true, false).map(gate_code)
 }
 
 /// `sysdelta list`.
