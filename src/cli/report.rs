@@ -163,6 +163,12 @@ fn print_analyzed(
     let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
+        // JSON on stdout goes out as it is written: the document of
+        // every run is never held whole.
+        if (format, path) == (Format::Json, None) {
+            super::output::stream(|w| report::json::write(&view.raw, &view.stored, w))?;
+            continue;
+        }
         let short = match (format, path) {
             (Format::Text, None) if brief => report::brief::render(&view),
             _ => None,

@@ -21,8 +21,19 @@ impl super::format::ReportFormat for Json {
 /// `Value` (members in name order, two spaces an indent): a tree of every
 /// run held at once took about 6 KB a run, ten times the text it becomes.
 pub fn render(data: &Raw, a: &Analysis) -> anyhow::Result<String> {
+    let mut bytes = Vec::new();
+    write(data, a, &mut bytes)?;
+    Ok(String::from_utf8(bytes)?)
+}
+
+/// [`render`] into `sink`, 64 KiB at a time: `report --format json` on
+/// stdout never holds the whole document either.
+pub fn write(data: &Raw, a: &Analysis, sink: &mut dyn std::io::Write) -> anyhow::Result<()> {
     use serde_json::{to_value, Value};
-    let mut out = String::from("{\n");
+    let mut out = Out {
+        buf: String::from("{\n"),
+        sink,
+    };
     // The analysis without its metrics (their tree is built one at a time).
     let head = Analysis {
         metrics: Vec::new(),
@@ -57,7 +68,34 @@ pub fn render(data: &Raw, a: &Analysis) -> anyhow::Result<String> {
     out.push_str(",\n  \"runs\": ");
     array(&mut out, data.runs.iter().map(timed), "  ")?;
     out.push_str("\n}\n");
-    Ok(out)
+    out.sink.write_all(out.buf.as_bytes())?;
+    Ok(())
+}
+
+/// The document as it is written: a buffer handed to the sink once it
+/// holds 64 KiB.
+struct Out<'w> {
+    buf: String,
+    sink: &'w mut dyn std::io::Write,
+}
+
+impl Out<'_> {
+    fn push_str(&mut self, s: &str) {
+        self.buf.push_str(s);
+    }
+
+    fn push(&mut self, c: char) {
+        self.buf.push(c);
+    }
+
+    /// Hand what is written so far to the sink, if it is worth a write.
+    fn flush_some(&mut self) -> std::io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.sink.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
 }
 
 /// One run or boot as a JSON value, its start in the one time format of
@@ -71,7 +109,7 @@ fn timed(item: &impl serde::Serialize) -> serde_json::Result<serde_json::Value> 
 }
 
 /// `"name": ` as serde_json writes a member's name.
-fn member_name(out: &mut String, name: &str) -> anyhow::Result<()> {
+fn member_name(out: &mut Out, name: &str) -> anyhow::Result<()> {
     out.push_str(&serde_json::to_string(name)?);
     out.push_str(": ");
     Ok(())
@@ -82,7 +120,7 @@ fn member_name(out: &mut String, name: &str) -> anyhow::Result<()> {
 /// breaks inside strings, so every line break is the layout's. serde_json
 /// escapes C0 controls; json_text the DEL and C1 controls it leaves raw,
 /// so `cat report.json` is terminal-safe too.
-fn pretty(out: &mut String, v: &serde_json::Value, indent: &str) -> anyhow::Result<()> {
+fn pretty(out: &mut Out, v: &serde_json::Value, indent: &str) -> anyhow::Result<()> {
     let text = super::escape::json_text(serde_json::to_string_pretty(v)?);
     for (i, line) in text.split('\n').enumerate() {
         if i > 0 {
@@ -97,7 +135,7 @@ fn pretty(out: &mut String, v: &serde_json::Value, indent: &str) -> anyhow::Resu
 /// A JSON array of `items`, each built only when it is written, laid out
 /// as [`pretty`] lays out the whole array.
 fn array(
-    out: &mut String,
+    out: &mut Out,
     items: impl Iterator<Item = serde_json::Result<serde_json::Value>>,
     indent: &str,
 ) -> anyhow::Result<()> {
@@ -107,6 +145,7 @@ fn array(
         out.push_str(if empty { "[\n" } else { ",\n" });
         out.push_str(&inner);
         pretty(out, &item?, &inner)?;
+        out.flush_some()?;
         empty = false;
     }
     out.push_str(if empty { "[]" } else { "\n" });
