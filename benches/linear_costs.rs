@@ -19,6 +19,17 @@
 //!    are written whole through the store's import path
 //!    (`Store::insert_whole`). `SYSDELTA_BENCH_MAX=N` caps the sizes.
 //!    Each report's peak resident memory is printed beside its time.
+//! 3. **Every format and `compare`** (text, markdown, csv, json, html,
+//!    benchstat, hyperfine; `compare 1:a 1:b`) on stores of 100 / 1,000 /
+//!    10,000 runs and of 10 / 100 / 1,000 workloads, shaped as in part 2:
+//!    time (median of 5) and peak RSS, the ratio of time per run or
+//!    workload to the smallest size's, and the last step's time per added
+//!    run or workload against the step before's (the fixed start-up cost
+//!    makes the first ratio fall below 1 even for a superlinear cost; the
+//!    marginal one does not), with the RSS each added one costs. The
+//!    target is every ratio within 1.3 of linear; the line after each
+//!    table names the largest of each (the marginal one is a ratio of two
+//!    differences of a few ms at the smaller step: read it over runs).
 //!
 //! Run: `cargo bench --bench linear_costs`. Times depend on the machine
 //! and its load; the ratios are what to read.
@@ -263,13 +274,18 @@ fn store_of(
 /// mark; `ru_maxrss` from `wait4` would carry this benchmark's own peak
 /// across the spawn). The output goes to a file, so nothing waits on a pipe.
 fn report(dir: &Path, path: &Path, format: &str) -> (f64, f64) {
+    sysdelta(dir, path, &["report", "last", "--format", format])
+}
+
+/// One sysdelta process on the store `path` with `args`, as [`report`].
+fn sysdelta(dir: &Path, path: &Path, args: &[&str]) -> (f64, f64) {
     let out = std::fs::File::create(dir.join("report.out")).unwrap();
     let err = std::fs::File::create(dir.join("report.err")).unwrap();
     let t = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
         .arg("--store")
         .arg(path)
-        .args(["report", "last", "--format", format])
+        .args(args)
         .stdout(out)
         .stderr(err)
         .spawn()
@@ -330,6 +346,117 @@ fn reports(dir: &Path, max: usize) {
     }
 }
 
+/// What part 3 runs on each store: every report format, then `compare`
+/// of the store's two configs (`1:a 1:b`, the experiment's configs as two
+/// compared experiments would be).
+const COMMANDS: [(&str, &[&str]); 8] = [
+    ("text", &["report", "last", "--format", "text"]),
+    ("markdown", &["report", "last", "--format", "markdown"]),
+    ("csv", &["report", "last", "--format", "csv"]),
+    ("json", &["report", "last", "--format", "json"]),
+    ("html", &["report", "last", "--format", "html"]),
+    ("benchstat", &["report", "last", "--format", "benchstat"]),
+    ("hyperfine", &["report", "last", "--format", "hyperfine"]),
+    ("compare", &["compare", "1:a", "1:b"]),
+];
+
+/// Part 3: every format and `compare`, from 100 to 10,000 runs and from
+/// 10 to 1,000 workloads (each size x10 the one before), with time and
+/// peak RSS, and each one's growth as ratios to the smallest size's cost
+/// per run (or workload): 1.00 is linear, above 1.30 is the target missed.
+/// Each command's sizes run back to back on stores built beforehand, so
+/// its three sizes see the same load.
+fn every_format(dir: &Path, max: usize) {
+    for (what, sizes, shape) in [
+        ("runs", [100usize, 1_000, 10_000], 0),
+        ("workloads", [10, 100, 1_000], 1),
+    ] {
+        let sizes: Vec<usize> = sizes.into_iter().filter(|&n| n <= max).collect();
+        let stores: Vec<std::path::PathBuf> = sizes
+            .iter()
+            .map(|&n| match shape {
+                0 => store_of(dir, &format!("f-runs{n}.db"), 1, (n / 2) as u32, &METRICS),
+                _ => store_of(dir, &format!("f-workloads{n}.db"), n, 2, &["wall"]),
+            })
+            .collect();
+        let unit = &what[..what.len() - 1];
+        println!(
+            "every format against the number of {what} ({}; {}): median of 5 time s, peak RSS MiB, time per {unit} as a ratio to the smallest size's; the last step's cost per added {unit} against the step before's (marginal), and its RSS per added {unit}:",
+            match shape {
+                0 => "2 configs x 1 workload x 4 metrics",
+                _ => "2 configs x 2 runs x 1 metric",
+            },
+            sizes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+        let (mut worst, mut worst_marginal) = ((0.0f64, ""), (0.0f64, ""));
+        for (name, args) in COMMANDS {
+            // Median of 5 per size, the sizes back to back each time.
+            let mut times = vec![Vec::new(); stores.len()];
+            let mut rss = vec![0.0f64; stores.len()];
+            for _ in 0..5 {
+                for (k, p) in stores.iter().enumerate() {
+                    let (t, r) = sysdelta(dir, p, args);
+                    times[k].push(t);
+                    rss[k] = rss[k].max(r);
+                }
+            }
+            let t: Vec<f64> = times.into_iter().map(median).collect();
+            let n: Vec<f64> = sizes.iter().map(|&n| n as f64).collect();
+            let last = t.len() - 1;
+            let mut line = format!("  {name:<10}");
+            for k in 0..t.len() {
+                let ratio = t[k] / t[0] / (n[k] / n[0]);
+                if k > 0 && ratio > worst.0 {
+                    worst = (ratio, name);
+                }
+                // 0: the process ended before its memory was first read.
+                let shown = match rss[k] {
+                    0.0 => "   - MiB".to_string(),
+                    r => format!("{r:>4.0} MiB"),
+                };
+                line += &format!("  {:>6}: {:>6.3} s {shown} x{ratio:.2}", sizes[k], t[k]);
+            }
+            // The cost of the last step's added units against the step
+            // before's: 1.00 is linear, whatever the fixed start-up cost
+            // (which makes the ratios above fall below 1).
+            let marginal = if last >= 2 {
+                let step = |k: usize| (t[k] - t[k - 1]) / (n[k] - n[k - 1]);
+                let m = step(last) / step(last - 1);
+                if m > worst_marginal.0 {
+                    worst_marginal = (m, name);
+                }
+                format!("{m:.2}")
+            } else {
+                "-".into()
+            };
+            let per_unit = if last >= 1 && rss[last] > 0.0 && rss[last - 1] > 0.0 {
+                format!(
+                    "{:.1}",
+                    (rss[last] - rss[last - 1]) * 1024.0 / (n[last] - n[last - 1])
+                )
+            } else {
+                "-".into()
+            };
+            println!("{line}; marginal x{marginal}, {per_unit} KiB/{unit}");
+        }
+        println!(
+            "  largest ratio of time per {unit}: {:.2} ({}), within 1.3x of linear: {}; largest marginal: {:.2} ({}; a ratio of two differences, noisy on a loaded machine where the first step costs a few ms)",
+            worst.0,
+            worst.1,
+            if worst.0 <= 1.3 { "yes" } else { "NO" },
+            worst_marginal.0,
+            worst_marginal.1,
+        );
+        for p in stores {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let max = std::env::var("SYSDELTA_BENCH_MAX")
@@ -340,6 +467,7 @@ fn main() {
     println!("load average at start: {}", load.trim());
     adaptive(dir.path());
     reports(dir.path(), max);
+    every_format(dir.path(), max);
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at end: {}", load.trim());
 }

@@ -19,16 +19,27 @@ pub fn compute(data: &ExperimentData, opts: &Options) -> Option<MonitorOverhead>
     }
     // Only the two configs and the probe's own metric (telemetry does not
     // exist in the control's runs; config kinds' metrics are no cost).
+    // Only those runs are copied, not the whole experiment: a report's
+    // memory is bounded by what it shows.
     let probe = crate::monitor::control::PROBE_WORKLOAD;
-    let mut d = data.clone();
-    d.info.configs = vec![control.clone(), base.clone()];
-    d.info.baseline = control.clone();
-    d.runs
-        .retain(|r| (r.config == *base || r.config == control) && r.workload == probe);
-    d.metrics
-        .retain(|m| m.workload == probe && m.spec.name == crate::monitor::control::PROBE_METRIC);
-    d.series.clear();
-    d.profiles.clear();
+    let mut info = data.info.clone();
+    info.configs = vec![control.clone(), base.clone()];
+    info.baseline = control.clone();
+    let d = ExperimentData {
+        info,
+        runs: (data.runs.iter())
+            .filter(|r| (r.config == *base || r.config == control) && r.workload == probe)
+            .cloned()
+            .collect(),
+        metrics: (data.metrics.iter())
+            .filter(|m| m.workload == probe && m.spec.name == crate::monitor::control::PROBE_METRIC)
+            .cloned()
+            .collect(),
+        events: data.events.clone(),
+        series: Vec::new(),
+        profiles: Vec::new(),
+        boots: data.boots.clone(),
+    };
     let a = super::analyze(&d, opts).ok()?;
     let lines = a
         .metrics
@@ -69,9 +80,14 @@ pub fn compute(data: &ExperimentData, opts: &Options) -> Option<MonitorOverhead>
 /// series and without the control config, which only the overhead line
 /// (from [`compute`] on the whole data) reports.
 pub fn reportable(data: &ExperimentData) -> ExperimentData {
+    into_reportable(data.clone())
+}
+
+/// [`reportable`], taking `d` over: a report that owns its loaded data
+/// filters it in place instead of holding two copies of every run.
+pub fn into_reportable(mut d: ExperimentData) -> ExperimentData {
     let probe = crate::monitor::control::PROBE_WORKLOAD;
-    let control = crate::monitor::control_config(&data.info.baseline);
-    let mut d = data.clone();
+    let control = crate::monitor::control_config(&d.info.baseline);
     let dropped: std::collections::HashSet<i64> = d
         .runs
         .iter()

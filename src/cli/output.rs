@@ -39,6 +39,23 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
+/// [`emit`] on stdout of what `write` writes as it goes (a JSON report
+/// of every run, never held whole); a closed pipe ends as in `emit`.
+pub fn stream(write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = write(&mut out).and_then(|()| Ok(out.flush()?));
+    match written {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Err(anyhow::Error::new(Error::BrokenPipe))
+        }
+        other => other,
+    }
+}
+
 /// The reader of stdout went away (`sysdelta list | head -1`): end as
 /// coreutils do, killed by SIGPIPE, with nothing on stderr. Rust ignores
 /// SIGPIPE (so that sockets and pipes inside the benchmarks report EPIPE);

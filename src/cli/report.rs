@@ -1,6 +1,7 @@
 //! The commands that read the store and print: `report`, `list`,
 //! `compare` and `history`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -129,6 +130,18 @@ pub fn print_report_as(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
+    print_analyzed(store, Cow::Borrowed(data), f, stdout, brief)
+}
+
+/// [`print_report_as`] of data borrowed, or handed over (then analysed
+/// without a copy of its runs).
+fn print_analyzed(
+    store: &Store,
+    data: Cow<crate::store::ExperimentData>,
+    f: &ReportFlags,
+    stdout: bool,
+    brief: bool,
+) -> Result<bool> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
@@ -138,7 +151,10 @@ pub fn print_report_as(
         return Ok(false);
     }
     // Analyzed once, however many formats are written.
-    let x = report::analyze(data, &opts.analysis)?;
+    let x = match data {
+        Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,
+        Cow::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
+    };
     // HTML also draws the stored series and says where imported samples came from.
     let extras = report::html::Extras::from_store(store, &x.data)?;
     // One view, however many formats render it.
@@ -147,6 +163,12 @@ pub fn print_report_as(
     let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
+        // JSON on stdout goes out as it is written: the document of
+        // every run is never held whole.
+        if (format, path) == (Format::Json, None) {
+            super::output::stream(|w| report::json::write(&view.raw, &view.stored, w))?;
+            continue;
+        }
         let short = match (format, path) {
             (Format::Text, None) if brief => report::brief::render(&view),
             _ => None,
@@ -216,7 +238,8 @@ pub fn check_exports(f: &ReportFlags) -> Result<()> {
 pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
-    print_report(&store, &store.load(id)?, &a.flags, true).map(gate_code)
+    // The loaded data is handed over, not borrowed: one copy of the runs.
+    print_analyzed(&store, Cow::Owned(store.load(id)?), &a.flags, true, false).map(gate_code)
 }
 
 /// `sysdelta list`.

@@ -98,8 +98,14 @@ pub struct Analyzed {
 /// Analyze `data` for reports: the monitors' overhead from all of it, the
 /// rest from its reportable part.
 pub fn analyze(data: &ExperimentData, opts: &analysis::Options) -> Result<Analyzed> {
-    let overhead = analysis::overhead::compute(data, opts);
-    let data = analysis::overhead::reportable(data);
+    analyze_owned(data.clone(), opts)
+}
+
+/// [`analyze`], taking `data` over, so that a report holds one copy of
+/// its runs, not two.
+pub fn analyze_owned(data: ExperimentData, opts: &analysis::Options) -> Result<Analyzed> {
+    let overhead = analysis::overhead::compute(&data, opts);
+    let data = analysis::overhead::into_reportable(data);
     let mut a = analysis::analyze(&data, opts).map_err(Error::into_bad_input)?;
     a.monitor_overhead = overhead;
     Ok(Analyzed { data, analysis: a })
