@@ -171,13 +171,17 @@ pub fn run() {
             // Each step against the one before: (time ratio) / (size ratio).
             // The smallest size is mostly the process's fixed start-up,
             // so the first step reads low; the last is the one to judge.
-            let step = prev.map_or(String::from("   -         -  "), |(s0, rss0, n0)| {
+            let step = prev.map_or(String::new(), |(s0, rss0, n0)| {
                 let k = n as f64 / n0 as f64;
-                format!("{:>5.2}    {:>5.2}", s / s0 / k, rss / rss0 / k)
+                format!(
+                    "; step ratio: time {:.2}, RSS {:.2}",
+                    s / s0 / k,
+                    rss / rss0 / k
+                )
             });
             prev = Some((s, rss, n));
             println!(
-                "  {n:>6} {what}: {s:>7.3} s, peak RSS {rss:>6.1} MiB, page {mb:>6.2} MB; step ratio time {step} RSS",
+                "  {n:>6} {what}: {s:>7.3} s, peak RSS {rss:>6.1} MiB, page {mb:>6.2} MB{step}",
             );
             if let Some(keep) = std::env::var_os("SYSDELTA_BENCH_KEEP_STORES") {
                 std::fs::copy(&path, PathBuf::from(keep).join(path.file_name().unwrap())).unwrap();

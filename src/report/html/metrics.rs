@@ -188,3 +188,130 @@ fn metric_section(
     }
     Ok(section)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use crate::analysis::view::{ExperimentData, ExperimentInfo, Extras, StoredMetric, StoredRun};
+    use crate::metric::{Direction, MetricSpec};
+    use crate::plan::Overrides;
+
+    /// One workload of `n` metrics (m000, m001, ...) x 2 configs x 12 runs;
+    /// the last five are 50% slower under the second config.
+    fn many_metrics(n: usize) -> ExperimentData {
+        let configs = vec!["a".to_string(), "b".to_string()];
+        let name = |i: usize| format!("m{i:03}");
+        let metrics = (0..n)
+            .map(|i| StoredMetric {
+                workload: "w".into(),
+                spec: MetricSpec::new(&name(i), "ms", Direction::Lower),
+            })
+            .collect();
+        let mut runs = Vec::new();
+        for b in 0..12u32 {
+            for (ci, c) in configs.iter().enumerate() {
+                let samples: BTreeMap<String, Vec<f64>> = (0..n)
+                    .map(|i| {
+                        let shift = if ci == 1 && i + 5 >= n { 1.5 } else { 1.0 };
+                        let v = shift * (10.0 + ((b as usize * 7 + i * 3 + ci) % 5) as f64 * 0.1);
+                        (name(i), vec![v])
+                    })
+                    .collect();
+                runs.push(StoredRun {
+                    id: (b * 2 + ci as u32) as i64,
+                    block: b,
+                    seq: ci as u32,
+                    config: c.clone(),
+                    workload: "w".into(),
+                    warmup: false,
+                    status: crate::status::RunStatus::Ok,
+                    reason: None,
+                    stderr_tail: None,
+                    exit_code: None,
+                    started_at: 0.0,
+                    samples,
+                    boot_id: None,
+                });
+            }
+        }
+        let info = ExperimentInfo {
+            id: 1,
+            name: "many".into(),
+            label: None,
+            plan_source: "t".into(),
+            plan_text: "x".into(),
+            overrides: Overrides::default(),
+            host: "h".into(),
+            fingerprint: BTreeMap::new(),
+            seed: 1,
+            order: "random-blocks".into(),
+            runs_per_cell: 12,
+            warmup: 0,
+            baseline: "a".into(),
+            created_at: "now".into(),
+            finished_at: None,
+            status: crate::status::ExperimentStatus::Complete,
+            entered_config: None,
+            self_usage: None,
+            fleet_id: None,
+            fleet_host: None,
+            configs,
+            workloads: vec!["w".into()],
+        };
+        ExperimentData {
+            info,
+            metrics,
+            runs,
+            events: vec![],
+            series: vec![],
+            profiles: vec![],
+            boots: vec![],
+        }
+    }
+
+    /// Past [`super::MAX_PLOTTED`] metrics, every metric keeps its table,
+    /// the changes beyond noise keep their plots wherever they are on the
+    /// page, and the page says how many are drawn; the forest plot draws
+    /// its first rows, verdicts among them, and the table has them all.
+    #[test]
+    fn a_large_report_plots_the_changes_and_tables_everything() {
+        let n = super::MAX_PLOTTED + 60;
+        let data = many_metrics(n);
+        let opts = crate::analysis::Options {
+            resamples: 200,
+            ..Default::default()
+        };
+        let a = crate::analysis::analyze(&data, &opts).unwrap();
+        let html = super::super::render(&crate::analysis::view::build(
+            &data,
+            &a,
+            None,
+            Extras::default(),
+        ))
+        .unwrap();
+        let at = html.find("id=\"metrics\"").unwrap();
+        let (summary, metrics) = html.split_at(at);
+        assert_eq!(metrics.matches("<h4>").count(), n, "a table per metric");
+        assert_eq!(
+            metrics.matches("<svg").count(),
+            2 * super::MAX_PLOTTED,
+            "two plots per drawn metric"
+        );
+        assert!(metrics.contains(&format!("Plots of {} of {n} metrics", super::MAX_PLOTTED)));
+        let last = &metrics[metrics.find(&format!("<h4>m{:03} ", n - 1)).unwrap()..];
+        assert!(
+            last.contains("<svg"),
+            "the last metric, beyond noise, is drawn: {}",
+            &last[..last.len().min(1500)]
+        );
+        assert!(summary.contains("The plot shows the first 180 (those beyond noise first); all"));
+        // Three chunks of the forest, each drawn wide and narrow.
+        assert_eq!(summary.matches("<svg").count(), 6);
+        assert_eq!(
+            summary.matches("<tr class=").count(),
+            n,
+            "the table has every comparison"
+        );
+    }
+}
