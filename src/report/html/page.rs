@@ -183,22 +183,6 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             ""
         }
     );
-    let overhead = crate::report::overhead::text_lines(a);
-    if let Some((head, rest)) = overhead.split_first() {
-        let _ = write!(o, "<p id=\"monitor-overhead\"><b>{}</b></p><ul>", esc(head));
-        for l in rest {
-            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
-        }
-        o.push_str("</ul>");
-    }
-    let shell = crate::report::shell_cost::text_lines(a);
-    if let Some((head, rest)) = shell.split_first() {
-        let _ = write!(o, "<p id=\"shell-startup\"><b>{}</b></p><ul>", esc(head));
-        for l in rest {
-            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
-        }
-        o.push_str("</ul>");
-    }
     if let Some(t) = crate::analysis::families::telemetry_note(
         a.n_telemetry_comparisons,
         a.correction == crate::analysis::Correction::Bh,
@@ -261,6 +245,24 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             ))
             .unwrap_or_default()
         );
+    }
+    // The monitor-overhead and shell start-up notes come after the plot:
+    // on a phone they filled the first screen and pushed the plot below it.
+    let overhead = crate::report::overhead::text_lines(a);
+    if let Some((head, rest)) = overhead.split_first() {
+        let _ = write!(o, "<p id=\"monitor-overhead\"><b>{}</b></p><ul>", esc(head));
+        for l in rest {
+            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
+        }
+        o.push_str("</ul>");
+    }
+    let shell = crate::report::shell_cost::text_lines(a);
+    if let Some((head, rest)) = shell.split_first() {
+        let _ = write!(o, "<p id=\"shell-startup\"><b>{}</b></p><ul>", esc(head));
+        for l in rest {
+            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
+        }
+        o.push_str("</ul>");
     }
     // The table is the text alternative of the forest plot, in the same order.
     // The p column is adjusted by the report's correction, and says which.
