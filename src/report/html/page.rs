@@ -162,37 +162,9 @@ pub fn render(v: &ReportView) -> Result<String> {
     Ok(o)
 }
 
-fn summary(o: &mut String, a: &Analysis) -> Result<()> {
-    o.push_str("<h2 id=\"summary\">Summary</h2>");
-    let _ = write!(
-        o,
-        "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
-         (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
-         Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way{}. \
-         <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
-         <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
-         Each point's change is written beside it. Changes beyond noise first, then the rest; largest first in each.</p>",
-        esc(&a.baseline),
-        a.confidence * 100.0,
-        a.resamples,
-        a.alpha,
-        a.n_comparisons,
-        if crate::report::boots_text::by_boot(a) {
-            " (with fewer than 8 boots a side: Welch's t on the boot means, and the mean's direction)"
-        } else {
-            ""
-        }
-    );
-    if let Some(t) = crate::analysis::families::telemetry_note(
-        a.n_telemetry_comparisons,
-        a.correction == crate::analysis::Correction::Bh,
-    ) {
-        let _ = write!(
-            o,
-            "<p>{} Telemetry is left out of this plot; it is in the table below.</p>",
-            esc(&t)
-        );
-    }
+/// The forest plot of the summary (its first [`FOREST_MAX_ROWS`] rows, in
+/// parts of [`FOREST_CHUNK`]), and the line that counts the verdicts.
+fn forest_plot(o: &mut String, a: &Analysis) -> Result<()> {
     let rows = forest::rows(a);
     if rows.is_empty() {
         o.push_str("<p>No comparison has a ratio to plot.</p>");
@@ -246,6 +218,41 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             .unwrap_or_default()
         );
     }
+    Ok(())
+}
+
+fn summary(o: &mut String, a: &Analysis) -> Result<()> {
+    o.push_str("<h2 id=\"summary\">Summary</h2>");
+    let _ = write!(
+        o,
+        "<p>Each row is one metric under one config against the baseline <b>{}</b>: the marker is the ratio of means \
+         (1&times; = no change), the bar its {:.0}% bootstrap CI ({} resamples). A verdict needs a Mann-Whitney p &lt; {} after \
+         Holm correction over {} comparisons, with the mean and the rank (Hodges-Lehmann) shift pointing the same way{}. \
+         <b>&#9650;</b> worse, <b>&#9632;</b> better, &#9675; grey: within noise, \
+         <b style=\"color:#8a4b00\">&#10005;</b> no CI (not estimable, or too few runs): no verdict can be read from it. \
+         Each point's change is written beside it. Changes beyond noise first, then the rest; largest first in each.</p>",
+        esc(&a.baseline),
+        a.confidence * 100.0,
+        a.resamples,
+        a.alpha,
+        a.n_comparisons,
+        if crate::report::boots_text::by_boot(a) {
+            " (with fewer than 8 boots a side: Welch's t on the boot means, and the mean's direction)"
+        } else {
+            ""
+        }
+    );
+    if let Some(t) = crate::analysis::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::analysis::Correction::Bh,
+    ) {
+        let _ = write!(
+            o,
+            "<p>{} Telemetry is left out of this plot; it is in the table below.</p>",
+            esc(&t)
+        );
+    }
+    forest_plot(o, a)?;
     // The monitor-overhead and shell start-up notes come after the plot:
     // on a phone they filled the first screen and pushed the plot below it.
     let overhead = crate::report::overhead::text_lines(a);
