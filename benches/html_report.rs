@@ -9,7 +9,18 @@
 //! ~1,000 plots and writing the page costs. Size is the HTML file's bytes.
 //! Targets: under 3 s and under 5 MB.
 //!
+//! Then the **growth** of the same command (`html_report/growth.rs`): time, peak RSS
+//! and page size for 10 -> 100 -> 1,000 workloads (3 metrics each, as Go
+//! benchmarks have, 2 configs x 10 runs) and 100 -> 1,000 -> 10,000 runs
+//! (1 workload x 4 metrics x 2 configs), as each step's growth over the
+//! size before it, per workload (or run): 1.00 is linear, the target is
+//! 1.3 or under. `SYSDELTA_BENCH_PART=growth` (or `size`) runs one part;
+//! `SYSDELTA_BENCH_KEEP_STORES=DIR` keeps the growth part's stores.
+//!
 //! Run: `cargo bench --bench html_report`.
+
+#[path = "html_report/growth.rs"]
+mod growth;
 
 use std::process::Command;
 use std::time::Instant;
@@ -24,6 +35,17 @@ const CONFIGS: usize = 4;
 const RUNS: usize = 40;
 
 fn main() {
+    let part = std::env::var("SYSDELTA_BENCH_PART").unwrap_or_default();
+    if part != "growth" {
+        size();
+    }
+    if part != "size" {
+        growth::run();
+    }
+}
+
+/// The 500-metric report's time and size against the text report's.
+fn size() {
     // SYSDELTA_BENCH_WORKLOADS scales the data down (50 metrics each) for a quick look;
     // SYSDELTA_BENCH_KEEP=PATH keeps a copy of the HTML page.
     let workloads_n: usize = std::env::var("SYSDELTA_BENCH_WORKLOADS")

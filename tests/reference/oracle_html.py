@@ -107,17 +107,18 @@ def check_html(ck, exp, html, cis):
                 if d and "delta" in col:
                     check_shown_delta(ck, "html", m, cfg, d, cell("delta") + " " + cell("verdict"),
                                       cell("CI"), cis)
-            svg = re.search(r"<svg.*?</svg>", sec, re.S)
-            if svg:
-                check_svg(ck, m, svg.group(0), colour)
+            svgs = re.findall(r"<svg.*?</svg>", sec, re.S)
+            if svgs:
+                check_svg(ck, m, svgs[0], svgs[1] if len(svgs) > 1 else "", colour)
 
 
-def check_svg(ck, m, svg, colour):
-    """Left: each config's markers at its values; right: the runs in
-    execution order, each at its value. A pixel's worth (1.5 px: plotters
-    rounds to whole pixels, a marker's centre to half of one) of slack."""
+def check_svg(ck, m, left, right, colour):
+    """The first plot (`left`): each config's markers at its values; the
+    second (`right`, its own SVG with its own y ticks over the same range):
+    the runs in execution order, each at its value. A pixel's worth (1.5
+    px: plotters rounds to whole pixels, a marker's centre to half of one)
+    of slack."""
     lab, f = mlabel(m), m["factor"]
-    left, _, right = svg.partition("run (in execution order)")
     texts = lambda s: [(x, y, unescape(t).strip()) for x, y, t in re.findall(
         r'<text x="([\d.]+)" y="([\d.]+)" dy="0.5ex" text-anchor="end"[^>]*>\s*(.*?)\s*</text>', s, re.S)]
     yl = axis(texts(left))
@@ -129,7 +130,7 @@ def check_svg(ck, m, svg, colour):
         ck.fail("html", lab, "y-axis tick labels of the per-config plot, which repeat",
                 ", ".join(yl.labels), "distinct labels")
         return
-    yr = axis(texts(right)) or yl  # the right panel shares the left's axis
+    yr = axis(texts(right)) or yl
     tol = 1.5
     # Left panel: markers per colour against that config's values.
     got = {}

@@ -10,10 +10,10 @@ use crate::analysis::Analysis;
 use crate::report::boots_text::runs;
 
 /// The "Samples per metric" introduction when values are per boot.
-pub(super) const SAMPLES_INTRO: &str = "<p>Left: each boot's value per config (the mean of \
+pub(super) const SAMPLES_INTRO: &str = "<p>First: each boot's value per config (the mean of \
     its runs' values, a run's value being the median of its samples): the boot is the unit of \
     replication. The median (black bar) and its 95% order-statistic CI (thick vertical bar) are \
-    over boots. Right: every run's value in execution order, so drift and the steps between \
+    over boots. Beside it (below it on a phone): every run's value in execution order, so drift and the steps between \
     boots show.</p>";
 
 fn join<T: ToString>(xs: &[T]) -> String {

@@ -10,6 +10,7 @@ mod boots;
 mod forest;
 mod history;
 mod lines;
+mod metrics;
 mod page;
 mod plot;
 mod runs;

@@ -6,9 +6,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::plot::{figure, PLOT_WIDTH};
-use super::{esc, forest, lines, plot, samples, Extras};
-use crate::analysis::view::order::ExecutionOrder;
+use super::plot::PLOT_WIDTH;
+use super::{esc, forest, lines, plot, Extras};
 use crate::analysis::view::{ReportView, SeriesRecord};
 use crate::analysis::{Analysis, Comparison, MetricAnalysis, Verdict};
 use crate::report::cells::{disagreement, footnotes};
@@ -35,7 +34,7 @@ tr.diff td{background:#ffe9b3;font-weight:bold}
 tr.diff td:first-child::before{content:"\2260  "}
 figure{margin:.5em 0 1em}
 .plots{display:flex;flex-wrap:wrap;gap:8px}
-.plots>div{flex:1 1 340px;min-width:0;overflow-x:auto}
+.plots>div{flex:0 1 auto;min-width:0;overflow-x:auto}
 svg{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#333}
 pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px solid #ddd;padding:6px;font-size:.85em;max-height:30em;overflow:auto}
@@ -43,8 +42,12 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;border:1px sol
 details>summary{cursor:pointer}
 .narrow{display:none}
 [role=img]{overflow-x:auto;max-width:100%}
-@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px}.wide{display:none}.narrow{display:block}
-th.v,td.v{position:sticky;right:0;max-width:9em;white-space:normal;box-shadow:-3px 0 4px -2px rgba(0,0,0,.3)}td.v{background:#fff}}
+@media (max-width:640px){body{font-size:14px;padding:0 6px}th,td{padding:1px 3px;overflow-wrap:anywhere}.wide{display:none}.narrow{display:block}
+table.cells,table.cells tbody{display:block}table.cells thead{display:none}
+table.cells tr{display:grid;grid-template-columns:repeat(2,minmax(0,1fr));border:1px solid #ccc;margin:0 0 6px}
+table.cells td{border:0;text-align:left}table.cells td:first-child,table.cells td.v{grid-column:1/-1}
+table.cells td:first-child{background:#eee}table.cells td:empty{display:none}
+table.cells td[data-l]::before{content:attr(data-l)": ";color:#555}}
 @media print{.box{break-inside:avoid}}
 "#;
 
@@ -53,14 +56,20 @@ type SeriesEntry = (String, String, SeriesRecord);
 
 const FOREST_CHUNK: usize = 60;
 
-fn delta_text(c: &Comparison) -> String {
+/// The most rows the forest plot draws (its first chunks): verdicts come
+/// first, so a report of thousands of comparisons still plots every change
+/// beyond noise up to this many, and the grey rows after them are in the
+/// table only. All 3,000 rows of 1,000 Go benchmarks were 3 MB of SVG.
+const FOREST_MAX_ROWS: usize = 3 * FOREST_CHUNK;
+
+pub(super) fn delta_text(c: &Comparison) -> String {
     match c.delta_mean_pct {
         Some(d) => format!("{d:+.1}%"),
         None => "n/a".into(),
     }
 }
 
-fn ci_text(c: &Comparison) -> String {
+pub(super) fn ci_text(c: &Comparison) -> String {
     match c.delta_ci_pct {
         Some((lo, hi)) => format!("[{lo:+.1}%, {hi:+.1}%]"),
         None if crate::analysis::ci_not_estimable(c) => "not estimable".into(),
@@ -68,7 +77,7 @@ fn ci_text(c: &Comparison) -> String {
     }
 }
 
-fn verdict_class(v: Verdict) -> &'static str {
+pub(super) fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Better => "better",
         Verdict::Worse => "worse",
@@ -76,7 +85,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn verdict_text(c: &Comparison, alpha: f64) -> String {
+pub(super) fn verdict_text(c: &Comparison, alpha: f64) -> String {
     let mark = disagreement(c, alpha).map_or("", |d| d.mark());
     match (c.verdict, &c.note) {
         (Verdict::Noise, _) => format!("~ within noise{mark}"),
@@ -86,14 +95,18 @@ fn verdict_text(c: &Comparison, alpha: f64) -> String {
 }
 
 /// Under a table: what its verdict/CI disagreement marks mean.
-fn footnote_html<'a>(o: &mut String, cs: impl Iterator<Item = &'a Comparison>, alpha: f64) {
+pub(super) fn footnote_html<'a>(
+    o: &mut String,
+    cs: impl Iterator<Item = &'a Comparison>,
+    alpha: f64,
+) {
     let notes = footnotes(cs.filter_map(|c| disagreement(c, alpha)).collect());
     if !notes.is_empty() {
         let _ = write!(o, "<p class=\"meta\">{}</p>", esc(&notes.join("; ")));
     }
 }
 
-fn legend(configs: &[String]) -> String {
+pub(super) fn legend(configs: &[String]) -> String {
     let mut s = String::from("<p class=\"legend\">");
     for (i, c) in configs.iter().enumerate() {
         let _ = write!(
@@ -138,7 +151,7 @@ pub fn render(v: &ReportView) -> Result<String> {
     );
     super::banners::banners(&mut o, a, x);
     summary(&mut o, a)?;
-    metrics(&mut o, v)?;
+    super::metrics::metrics(&mut o, v)?;
     series(&mut o, a, x)?;
     profiles(&mut o, v);
     super::sweeps::sweeps(&mut o, a)?;
@@ -147,6 +160,65 @@ pub fn render(v: &ReportView) -> Result<String> {
     super::runs::runs(&mut o, v);
     o.push_str("</body></html>\n");
     Ok(o)
+}
+
+/// The forest plot of the summary (its first [`FOREST_MAX_ROWS`] rows, in
+/// parts of [`FOREST_CHUNK`]), and the line that counts the verdicts.
+fn forest_plot(o: &mut String, a: &Analysis) -> Result<()> {
+    let rows = forest::rows(a);
+    if rows.is_empty() {
+        o.push_str("<p>No comparison has a ratio to plot.</p>");
+    } else {
+        let band = forest::noise_band(&rows);
+        let xr = forest::x_range(&rows, band);
+        let n_sig = rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse))
+            .count();
+        let drawn = &rows[..rows.len().min(FOREST_MAX_ROWS)];
+        for (k, chunk) in drawn.chunks(FOREST_CHUNK).enumerate() {
+            let alt = format!(
+                "Forest plot{}: {} comparisons, {} beyond noise. The same numbers are in the table below.",
+                if drawn.len() > FOREST_CHUNK { format!(" part {}", k + 1) } else { String::new() },
+                chunk.len(),
+                chunk.iter().filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse)).count()
+            );
+            // Two drawings of one plot: labels beside the rows for a wide
+            // window, above them for a phone. CSS shows one; a mail
+            // client without media queries shows the wide one, scaled.
+            let _ = write!(o, "<figure>");
+            for (class, layout) in [
+                ("wide", forest::Layout::Wide),
+                ("narrow", forest::Layout::Narrow),
+            ] {
+                let svg = forest::draw(chunk, xr, band, layout)?;
+                o.push_str(&plot::plot_div(Some(class), &alt, &svg));
+            }
+            o.push_str("</figure>");
+        }
+        let _ = write!(
+            o,
+            "<p>{} of {} comparisons are beyond noise.{}{}</p>",
+            n_sig,
+            rows.len(),
+            if drawn.len() < rows.len() {
+                format!(
+                    " The plot shows the first {} (those beyond noise first); all {} are in the table below.",
+                    drawn.len(),
+                    rows.len()
+                )
+            } else {
+                String::new()
+            },
+            band.map(|b| format!(
+                " Grey band: ratios within &times;{:.3}&ndash;{:.3}, the median CI half-width of this report.",
+                1.0 / b,
+                b
+            ))
+            .unwrap_or_default()
+        );
+    }
+    Ok(())
 }
 
 fn summary(o: &mut String, a: &Analysis) -> Result<()> {
@@ -170,6 +242,19 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
             ""
         }
     );
+    if let Some(t) = crate::analysis::families::telemetry_note(
+        a.n_telemetry_comparisons,
+        a.correction == crate::analysis::Correction::Bh,
+    ) {
+        let _ = write!(
+            o,
+            "<p>{} Telemetry is left out of this plot; it is in the table below.</p>",
+            esc(&t)
+        );
+    }
+    forest_plot(o, a)?;
+    // The monitor-overhead and shell start-up notes come after the plot:
+    // on a phone they filled the first screen and pushed the plot below it.
     let overhead = crate::report::overhead::text_lines(a);
     if let Some((head, rest)) = overhead.split_first() {
         let _ = write!(o, "<p id=\"monitor-overhead\"><b>{}</b></p><ul>", esc(head));
@@ -186,59 +271,6 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
         }
         o.push_str("</ul>");
     }
-    if let Some(t) = crate::analysis::families::telemetry_note(
-        a.n_telemetry_comparisons,
-        a.correction == crate::analysis::Correction::Bh,
-    ) {
-        let _ = write!(
-            o,
-            "<p>{} Telemetry is left out of this plot; it is in the table below.</p>",
-            esc(&t)
-        );
-    }
-    let rows = forest::rows(a);
-    if rows.is_empty() {
-        o.push_str("<p>No comparison has a ratio to plot.</p>");
-    } else {
-        let band = forest::noise_band(&rows);
-        let xr = forest::x_range(&rows, band);
-        let n_sig = rows
-            .iter()
-            .filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse))
-            .count();
-        for (k, chunk) in rows.chunks(FOREST_CHUNK).enumerate() {
-            let alt = format!(
-                "Forest plot{}: {} comparisons, {} beyond noise. The same numbers are in the table below.",
-                if rows.len() > FOREST_CHUNK { format!(" part {}", k + 1) } else { String::new() },
-                chunk.len(),
-                chunk.iter().filter(|r| matches!(r.verdict, Verdict::Better | Verdict::Worse)).count()
-            );
-            // Two drawings of one plot: labels beside the rows for a wide
-            // window, above them for a phone. CSS shows one; a mail
-            // client without media queries shows the wide one, scaled.
-            let _ = write!(o, "<figure>");
-            for (class, layout) in [
-                ("wide", forest::Layout::Wide),
-                ("narrow", forest::Layout::Narrow),
-            ] {
-                let svg = forest::draw(chunk, xr, band, layout)?;
-                o.push_str(&plot::plot_div(Some(class), &alt, &svg));
-            }
-            o.push_str("</figure>");
-        }
-        let _ = write!(
-            o,
-            "<p>{} of {} comparisons are beyond noise.{}</p>",
-            n_sig,
-            rows.len(),
-            band.map(|b| format!(
-                " Grey band: ratios within &times;{:.3}&ndash;{:.3}, the median CI half-width of this report.",
-                1.0 / b,
-                b
-            ))
-            .unwrap_or_default()
-        );
-    }
     // The table is the text alternative of the forest plot, in the same order.
     // The p column is adjusted by the report's correction, and says which.
     let correction = match a.correction {
@@ -247,7 +279,7 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     };
     let _ = write!(
         o,
-        "<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table><thead><tr>\
+        "<details><summary>All comparisons as a table</summary><div class=\"scroll\"><table class=\"cells\"><thead><tr>\
         <th class=\"l\">metric</th><th class=\"l\">config</th><th>delta of mean</th><th>CI</th><th>p ({correction})</th><th class=\"l v\">verdict</th>\
         </tr></thead><tbody>"
     );
@@ -269,7 +301,8 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     for (m, c) in all {
         let _ = write!(
             o,
-            "<tr class=\"{}\"><td class=\"l\">{}/{} ({})</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l v\">{}</td></tr>",
+            "<tr class=\"{}\"><td class=\"l\">{}/{} ({})</td><td class=\"l\" data-l=\"config\">{}</td><td data-l=\"delta\">{}</td>\
+             <td data-l=\"CI\">{}</td><td data-l=\"p\">{}</td><td class=\"l v\">{}</td></tr>",
             verdict_class(c.verdict),
             esc(&m.workload),
             esc(&m.spec.name),
@@ -286,134 +319,6 @@ fn summary(o: &mut String, a: &Analysis) -> Result<()> {
     footnote_html(o, every, a.alpha);
     o.push_str("</details>");
     Ok(())
-}
-
-fn metrics(o: &mut String, v: &ReportView) -> Result<()> {
-    let a = &v.shown;
-    o.push_str("<h2 id=\"metrics\">Samples per metric</h2>");
-    if crate::report::boots_text::by_boot(a) {
-        o.push_str(super::boots::SAMPLES_INTRO);
-        o.push_str(&legend(&a.configs));
-    } else {
-        let _ = write!(
-        o,
-        "<p>Left: every run's value per config (one value per run: the median of its samples), with the median \
-         (black bar) and its 95% order-statistic CI (thick vertical bar); above {} values the configs are drawn as \
-         violins (kernel density). Right: the same values in execution order, so drift shows as a slope.</p>{}",
-        samples::STRIP_MAX_POINTS,
-        legend(&a.configs)
-    );
-    }
-    // Each metric's section is independent: draw them on all cores, then
-    // join in order.
-    use rayon::prelude::*;
-    let sections: Vec<Result<String>> = a
-        .metrics
-        .par_iter()
-        .zip(&v.order)
-        .map(|(m, order)| metric_section(a, m, order))
-        .collect();
-    let mut last_w = "";
-    for (m, sec) in a.metrics.iter().zip(sections) {
-        if m.workload != last_w {
-            let _ = write!(o, "<h3>{}</h3>", esc(&m.workload));
-            last_w = &m.workload;
-        }
-        o.push_str(&sec?);
-    }
-    Ok(())
-}
-
-/// One metric's table and plot; `order` holds its runs in execution order
-/// in the unit the plot's axis is in (the view converted them).
-fn metric_section(a: &Analysis, m: &MetricAnalysis, order: &ExecutionOrder) -> Result<String> {
-    // The points share the samples' axis: they must be in its unit.
-    anyhow::ensure!(
-        order.unit == m.spec.unit,
-        "{}: execution-order points in {} on an axis in {}",
-        m.spec.name,
-        order.unit,
-        m.spec.unit
-    );
-    let mut section = String::with_capacity(8192);
-    let o = &mut section;
-    {
-        let _ = write!(
-            o,
-            "<h4>{} <small>({}, {} is better)</small></h4>",
-            esc(&m.spec.name),
-            esc(&m.spec.unit),
-            m.spec.direction.as_str()
-        );
-        // Kernel configs: n counts boots, and a column gives each cell's
-        // between-boot share of variance.
-        let boot_col = m.cells.iter().any(|c| c.boots.is_some());
-        let _ = write!(o, "<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th><th>n</th>{}<th>median</th>\
-            <th>median CI</th><th>mean</th><th>delta</th><th>CI</th><th class=\"l v\">verdict</th></tr></thead><tbody>",
-            if boot_col { "<th>boot share</th>" } else { "" });
-        for (ci, cell) in m.cells.iter().enumerate() {
-            let mut sorted = cell.values.clone();
-            sorted.sort_by(f64::total_cmp);
-            let mci = samples::median_ci(&sorted)
-                .map(|(l, h)| format!("[{}, {}]", fmt_num(l), fmt_num(h)))
-                .unwrap_or_else(|| "-".into());
-            let (med, mean) = cell
-                .summary
-                .as_ref()
-                .map(|s| (fmt_num(s.median), fmt_num(s.mean)))
-                .unwrap_or_else(|| ("-".into(), "-".into()));
-            let (class, d, c, v) = if ci == 0 {
-                ("base", "baseline".to_string(), String::new(), String::new())
-            } else {
-                let cmp = &m.comparisons[ci - 1];
-                (
-                    verdict_class(cmp.verdict),
-                    delta_text(cmp),
-                    ci_text(cmp),
-                    verdict_text(cmp, a.alpha),
-                )
-            };
-            let _ = write!(
-                o,
-                "<tr class=\"{class}\"><td class=\"l\"><b style=\"color:{}\">{}</b> {}</td><td>{}</td>{}<td>{med}</td><td>{mci}</td><td>{mean}</td><td>{d}</td><td>{c}</td><td class=\"l v\">{}</td></tr>",
-                plot::css_color(ci),
-                plot::marker_glyph(ci),
-                esc(&cell.config),
-                cell.values.len(),
-                if boot_col {
-                    format!("<td>{}</td>", crate::report::boots_text::share_cell(cell))
-                } else {
-                    String::new()
-                },
-                esc(&v)
-            );
-        }
-        o.push_str("</tbody></table></div>");
-        footnote_html(o, m.comparisons.iter(), a.alpha);
-        let values: Vec<Vec<f64>> = m.cells.iter().map(|c| c.values.clone()).collect();
-        let svg = samples::metric_plot(
-            &a.configs,
-            &values,
-            &order.points,
-            &m.spec.unit,
-            2 * PLOT_WIDTH,
-        )?;
-        // The table above holds the numbers; the label says what the picture shows.
-        let short = if boot_col {
-            format!(
-                "{}: each boot's value (the mean of its runs) per config (left), and every run in run \
-                 order (right); numbers in the table above",
-                m.spec.name
-            )
-        } else {
-            format!(
-            "{}: each run's value per config (left) and in run order (right); numbers in the table above",
-            m.spec.name
-        )
-        };
-        figure(o, &[svg], &short, "");
-    }
-    Ok(section)
 }
 
 fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
@@ -460,7 +365,8 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
             esc(name),
             esc(&unit)
         );
-        let svg = lines::time_series(&per, &unit, shape, 2 * PLOT_WIDTH)?;
+        let wide = lines::time_series(&per, &unit, shape, 2 * PLOT_WIDTH)?;
+        let narrow = lines::time_series(&per, &unit, shape, forest::NARROW_WIDTH)?;
         let mut alt = match shape {
             lines::SeriesShape::PerInterval => format!("Time series {name} of {w}:"),
             lines::SeriesShape::PerRun => format!(
@@ -488,7 +394,7 @@ fn series(o: &mut String, a: &Analysis, x: &Extras) -> Result<()> {
             }
         }
         let cap = esc(&alt);
-        figure(o, &[svg], &alt, &cap);
+        plot::figure_two(o, [&wide, &narrow], &alt, &cap);
     }
     Ok(())
 }

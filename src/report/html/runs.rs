@@ -9,14 +9,16 @@ use crate::analysis::view::ReportView;
 pub(super) fn runs(o: &mut String, v: &ReportView) {
     let (a, x, n) = (&v.shown, &v.extras, &v.run_counts);
     o.push_str("<h2 id=\"runs\">Runs</h2>");
-    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">config</th>");
-    for w in &n.workloads {
-        let _ = write!(o, "<th>{}</th>", esc(w));
+    // One row per workload and a column per config: a report of a
+    // thousand workloads is a long table, not a thousand columns wide.
+    o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">workload</th>");
+    for c in &a.configs {
+        let _ = write!(o, "<th>{}</th>", esc(c));
     }
     o.push_str("</tr></thead><tbody>");
-    for (c, counts) in a.configs.iter().zip(&n.counts) {
-        let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(c));
-        for &(ok, failed, warm) in counts {
+    for (wi, w) in n.workloads.iter().enumerate() {
+        let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(w));
+        for &(ok, failed, warm) in n.counts.iter().filter_map(|c| c.get(wi)) {
             let _ = write!(
                 o,
                 "<td>{ok} ok{}{}</td>",

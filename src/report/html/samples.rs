@@ -125,19 +125,23 @@ fn distribution<DB: DrawingBackend>(
 }
 
 /// Values in run order: `seq[c]` holds config c's (run index, value) pairs,
-/// the index counting the workload's measured runs across all configs.
+/// the index counting the workload's measured runs across all configs. It
+/// has its own y ticks: on a phone it sits under the distribution, not
+/// beside it.
 fn run_sequence<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     seq: &[Vec<(usize, f64)>],
+    unit: &str,
     (ylo, yhi): (f64, f64),
 ) -> anyhow::Result<()> {
+    let y_ticks = plot::tick_labels(ylo..yhi, 4);
     let n = seq.iter().flatten().map(|p| p.0 + 1).max().unwrap_or(1);
     let marks = n <= 2 * STRIP_MAX_POINTS / 3;
     {
         let mut chart = ChartBuilder::on(root)
             .margin(8)
             .x_label_area_size(40)
-            .y_label_area_size(6)
+            .y_label_area_size(64)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), ylo..yhi)
             .map_err(err)?;
         chart
@@ -155,7 +159,8 @@ fn run_sequence<DB: DrawingBackend>(
             })
             .x_desc("run (in execution order)")
             .y_labels(4)
-            .y_label_formatter(&|_| String::new())
+            .y_label_formatter(&y_ticks)
+            .y_desc(unit)
             .label_style(plot::font(12))
             .max_light_lines(0)
             .set_all_tick_mark_size(0)
@@ -178,24 +183,32 @@ fn run_sequence<DB: DrawingBackend>(
     Ok(())
 }
 
-/// One SVG per metric: the distribution per config (left) and the values
-/// in run order (right), sharing the y axis so a level reads across both.
+/// Two SVGs per metric, each [`PLOT_WIDTH`](plot::PLOT_WIDTH) wide: the
+/// distribution per config, and the values in run order, on the same y
+/// range so a level reads across both. Side by side in a wide window,
+/// one under the other on a phone, where each fits the width at about
+/// its drawn size (a single two-panel drawing came out at half size).
 pub fn metric_plot(
     configs: &[String],
     values: &[Vec<f64>],
     seq: &[Vec<(usize, f64)>],
     unit: &str,
-    width: u32,
-) -> anyhow::Result<String> {
+) -> anyhow::Result<[String; 2]> {
     let y = plot::padded_range(values.iter().flatten().copied()).unwrap_or((0.0, 1.0));
-    let mut buf = String::new();
+    let (mut left, mut right) = (String::new(), String::new());
     {
-        let root = SVGBackend::with_string(&mut buf, (width, HEIGHT)).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut left, (plot::PLOT_WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        let (left, right) = root.split_horizontally(width * 2 / 5);
-        distribution(&left, configs, values, unit, y)?;
-        run_sequence(&right, seq, y)?;
+        distribution(&root, configs, values, unit, y)?;
         root.present().map_err(err)?;
     }
-    Ok(buf)
+    {
+        let root =
+            SVGBackend::with_string(&mut right, (plot::PLOT_WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        run_sequence(&root, seq, unit, y)?;
+        root.present().map_err(err)?;
+    }
+    Ok([left, right])
 }

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::plot::{figure, PLOT_WIDTH};
+use super::forest::NARROW_WIDTH;
+use super::plot::{figure_two, PLOT_WIDTH};
 use super::{esc, lines, plot};
 use crate::analysis::Analysis;
 use crate::report::text::fmt_num;
@@ -107,9 +108,10 @@ pub(super) fn sweeps(o: &mut String, a: &Analysis) -> Result<()> {
         }
         leg.push_str("</p>");
         let _ = write!(o, "<h4>{what}</h4>{leg}");
-        let svg = lines::sweep(&categories, &lines, what, 2 * PLOT_WIDTH)?;
+        let wide = lines::sweep(&categories, &lines, what, 2 * PLOT_WIDTH)?;
+        let narrow = lines::sweep(&categories, &lines, what, NARROW_WIDTH)?;
         let cap = esc(&alt);
-        figure(o, &[svg], &alt, &cap);
+        figure_two(o, [&wide, &narrow], &alt, &cap);
     }
     Ok(())
 }
