@@ -19,6 +19,10 @@ use std::time::Duration;
 
 use sysdelta::vm::machine_launch::{Machine, MachineSpec};
 
+/// QEMU's PC under TCG, after a kexec, sometimes fails the kernel's 8254
+/// timer check (an error-level line): benign here, said as a user would.
+const AUDIT_IGNORE: &str = "--audit-ignore 'MP-BIOS bug: 8254 timer not connected'";
+
 static ONE_VM_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// The highest installed `/boot/vmlinuz-*-<flavour>`.
@@ -125,7 +129,10 @@ impl Bench {
         .unwrap();
         let ended = m.wait(timeout);
         let console = m.console();
-        assert!(ended.is_some(), "the machine did not power off within {timeout:?}:\n{console}");
+        assert!(
+            ended.is_some(),
+            "the machine did not power off within {timeout:?}:\n{console}"
+        );
         console
     }
 
@@ -175,9 +182,17 @@ fn two_kernels_three_boots_each_survive_a_sigkill_and_end_on_the_starting_kernel
             killed.display()
         ),
     );
-    b.first_boot(&p, "");
+    b.first_boot(&p, AUDIT_IGNORE);
     let console = b.run(Duration::from_secs(600));
-    let tail: String = console.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String = console
+        .lines()
+        .rev()
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(killed.exists(), "the SIGKILL never happened:\n{tail}");
     assert!(
         console.contains(&format!("kexec session done on {}", b.releases[0])),
@@ -197,7 +212,10 @@ fn two_kernels_three_boots_each_survive_a_sigkill_and_end_on_the_starting_kernel
         assert_eq!(status, "ok", "boot {i}: {boots:?}");
         let want = &b.releases[if config == "cloud" { 0 } else { 1 }];
         assert_eq!(uname, want, "boot {i} of {config}");
-        assert!(cmdline.ends_with(&format!("sysdelta.kexec={i}")), "{cmdline}");
+        assert!(
+            cmdline.ends_with(&format!("sysdelta.kexec={i}")),
+            "{cmdline}"
+        );
     }
     // Randomized interleaved: each block boots both kernels once.
     for block in boots.chunks(2) {
@@ -228,20 +246,33 @@ fn a_kernel_that_panics_is_a_failed_boot_and_the_session_goes_on() {
     let _one = ONE_VM_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let mut b = Bench::new();
     b.initrds();
-    // `noinitrd`: the kernel ignores its initrd, finds no root and panics;
-    // panic=1 reboots the machine into its default (cloud) kernel.
+    // The machine's initrd for the rt kernel has lost its /init: the
+    // kernel finds no init and no root, and panics; panic=1 reboots the
+    // machine into its default (cloud) kernel.
+    let rt = b.path(&format!("initrd/initrd.img-{}", b.releases[1]));
+    let mut w = sysdelta::vm::initramfs::Newc::new(std::fs::File::create(&rt).unwrap());
+    w.dir("dev").unwrap();
+    w.finish().unwrap();
     let p = plan(
         &b,
         &format!(
             "boots = 1\nruns = 1\nwarmup = 0\n{}{}",
-            kernel_config("ok", "rt", ""),
-            kernel_config("broken", "cloud", "noinitrd")
+            kernel_config("ok", "cloud", ""),
+            kernel_config("broken", "rt", "")
         ),
         "echo done",
     );
-    b.first_boot(&p, "--panic 1");
+    b.first_boot(&p, &format!("--panic 1 {AUDIT_IGNORE}"));
     let console = b.run(Duration::from_secs(300));
-    let tail: String = console.lines().rev().take(40).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String = console
+        .lines()
+        .rev()
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
     assert!(console.contains("Kernel panic"), "no panic:\n{tail}");
     assert!(
         console.contains(&format!("kexec session done on {}", b.releases[0])),
@@ -255,13 +286,22 @@ fn a_kernel_that_panics_is_a_failed_boot_and_the_session_goes_on() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
+    // The broken kernel's boot failed, the other's ran.
     assert_eq!(boots.len(), 2, "{boots:?}");
-    assert_eq!((boots[0].0.as_str(), boots[0].1.as_str()), ("broken", "failed"));
-    assert!(
-        boots[0].2.as_deref().unwrap_or("").contains("did not come up"),
-        "{boots:?}"
-    );
-    assert_eq!((boots[1].0.as_str(), boots[1].1.as_str()), ("ok", "ok"));
+    for b in &boots[..1] {
+        assert_eq!(
+            (b.0.as_str(), b.1.as_str()),
+            ("broken", "failed"),
+            "{boots:?}"
+        );
+        assert!(
+            b.2.as_deref().unwrap_or("").contains("did not come up"),
+            "{boots:?}"
+        );
+    }
+    for b in &boots[1..] {
+        assert_eq!((b.0.as_str(), b.1.as_str()), ("ok", "ok"), "{boots:?}");
+    }
     assert_hook_and_state_gone(&b);
 }
 

@@ -46,6 +46,10 @@ pub enum KexecCmd {
         /// A label for the experiment.
         #[arg(long)]
         label: Option<String>,
+        /// A kernel error message (regex) that does not fail a boot's
+        /// audit: one this machine prints at every boot (repeatable).
+        #[arg(long = "audit-ignore", value_name = "REGEX")]
+        audit_ignore: Vec<String>,
     },
     /// Run this boot's share and kexec on (what the hook runs at boot).
     #[command(hide = true)]
@@ -79,6 +83,7 @@ pub fn run(a: KexecArgs, store: PathBuf) -> Result<ExitCode> {
             panic,
             seed,
             label,
+            audit_ignore,
         } => crate::kexec::start::start(&crate::kexec::start::Start {
             plan,
             overrides: crate::overrides::Overrides {
@@ -92,6 +97,7 @@ pub fn run(a: KexecArgs, store: PathBuf) -> Result<ExitCode> {
             start_image,
             panic_s: panic,
             label,
+            audit_ignore,
         })?,
         KexecCmd::Step { state } | KexecCmd::Resume { state } => crate::kexec::step::step(&state)?,
         KexecCmd::Stop { state } => crate::kexec::stop(&state)?,

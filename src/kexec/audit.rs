@@ -1,7 +1,8 @@
 //! The machine audit after each boot, before its first run (what Krun and
 //! pyperf check): kernel messages of level error or worse since boot, CPU
 //! temperature and frequency governor where readable, the load, and what
-//! differs from the session's first boot. A failed audit keeps the boot's
+//! differs from the first boot of the same config (a kernel's own traits,
+//! such as MemTotal, differ between configs by design). A failed audit keeps the boot's
 //! runs apart (the boot is stored failed, with the audit as its reason).
 
 use std::collections::BTreeMap;
@@ -48,13 +49,19 @@ impl Audit {
     }
 
     /// Why this boot's runs must be kept apart, compared with the
-    /// session's first boot (None for the first itself); empty: it passed.
-    pub fn problems(&self, first: Option<&Audit>) -> Vec<String> {
+    /// first boot of its config (None for that one); empty: it passed.
+    /// Kernel messages matching one of `ignore` do not count.
+    pub fn problems(&self, first: Option<&Audit>, ignore: &[regex::Regex]) -> Vec<String> {
         let mut p = Vec::new();
-        if let Some(l) = self.dmesg_errors.first() {
+        let errors: Vec<&String> = self
+            .dmesg_errors
+            .iter()
+            .filter(|l| !ignore.iter().any(|r| r.is_match(l)))
+            .collect();
+        if let Some(l) = errors.first() {
             p.push(format!(
                 "{} kernel error message(s) since boot, first: {l}",
-                self.dmesg_errors.len()
+                errors.len()
             ));
         }
         if let Some(t) = self.temp_c.filter(|t| *t > HOT_C) {
@@ -102,7 +109,11 @@ fn kmsg_errors() -> Vec<String> {
             Ok(n) => {
                 let rec = String::from_utf8_lossy(&buf[..n]);
                 let (head, text) = rec.split_once(';').unwrap_or(("", &rec));
-                let pri: u32 = head.split(',').next().and_then(|p| p.parse().ok()).unwrap_or(7);
+                let pri: u32 = head
+                    .split(',')
+                    .next()
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or(7);
                 if pri & 7 <= 3 {
                     out.push(text.lines().next().unwrap_or("").to_string());
                 }
@@ -148,14 +159,16 @@ mod tests {
             machine: [("cpu_model".into(), "X".into())].into(),
             ..Default::default()
         };
-        assert!(first.problems(None).is_empty());
+        assert!(first.problems(None, &[]).is_empty());
         let mut a = first.clone();
-        assert!(a.problems(Some(&first)).is_empty());
+        assert!(a.problems(Some(&first), &[]).is_empty());
         a.governors.insert("cpu0".into(), "powersave".into());
         a.temp_c = Some(95.0);
         a.dmesg_errors.push("EDAC MC0: 1 CE".into());
-        let p = a.problems(Some(&first));
+        let p = a.problems(Some(&first), &[]);
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(p[0].contains("EDAC"));
+        let ignore = [regex::Regex::new("^EDAC").unwrap()];
+        assert_eq!(a.problems(Some(&first), &ignore).len(), 2);
     }
 }

@@ -17,7 +17,9 @@ pub const MARK: &str = "sysdelta.kexec=";
 /// What this boot's command line says: None (the firmware booted the
 /// machine), Some(None) (the end of the session), Some(Some(n)).
 pub fn marker(cmdline: &str) -> Option<Option<usize>> {
-    let v = cmdline.split_whitespace().find_map(|w| w.strip_prefix(MARK))?;
+    let v = cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(MARK))?;
     Some(v.parse().ok())
 }
 
@@ -50,10 +52,12 @@ pub fn cmdline(base: &str, config: &str, panic_s: u32, mark: &str) -> String {
 /// Load `k` with `cmdline` for the next kexec. Err: why it cannot be
 /// loaded (the kernel refuses an unsigned image under lockdown, ...).
 pub fn load(k: &Kernel, cmdline: &str) -> Result<()> {
-    let kernel = std::fs::File::open(&k.image)
-        .map_err(|e| anyhow!("opening {}: {e}", k.image.display()))?;
+    let kernel =
+        std::fs::File::open(&k.image).map_err(|e| anyhow!("opening {}: {e}", k.image.display()))?;
     let initrd = match &k.initrd {
-        Some(p) => Some(std::fs::File::open(p).map_err(|e| anyhow!("opening {}: {e}", p.display()))?),
+        Some(p) => {
+            Some(std::fs::File::open(p).map_err(|e| anyhow!("opening {}: {e}", p.display()))?)
+        }
         None => None,
     };
     let c = std::ffi::CString::new(cmdline).map_err(|_| anyhow!("the command line has a NUL"))?;
@@ -100,16 +104,35 @@ pub fn unload() {
     };
 }
 
-/// Execute the loaded kernel. File systems are synced first; on success
-/// this does not return.
+/// Execute the loaded kernel. Under systemd (PID 1 is systemd, as on a
+/// machine whose hook is a unit) by `systemctl --no-block kexec`: services
+/// stop and file systems unmount before the kexec, and this returns Ok at
+/// once (the step then exits). Elsewhere (the test machine's busybox
+/// init), or when systemctl fails: file systems synced, then
+/// `reboot(LINUX_REBOOT_CMD_KEXEC)`, which does not return on success.
 pub fn execute() -> Result<()> {
     nix::unistd::sync();
+    if under_systemd() {
+        let ok = std::process::Command::new("/bin/systemctl")
+            .args(["--no-block", "kexec"])
+            .env_clear()
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Ok(());
+        }
+    }
     // SAFETY: a plain system call; it returns only on failure.
     let r = unsafe { libc::reboot(libc::LINUX_REBOOT_CMD_KEXEC) };
     Err(anyhow!(
         "reboot(LINUX_REBOOT_CMD_KEXEC) returned {r}: {}",
         std::io::Error::last_os_error()
     ))
+}
+
+/// PID 1 is systemd (sd_booted's test).
+fn under_systemd() -> bool {
+    std::fs::symlink_metadata("/run/systemd/system").is_ok_and(|m| m.is_dir())
 }
 
 /// Who came up, as the VM path checks a guest: the release, the build in

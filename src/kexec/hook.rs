@@ -21,7 +21,10 @@ pub fn unit_text(exe: &Path, state: &Path) -> Result<String> {
     for p in [exe, state] {
         let s = p.to_str().unwrap_or("\u{0}");
         // systemd reads spaces, quotes, backslashes and % specially.
-        if s.is_empty() || s.chars().any(|c| c.is_whitespace() || "\"'\\%$\0".contains(c)) {
+        if s.is_empty()
+            || s.chars()
+                .any(|c| c.is_whitespace() || "\"'\\%$\0".contains(c))
+        {
             return Err(crate::error::bad(format!(
                 "{}: a path the systemd unit cannot carry (space, quote, backslash, % or $)",
                 p.display()
@@ -51,9 +54,8 @@ pub fn unit_text(exe: &Path, state: &Path) -> Result<String> {
 /// Refuse a hook directory that is not a directory root (or this user)
 /// owns and only its owner can write: a unit planted there runs as root.
 pub fn check_dir(dir: &Path) -> Result<()> {
-    let m = std::fs::symlink_metadata(dir).map_err(|e| {
-        crate::error::bad(format!("--hook-dir {}: {e}", dir.display()))
-    })?;
+    let m = std::fs::symlink_metadata(dir)
+        .map_err(|e| crate::error::bad(format!("--hook-dir {}: {e}", dir.display())))?;
     let me = nix::unistd::geteuid().as_raw();
     if !m.is_dir() || !(m.uid() == 0 || m.uid() == me) || m.mode() & 0o022 != 0 {
         return Err(crate::error::bad(format!(

@@ -41,7 +41,11 @@ pub fn stop(state: &Path) -> Result<()> {
     let steps = st.steps()?;
     if !steps.contains(&state::Step::Finished) {
         store.set_status(s.experiment, crate::status::ExperimentStatus::Interrupted)?;
-        store.add_event(s.experiment, "stop", "kexec session stopped by `kexec stop`")?;
+        store.add_event(
+            s.experiment,
+            "stop",
+            "kexec session stopped by `kexec stop`",
+        )?;
     }
     st.remove()?;
     println!(

@@ -28,6 +28,8 @@ pub struct Start {
     pub start_image: Option<PathBuf>,
     pub panic_s: u32,
     pub label: Option<String>,
+    /// Regexes of kernel error messages the audit ignores.
+    pub audit_ignore: Vec<String>,
 }
 
 /// Start a session (see the module's doc); returns only on an error.
@@ -76,6 +78,11 @@ pub fn start(a: &Start) -> Result<()> {
             None
         }
     };
+    for r in &a.audit_ignore {
+        if let Err(e) = regex::Regex::new(r) {
+            problems.push(format!("--audit-ignore '{r}': {e}"));
+        }
+    }
     if let Err(e) = hook::check_dir(&a.hook_dir) {
         problems.push(format!("{e:#}"));
     }
@@ -106,6 +113,7 @@ pub fn start(a: &Start) -> Result<()> {
         start_cmdline: base.clone(),
         hook_dir: a.hook_dir.clone(),
         panic_s: a.panic_s,
+        audit_ignore: a.audit_ignore.clone(),
         boots: boots(&plan, &kernels, &base, a.panic_s),
     };
     st.write_session(&s)?;

@@ -63,6 +63,10 @@ pub struct Session {
     /// `panic=N` of every kexec'd kernel: seconds before a panicked kernel
     /// reboots into the machine's default (starting) kernel.
     pub panic_s: u32,
+    /// Kernel error messages that do not fail the audit (regexes the user
+    /// gave: lines this machine prints at every boot).
+    #[serde(default)]
+    pub audit_ignore: Vec<String>,
     pub boots: Vec<PlannedBoot>,
 }
 
@@ -71,11 +75,21 @@ pub struct Session {
 #[serde(rename_all = "snake_case")]
 pub enum Step {
     /// Boot `n`'s kernel is about to be loaded and executed.
-    Armed { n: usize },
+    Armed {
+        n: usize,
+    },
     /// Boot `n` came up as planned: its row in the store is `boot`.
-    Up { n: usize, boot: i64 },
-    Done { n: usize },
-    Failed { n: usize, reason: String },
+    Up {
+        n: usize,
+        boot: i64,
+    },
+    Done {
+        n: usize,
+    },
+    Failed {
+        n: usize,
+        reason: String,
+    },
     /// Every boot is resolved; the kexec back to the starting kernel.
     Returning,
     /// The hook is removed and the experiment finished.
@@ -165,6 +179,17 @@ impl State {
             .collect())
     }
 
+    /// A file of the session's own (root's, not a symlink), if there.
+    pub fn read_file(&self, name: &str) -> Option<Vec<u8>> {
+        self.dir.read_trusted(name)
+    }
+
+    /// Replace a file of the session's own, atomically.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.dir.write_atomically(name, bytes)?;
+        Ok(())
+    }
+
     fn sync_dir(&self) -> Result<()> {
         std::fs::File::open(self.path())?.sync_all()?;
         Ok(())
@@ -173,11 +198,7 @@ impl State {
     /// Remove the session's files and the directory (after `Finished`).
     pub fn remove(self) -> Result<()> {
         let p: PathBuf = self.path().to_path_buf();
-        for name in [SESSION, JOURNAL] {
-            let _ = std::fs::remove_file(p.join(name));
-        }
-        self.dir.sweep();
-        std::fs::remove_dir(&p).with_context(|| format!("removing {}", p.display()))
+        std::fs::remove_dir_all(&p).with_context(|| format!("removing {}", p.display()))
     }
 }
 

@@ -133,12 +133,7 @@ pub fn build_with_init(
     result
 }
 
-fn write_archive(
-    out: &Path,
-    busybox: &Path,
-    modules: &[PathBuf],
-    init: &str,
-) -> Result<(), Error> {
+fn write_archive(out: &Path, busybox: &Path, modules: &[PathBuf], init: &str) -> Result<(), Error> {
     let bb = std::fs::read(busybox).map_err(|e| {
         Error::failed(format!(
             "busybox {}: cannot be read: {e}",

@@ -59,7 +59,12 @@ pub fn init_script(share: &Path, hook_dir: &Path, first: &Path) -> Result<String
         p.to_str()
             .filter(|s| s.starts_with('/'))
             .and_then(|s| shlex::try_quote(s).ok().map(|q| q.into_owned()))
-            .ok_or_else(|| Error::failed(format!("machine: {} is not an absolute UTF-8 path", p.display())))
+            .ok_or_else(|| {
+                Error::failed(format!(
+                    "machine: {} is not an absolute UTF-8 path",
+                    p.display()
+                ))
+            })
     };
     let (share, hook_dir, first) = (q(share)?, q(hook_dir)?, q(first)?);
     let env = shlex::try_join(super::initramfs::GUEST_ENV.iter().copied()).expect("no NUL");
@@ -80,12 +85,7 @@ pub fn init_script(share: &Path, hook_dir: &Path, first: &Path) -> Result<String
 
 /// Write the machine's initramfs for a kernel whose guest modules are
 /// `modules` (as `vm::modules::resolve` gives them).
-pub fn build(
-    out: &Path,
-    busybox: &Path,
-    modules: &[PathBuf],
-    init: &str,
-) -> Result<(), Error> {
+pub fn build(out: &Path, busybox: &Path, modules: &[PathBuf], init: &str) -> Result<(), Error> {
     super::initramfs::build_with_init(out, busybox, modules, init)
 }
 
@@ -95,9 +95,17 @@ mod tests {
 
     #[test]
     fn the_init_mounts_the_share_and_runs_the_units() {
-        let s = init_script(Path::new("/tmp/t x"), Path::new("/tmp/t x/hook"), Path::new("/tmp/t x/first")).unwrap();
+        let s = init_script(
+            Path::new("/tmp/t x"),
+            Path::new("/tmp/t x/hook"),
+            Path::new("/tmp/t x/first"),
+        )
+        .unwrap();
         assert!(s.contains("mount -t virtiofs state $R'/tmp/t x'"), "{s}");
-        assert!(s.contains("/run/units.sh '/tmp/t x/hook' '/tmp/t x/first'"), "{s}");
+        assert!(
+            s.contains("/run/units.sh '/tmp/t x/hook' '/tmp/t x/first'"),
+            "{s}"
+        );
         assert!(s.contains("[ \"$tries\" -gt 3 ]"), "{s}");
         assert!(init_script(Path::new("rel"), Path::new("/h"), Path::new("/f")).is_err());
     }

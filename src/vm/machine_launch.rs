@@ -49,19 +49,28 @@ impl Machine {
         };
         let log = File::create(d.join("virtiofsd-root.log")).map_err(|e| fail("log", e))?;
         let mut root = virtiofsd_command(&bin, &d.join("root.sock"), &ro, log, parent)?;
-        m.children.push(root.spawn().map_err(|e| fail("virtiofsd", e))?);
+        m.children
+            .push(root.spawn().map_err(|e| fail("virtiofsd", e))?);
         let log = File::create(d.join("virtiofsd-state.log")).map_err(|e| fail("log", e))?;
         let mut state = Command::new(&bin);
         state
             .arg(format!("--socket-path={}", d.join("state.sock").display()))
             .args(["-o", &format!("source={}", spec.share.display())])
-            .args(["-o", "cache=auto", "-o", "sandbox=chroot", "-o", "log_level=warn"])
+            .args([
+                "-o",
+                "cache=auto",
+                "-o",
+                "sandbox=chroot",
+                "-o",
+                "log_level=warn",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
         // SAFETY: system calls only.
         unsafe { state.pre_exec(move || child_setup(parent)) };
-        m.children.push(state.spawn().map_err(|e| fail("virtiofsd", e))?);
+        m.children
+            .push(state.spawn().map_err(|e| fail("virtiofsd", e))?);
         for s in ["root.sock", "state.sock"] {
             let t0 = Instant::now();
             while !d.join(s).exists() {
@@ -118,8 +127,16 @@ fn qemu_args(spec: &MachineSpec) -> Vec<String> {
     let d = spec.dir.display();
     let m = spec.memory_mib;
     [
-        "-nodefaults", "-no-user-config", "-display", "none", "-machine", "pc", "-accel", "tcg",
-        "-cpu", "max",
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-machine",
+        "pc",
+        "-accel",
+        "tcg",
+        "-cpu",
+        "max",
     ]
     .iter()
     .map(|s| s.to_string())

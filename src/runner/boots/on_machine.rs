@@ -43,7 +43,8 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
         .config_index(&b.config)
         .ok_or_else(|| anyhow!("the plan has no config '{}'", b.config))?;
     let done = store.done_slots(s.experiment)?;
-    let todo: Vec<_> = b.slots
+    let todo: Vec<_> = b
+        .slots
         .iter()
         .filter(|x| !done.contains(&(x.block, x.seq)))
         .collect();
@@ -110,4 +111,3 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
     left.map_err(|e| anyhow!("leaving config '{}': {e:#}", b.config))?;
     Ok(stored)
 }
-
