@@ -54,18 +54,21 @@ pub enum KexecCmd {
     /// Run this boot's share and kexec on (what the hook runs at boot).
     #[command(hide = true)]
     Step {
+        /// The session's state directory.
         #[arg(long, default_value = DEFAULT_STATE)]
         state: PathBuf,
     },
     /// Go on with a session from its journal (after the hook was killed,
     /// or to continue by hand): the same as the hook's step.
     Resume {
+        /// The session's state directory.
         #[arg(long, default_value = DEFAULT_STATE)]
         state: PathBuf,
     },
     /// End a session: remove the hook, unload a loaded kernel, mark the
     /// experiment interrupted (what it stored stays) and remove the state.
     Stop {
+        /// The session's state directory.
         #[arg(long, default_value = DEFAULT_STATE)]
         state: PathBuf,
     },

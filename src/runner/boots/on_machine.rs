@@ -33,16 +33,15 @@ pub struct MachineBoot<'a> {
 /// Measure and store the runs of `b` (boot row `boot`) not yet stored;
 /// the number of runs stored now.
 pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
-    let s = b;
-    if let Some(d) = s.cwd {
+    if let Some(d) = b.cwd {
         std::env::set_current_dir(d).with_context(|| format!("the session's directory {d}"))?;
     }
-    let plan = crate::plan::parse(s.plan_source, s.plan_text, s.overrides)
+    let plan = crate::plan::parse(b.plan_source, b.plan_text, b.overrides)
         .map_err(|e| anyhow!("the session's plan: {e}"))?;
     let config = plan
-        .config_index(&b.config)
+        .config_index(b.config)
         .ok_or_else(|| anyhow!("the plan has no config '{}'", b.config))?;
-    let done = store.done_slots(s.experiment)?;
+    let done = store.done_slots(b.experiment)?;
     let todo: Vec<_> = b
         .slots
         .iter()
@@ -52,9 +51,9 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
         return Ok(0);
     }
     // The kernel is already booted: its checks are the VM path's guest's.
-    let mut p = crate::runner::prepare_guest(plan, s.store_path)?;
+    let mut p = crate::runner::prepare_guest(plan, b.store_path)?;
     p.arm()?;
-    crate::runner::declare_metrics(store, s.experiment, &p)?;
+    crate::runner::declare_metrics(store, b.experiment, &p)?;
     for (def, w) in p.workloads.iter_mut() {
         w.prepare(&p.scratch)
             .with_context(|| format!("preparing workload '{}'", def.name))?;
@@ -83,13 +82,13 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
             let wname = p.workloads[x.workload].0.name.clone();
             let extras = slot::extras(&p, &slot, &measured, &mut declared);
             if !extras.new_specs.is_empty() {
-                store.declare_metrics(s.experiment, &wname, &extras.new_specs)?;
+                store.declare_metrics(b.experiment, &wname, &extras.new_specs)?;
             }
             let mut row = RunRow::of(&RunRecord {
-                experiment_id: s.experiment,
+                experiment_id: b.experiment,
                 block: x.block,
                 seq: x.seq,
-                config: &b.config,
+                config: b.config,
                 workload: &wname,
                 warmup: x.warmup,
                 started_at,
