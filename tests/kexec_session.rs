@@ -236,6 +236,55 @@ fn two_kernels_three_boots_each_survive_a_sigkill_and_end_on_the_starting_kernel
         .unwrap();
     assert_eq!(status, "complete");
     assert_hook_and_state_gone(&b);
+    // The host reports it as any kernel experiment: by boot.
+    let out = std::process::Command::new(bin())
+        .args([
+            "--store",
+            b.path("store.db").to_str().unwrap(),
+            "report",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    note(&text);
+    for want in ["Boots", "6.1.0", "kexec"] {
+        assert!(text.contains(want), "no {want} in the report:\n{text}");
+    }
+}
+
+/// On the host itself, only input refused before anything is done (two
+/// problems at once, so that no slip of one check can kexec the host):
+/// exit 2, every problem on its line, no state, no store, no hook.
+#[test]
+fn bad_input_changes_nothing() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let b = Bench::new();
+    let p = plan(&b, "[[config]]\nname = \"plain\"\n", "true");
+    let out = std::process::Command::new(bin())
+        .args([
+            "--store",
+            b.path("store.db").to_str().unwrap(),
+            "kexec",
+            "start",
+        ])
+        .arg(&p)
+        .args(["--state", b.path("state").to_str().unwrap()])
+        .args(["--hook-dir", b.path("no-such-dir").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config 'plain': has no [config.kernel]"),
+        "{err}"
+    );
+    assert!(err.contains("--hook-dir"), "{err}");
+    assert!(!b.path("state").exists() && !b.path("store.db").exists());
+    assert!(walk(&b.path("hook")).is_empty());
 }
 
 #[test]

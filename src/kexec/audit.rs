@@ -48,6 +48,23 @@ impl Audit {
         }
     }
 
+    /// One line of what was read, for the boot's event.
+    pub fn summary(&self) -> String {
+        let or_none = |o: Option<String>| o.unwrap_or_else(|| "unreadable".into());
+        let governors: std::collections::BTreeSet<&String> = self.governors.values().collect();
+        format!(
+            "{} kernel error message(s); temperature {}; governors {}; load {}",
+            self.dmesg_errors.len(),
+            or_none(self.temp_c.map(|t| format!("{t:.0} °C"))),
+            if governors.is_empty() {
+                "none (no cpufreq)".to_string()
+            } else {
+                governors.into_iter().cloned().collect::<Vec<_>>().join(",")
+            },
+            or_none(self.load1.map(|l| format!("{l:.2}"))),
+        )
+    }
+
     /// Why this boot's runs must be kept apart, compared with the
     /// first boot of its config (None for that one); empty: it passed.
     /// Kernel messages matching one of `ignore` do not count.

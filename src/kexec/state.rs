@@ -74,9 +74,12 @@ pub struct Session {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
-    /// Boot `n`'s kernel is about to be loaded and executed.
+    /// Boot `n`'s kernel is about to be loaded and executed, from the boot
+    /// whose `/proc/sys/kernel/random/boot_id` is `from`.
     Armed {
         n: usize,
+        #[serde(default)]
+        from: String,
     },
     /// Boot `n` came up as planned: its row in the store is `boot`.
     Up {
@@ -100,7 +103,8 @@ pub enum Step {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Standing {
     Todo,
-    Armed,
+    /// Armed from the boot named (its boot_id).
+    Armed(String),
     Up(i64),
     Done,
     Failed,
@@ -207,7 +211,7 @@ pub fn standings(boots: usize, steps: &[Step]) -> Vec<Standing> {
     let mut s = vec![Standing::Todo; boots];
     for step in steps {
         match step {
-            Step::Armed { n } if *n < boots => s[*n] = Standing::Armed,
+            Step::Armed { n, from } if *n < boots => s[*n] = Standing::Armed(from.clone()),
             Step::Up { n, boot } if *n < boots => s[*n] = Standing::Up(*boot),
             Step::Done { n } if *n < boots => s[*n] = Standing::Done,
             Step::Failed { n, .. } if *n < boots => s[*n] = Standing::Failed,
@@ -224,16 +228,29 @@ mod tests {
     #[test]
     fn the_position_is_read_from_the_journal() {
         let steps = vec![
-            Step::Armed { n: 0 },
+            Step::Armed {
+                n: 0,
+                from: "a".into(),
+            },
             Step::Up { n: 0, boot: 7 },
             Step::Done { n: 0 },
-            Step::Armed { n: 1 },
+            Step::Armed {
+                n: 1,
+                from: "b".into(),
+            },
             Step::Failed {
                 n: 1,
                 reason: "x".into(),
             },
-            Step::Armed { n: 2 },
+            Step::Armed {
+                n: 2,
+                from: "c".into(),
+            },
             Step::Up { n: 2, boot: 9 },
+            Step::Armed {
+                n: 3,
+                from: "d".into(),
+            },
         ];
         assert_eq!(
             standings(4, &steps),
@@ -241,7 +258,7 @@ mod tests {
                 Standing::Done,
                 Standing::Failed,
                 Standing::Up(9),
-                Standing::Todo
+                Standing::Armed("d".into())
             ]
         );
     }
@@ -250,13 +267,17 @@ mod tests {
     fn a_journal_survives_a_torn_last_line() {
         let d = tempfile::tempdir().unwrap();
         let st = State::create(&d.path().join("s")).unwrap();
-        st.append(&Step::Armed { n: 0 }).unwrap();
+        let armed = Step::Armed {
+            n: 0,
+            from: "x".into(),
+        };
+        st.append(&armed).unwrap();
         std::fs::OpenOptions::new()
             .append(true)
             .open(st.path().join(JOURNAL))
             .unwrap()
             .write_all(b"{\"up\":{\"n\":0,")
             .unwrap();
-        assert_eq!(st.steps().unwrap(), vec![Step::Armed { n: 0 }]);
+        assert_eq!(st.steps().unwrap(), vec![armed]);
     }
 }

@@ -43,14 +43,21 @@ pub fn step(state: &std::path::Path) -> Result<()> {
     let mut stand = super::state::standings(s.boots.len(), &steps);
     let mark = exec::marker(&id.cmdline);
     if let Some(Some(n)) = mark.filter(|m| matches!(m, Some(n) if *n < s.boots.len())) {
-        if matches!(stand[n], Standing::Armed | Standing::Up(_)) {
+        if matches!(stand[n], Standing::Armed(_) | Standing::Up(_)) {
             stand[n] = on_boot(&st, &s, &store, n, &stand[n], &id)?;
         }
     }
-    // Any other boot armed and not resolved did not come back.
+    // Any other boot armed and not resolved did not come back, unless it
+    // was armed from this very boot: the step died before its kexec, and
+    // it is armed again.
+    let this_boot = boot_id();
     for (n, b) in stand.iter_mut().enumerate() {
+        if matches!(b, Standing::Armed(from) if *from == this_boot) {
+            *b = Standing::Todo;
+            continue;
+        }
         let reason = match b {
-            Standing::Armed => "its kernel did not come up: the machine came back on its default kernel (a panic's panic=N reboot, or a reset)",
+            Standing::Armed(_) => "its kernel did not come up: the machine came back on its default kernel (a panic's panic=N reboot, or a reset)",
             Standing::Up(_) => "the machine restarted during this boot's runs",
             _ => continue,
         };
@@ -81,7 +88,9 @@ fn on_boot(
             store.boot_identity(
                 row,
                 &BootIdentity {
-                    launch_to_hello_s: 0.0,
+                    // From the kernel's start to this step: the VM
+                    // path's launch-to-hello, on the machine.
+                    launch_to_hello_s: uptime(),
                     uname: &id.uname,
                     proc_version: &id.proc_version,
                     cmdline: &id.cmdline,
@@ -164,7 +173,7 @@ fn audit(st: &State, s: &Session, store: &Store, n: usize) -> Result<Vec<String>
         } else {
             "failed"
         },
-        serde_json::to_string(&a)?
+        a.summary()
     );
     store.add_event(s.experiment, "audit", &line)?;
     Ok(problems)
@@ -218,7 +227,7 @@ fn next(
         if *b != Standing::Todo {
             continue;
         }
-        st.append(&Step::Armed { n })?;
+        st.append(&Step::Armed { n, from: boot_id() })?;
         store.close_run_log()?;
         let k = &s.boots[n];
         match exec::load(&k.kernel, &k.cmdline) {
@@ -266,6 +275,21 @@ fn finish(st: &State, s: &Session, store: &Store) -> Result<()> {
         s.experiment
     );
     Ok(())
+}
+
+/// This boot's random id: it tells the boot a kexec was armed from from a
+/// later one.
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+fn uptime() -> f64 {
+    std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn online_cpus() -> u32 {

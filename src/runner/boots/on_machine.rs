@@ -50,6 +50,16 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
     if todo.is_empty() {
         return Ok(0);
     }
+    // No other run changes the machine while this boot measures.
+    let _machine = crate::runner::machine::MachineLock::acquire(Some(b.store_path), "kexec step")?;
+    // What a step killed in this boot (or a kernel that went down in the
+    // middle of a config) left journaled is put back first, as `sysdelta
+    // restore` would: a pending change would refuse every later boot.
+    let mut j = crate::config::journal::Journal::open(&crate::runner::journal_path(b.store_path))?;
+    for line in j.restore_all()? {
+        store.add_event(b.experiment, "restore", &format!("restored: {line}"))?;
+    }
+    drop(j);
     // The kernel is already booted: its checks are the VM path's guest's.
     let mut p = crate::runner::prepare_guest(plan, b.store_path)?;
     p.arm()?;
