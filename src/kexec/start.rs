@@ -87,6 +87,12 @@ pub fn start(a: &Start) -> Result<()> {
         problems.push(format!("{e:#}"));
     }
     let exe = std::fs::read_link("/proc/self/exe")?;
+    // The hook runs this binary as root at every boot of the session.
+    if let Err(why) = crate::sys::trust::check(&exe) {
+        problems.push(format!(
+            "sysdelta's binary, which the hook runs as root: {why}"
+        ));
+    }
     let state_abs = std::path::absolute(&a.state)?;
     if let Err(e) = hook::unit_text(&exe, &state_abs) {
         problems.push(format!("{e:#}"));
