@@ -2,8 +2,9 @@
 //! pyperf check): kernel messages of level error or worse since boot, CPU
 //! temperature and frequency governor where readable, the load, and what
 //! differs from the first boot of the same config (a kernel's own traits,
-//! such as MemTotal, differ between configs by design). A failed audit keeps the boot's
-//! runs apart (the boot is stored failed, with the audit as its reason).
+//! such as MemTotal, differ between configs by design). A failed audit
+//! marks the boot: it is stored failed, with the audit as its reason, and
+//! its runs stay with it (the analysis does not drop them yet).
 
 use std::collections::BTreeMap;
 
