@@ -354,6 +354,67 @@ fn a_kernel_that_panics_is_a_failed_boot_and_the_session_goes_on() {
     assert_hook_and_state_gone(&b);
 }
 
+/// `kexec stop` on the host, of a session made by hand (no kexec): the
+/// hook and the state go, the experiment is interrupted and keeps its rows.
+#[test]
+fn stop_removes_the_hook_and_the_state_and_interrupts_the_experiment() {
+    if !is_root() {
+        return skip("not root");
+    }
+    use sysdelta::kexec::{hook, state};
+    let b = Bench::new();
+    let store_path = b.path("store.db");
+    let exp = {
+        let store = sysdelta::store::Store::open(&store_path, true).unwrap();
+        create_experiment(&store, "kexec", &["a"], 0, &[])
+    };
+    let st = state::State::create(&b.path("state")).unwrap();
+    let k = state::Kernel {
+        image: "/boot/vmlinuz".into(),
+        initrd: None,
+        release: "r".into(),
+        banner: "r".into(),
+    };
+    st.write_session(&state::Session {
+        store: store_path.clone(),
+        experiment: exp,
+        plan_source: "plan.toml".into(),
+        plan_text: String::new(),
+        overrides: Default::default(),
+        cwd: None,
+        start: k,
+        start_cmdline: String::new(),
+        hook_dir: b.path("hook"),
+        panic_s: 10,
+        audit_ignore: vec![],
+        boots: vec![],
+    })
+    .unwrap();
+    st.append(&state::Step::Done { n: 0 }).unwrap();
+    let unit = hook::unit_text(Path::new(bin()), &b.path("state")).unwrap();
+    hook::install(&b.path("hook"), &unit).unwrap();
+    assert!(!walk(&b.path("hook")).is_empty());
+    let out = std::process::Command::new(bin())
+        .args([
+            "kexec",
+            "stop",
+            "--state",
+            b.path("state").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hook removed"), "{}", stdout(&out));
+    assert_hook_and_state_gone(&b);
+    let status: String = b
+        .db()
+        .query_row("SELECT status FROM experiments WHERE id = ?1", [exp], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(status, "interrupted");
+}
+
 fn assert_hook_and_state_gone(b: &Bench) {
     let left: Vec<_> = walk(&b.path("hook"));
     assert!(left.is_empty(), "the hook is still installed: {left:?}");

@@ -36,9 +36,16 @@ pub fn stop(state: &Path) -> Result<()> {
     let st = state::State::open(state)?;
     let s = st.session()?;
     let removed = hook::remove(&s.hook_dir)?;
-    exec::unload();
-    let store = crate::store::Store::open(&s.store, false)?;
     let steps = st.steps()?;
+    // A kernel this session loaded and did not execute (the last step armed
+    // one) goes; one loaded by anyone else is left alone.
+    if matches!(
+        steps.last(),
+        Some(state::Step::Armed { .. } | state::Step::Returning)
+    ) {
+        exec::unload();
+    }
+    let store = crate::store::Store::open(&s.store, false)?;
     if !steps.contains(&state::Step::Finished) {
         store.set_status(s.experiment, crate::status::ExperimentStatus::Interrupted)?;
         store.add_event(
