@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -167,9 +167,4 @@ fn qemu_args(spec: &MachineSpec) -> Vec<String> {
         "vhost-user-fs-pci,chardev=fs1,tag=state".into(),
     ])
     .collect()
-}
-
-/// Where a test keeps a machine's files.
-pub fn dir_for(base: &Path) -> PathBuf {
-    base.join("m")
 }
