@@ -10,6 +10,7 @@ pub mod error;
 pub mod fleet;
 pub mod import;
 pub mod kbuild;
+pub mod kexec;
 pub mod metric;
 pub mod micro;
 pub mod monitor;

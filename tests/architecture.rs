@@ -90,7 +90,7 @@ const LAYERS: &[&[&str]] = &[
     &["builtins"],
     &["plan", "analysis", "import"],
     &["report", "runner"],
-    &["commands", "fleet", "bisect"],
+    &["commands", "fleet", "bisect", "kexec"],
     &["cli"],
 ];
 

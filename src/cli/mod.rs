@@ -16,6 +16,7 @@ pub mod env;
 pub mod fleet;
 pub mod flush;
 pub mod import;
+pub mod kexec;
 pub mod output;
 pub mod push;
 pub mod report;
@@ -99,6 +100,8 @@ pub enum Cmd {
     /// Put back every system change a crashed or killed run left in the
     /// journal next to the store (tracers, sysctls, mounts, loop devices, ...).
     Restore,
+    /// Kernel configs on this machine, one kexec per boot (docs/kexec.md).
+    Kexec(kexec::KexecArgs),
     /// Print a shell completion script: `sysdelta completions bash >
     /// /etc/bash_completion.d/sysdelta` (zsh: a `_sysdelta` file on $fpath).
     Completions {
@@ -160,6 +163,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Bisect(a) => bisect::run(&a, store),
         Cmd::Flush => flush::run(store),
         Cmd::Restore => restore::run(store).map(|()| ExitCode::SUCCESS),
+        Cmd::Kexec(a) => kexec::run(a, store.to_path_buf()),
         Cmd::Guest { port } => runner::boots::guest::serve(&port).map(|()| ExitCode::SUCCESS),
         Cmd::Micro(args) => crate::micro::cli::run(&args).map(|()| ExitCode::SUCCESS),
         Cmd::PlanRuns(a) => crate::commands::plan_runs::run(&a, store).map(|()| ExitCode::SUCCESS),

@@ -47,7 +47,9 @@ pub const GUEST_ENV: &[&str] = &[
     "LANG=C.UTF-8",
 ];
 
-const INIT_HEAD: &str = r#"#!/bin/sh
+/// The start of every `/init` (also `vm::machine`'s): modules, the host's
+/// root under the overlay, the file systems of the new root.
+pub(crate) const INIT_HEAD: &str = r#"#!/bin/sh
 # sysdelta's guest init: the host's root, read-only, under an overlay in
 # guest RAM; one command chrooted into it; power off.
 export PATH=/bin
@@ -114,20 +116,24 @@ pub fn build(
     modules: &[PathBuf],
     guest_argv: &[String],
 ) -> Result<(), Error> {
-    let result = write_archive(out, busybox, modules, guest_argv);
+    build_with_init(out, busybox, modules, &init_script(guest_argv)?)
+}
+
+/// [`build`] with `init` as /init (`vm::machine`'s test machine).
+pub fn build_with_init(
+    out: &Path,
+    busybox: &Path,
+    modules: &[PathBuf],
+    init: &str,
+) -> Result<(), Error> {
+    let result = write_archive(out, busybox, modules, init);
     if result.is_err() {
         let _ = std::fs::remove_file(out);
     }
     result
 }
 
-fn write_archive(
-    out: &Path,
-    busybox: &Path,
-    modules: &[PathBuf],
-    guest_argv: &[String],
-) -> Result<(), Error> {
-    let init = init_script(guest_argv)?;
+fn write_archive(out: &Path, busybox: &Path, modules: &[PathBuf], init: &str) -> Result<(), Error> {
     let bb = std::fs::read(busybox).map_err(|e| {
         Error::failed(format!(
             "busybox {}: cannot be read: {e}",

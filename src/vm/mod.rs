@@ -23,6 +23,8 @@ mod console;
 pub mod image;
 pub mod initramfs;
 pub mod launch;
+pub mod machine;
+pub mod machine_launch;
 pub mod modules;
 pub mod port;
 

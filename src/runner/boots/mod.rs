@@ -17,6 +17,7 @@ mod checks;
 pub mod guest;
 pub mod host;
 pub mod lines;
+pub mod on_machine;
 pub mod protocol;
 pub mod schedule;
 

@@ -1,0 +1,211 @@
+//! Loading and executing a kernel with `kexec_file_load(2)` and
+//! `reboot(LINUX_REBOOT_CMD_KEXEC)` (no kexec-tools needed), the command
+//! lines sysdelta passes, and the check of who came up.
+
+use std::os::fd::AsRawFd;
+
+use anyhow::{anyhow, Result};
+
+use super::state::Kernel;
+
+/// The kernel command-line word that names the boot of a session:
+/// `sysdelta.kexec=<n>` for boot n, `sysdelta.kexec=end` for the kexec
+/// back to the starting kernel. A kernel whose command line has none was
+/// booted by the firmware (the machine's default kernel).
+pub const MARK: &str = "sysdelta.kexec=";
+
+/// What this boot's command line says: None (the firmware booted the
+/// machine), Some(None) (the end of the session), Some(Some(n)).
+pub fn marker(cmdline: &str) -> Option<Option<usize>> {
+    let v = cmdline
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(MARK))?;
+    Some(v.parse().ok())
+}
+
+/// The machine's own command line, without the words a boot loader or
+/// sysdelta adds per boot (`BOOT_IMAGE=`, `initrd=`, `panic=`,
+/// `sysdelta.kexec=`): what every kexec'd kernel starts from.
+pub fn base_cmdline(proc_cmdline: &str) -> String {
+    proc_cmdline
+        .split_whitespace()
+        .filter(|w| {
+            !["BOOT_IMAGE=", "initrd=", "panic=", MARK]
+                .iter()
+                .any(|p| w.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The whole command line of a kexec: the machine's, the config's, then
+/// sysdelta's `panic=N` and mark.
+pub fn cmdline(base: &str, config: &str, panic_s: u32, mark: &str) -> String {
+    [base, config, &format!("panic={panic_s} {MARK}{mark}")]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Load `k` with `cmdline` for the next kexec. Err: why it cannot be
+/// loaded (the kernel refuses an unsigned image under lockdown, ...).
+pub fn load(k: &Kernel, cmdline: &str) -> Result<()> {
+    let kernel =
+        std::fs::File::open(&k.image).map_err(|e| anyhow!("opening {}: {e}", k.image.display()))?;
+    let initrd = match &k.initrd {
+        Some(p) => {
+            Some(std::fs::File::open(p).map_err(|e| anyhow!("opening {}: {e}", p.display()))?)
+        }
+        None => None,
+    };
+    let c = std::ffi::CString::new(cmdline).map_err(|_| anyhow!("the command line has a NUL"))?;
+    const KEXEC_FILE_NO_INITRAMFS: libc::c_ulong = 0x4;
+    let (fd, flags) = match &initrd {
+        Some(f) => (f.as_raw_fd(), 0),
+        None => (-1, KEXEC_FILE_NO_INITRAMFS),
+    };
+    // SAFETY: the fds are open for the call; the length counts the NUL,
+    // as the kernel requires.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_kexec_file_load,
+            kernel.as_raw_fd(),
+            fd,
+            c.as_bytes_with_nul().len() as libc::c_ulong,
+            c.as_ptr(),
+            flags,
+        )
+    };
+    if r != 0 {
+        return Err(anyhow!(
+            "kexec_file_load of {}: {}",
+            k.image.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Unload a kernel loaded for kexec (nothing when none is).
+pub fn unload() {
+    const KEXEC_FILE_UNLOAD: libc::c_ulong = 0x1;
+    // SAFETY: no fds nor buffers are read with KEXEC_FILE_UNLOAD.
+    unsafe {
+        libc::syscall(
+            libc::SYS_kexec_file_load,
+            -1,
+            -1,
+            0 as libc::c_ulong,
+            std::ptr::null::<libc::c_char>(),
+            KEXEC_FILE_UNLOAD,
+        )
+    };
+}
+
+/// Execute the loaded kernel. Under systemd (PID 1 is systemd, as on a
+/// machine whose hook is a unit) by `systemctl --no-block kexec`: services
+/// stop and file systems unmount before the kexec, and this returns Ok at
+/// once (the step then exits). Elsewhere (the test machine's busybox
+/// init), or when systemctl fails: file systems synced, then
+/// `reboot(LINUX_REBOOT_CMD_KEXEC)`, which does not return on success.
+pub fn execute() -> Result<()> {
+    nix::unistd::sync();
+    if under_systemd() {
+        let ok = std::process::Command::new("/bin/systemctl")
+            .args(["--no-block", "kexec"])
+            .env_clear()
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return Ok(());
+        }
+    }
+    // SAFETY: a plain system call; it returns only on failure.
+    let r = unsafe { libc::reboot(libc::LINUX_REBOOT_CMD_KEXEC) };
+    Err(anyhow!(
+        "reboot(LINUX_REBOOT_CMD_KEXEC) returned {r}: {}",
+        std::io::Error::last_os_error()
+    ))
+}
+
+/// PID 1 is systemd (sd_booted's test).
+fn under_systemd() -> bool {
+    std::fs::symlink_metadata("/run/systemd/system").is_ok_and(|m| m.is_dir())
+}
+
+/// Who came up, as the VM path checks a guest: the release, the build in
+/// /proc/version, and the command line byte for byte (it carries this
+/// boot's mark, so it is this boot and not an earlier one's kernel).
+pub fn check_identity(k: &Kernel, want_cmdline: &str, got: &Identity) -> Result<(), String> {
+    if got.uname != k.release {
+        return Err(format!(
+            "the machine runs kernel {}, the boot asked for {} ({})",
+            got.uname,
+            k.release,
+            k.image.display()
+        ));
+    }
+    if let Some(build) = k.banner.find('#').map(|i| k.banner[i..].trim()) {
+        if !got.proc_version.contains(build) {
+            return Err(format!(
+                "/proc/version ({}) is not the build of {} ({build})",
+                got.proc_version,
+                k.image.display()
+            ));
+        }
+    }
+    if got.cmdline != want_cmdline {
+        return Err(format!(
+            "/proc/cmdline is '{}', sysdelta passed '{want_cmdline}'",
+            got.cmdline
+        ));
+    }
+    Ok(())
+}
+
+/// What the running kernel says it is.
+#[derive(Clone, Debug)]
+pub struct Identity {
+    pub uname: String,
+    pub proc_version: String,
+    pub cmdline: String,
+}
+
+impl Identity {
+    pub fn read() -> Result<Identity> {
+        let read = |p: &str| std::fs::read_to_string(p).map(|s| s.trim().to_string());
+        Ok(Identity {
+            uname: nix::sys::utsname::uname()?
+                .release()
+                .to_string_lossy()
+                .into_owned(),
+            proc_version: read("/proc/version")?,
+            cmdline: read("/proc/cmdline")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mark_names_the_boot_or_the_end() {
+        assert_eq!(marker("console=ttyS0 quiet"), None);
+        assert_eq!(marker("quiet sysdelta.kexec=3 panic=5"), Some(Some(3)));
+        assert_eq!(marker("sysdelta.kexec=end"), Some(None));
+    }
+
+    #[test]
+    fn the_machine_line_drops_what_each_boot_adds() {
+        let base = base_cmdline("BOOT_IMAGE=/vmlinuz root=/dev/sda1 panic=5 sysdelta.kexec=2 ro");
+        assert_eq!(base, "root=/dev/sda1 ro");
+        assert_eq!(
+            cmdline(&base, "mitigations=off", 10, "4"),
+            "root=/dev/sda1 ro mitigations=off panic=10 sysdelta.kexec=4"
+        );
+        assert_eq!(cmdline("", "", 10, "end"), "panic=10 sysdelta.kexec=end");
+    }
+}
