@@ -361,11 +361,20 @@ pub fn check_command_exists(cmd: &str) -> Result<(), Error> {
         Some(w) => w,
         None => return Ok(()), // unbalanced quoting on the first line of a multi-line script
     };
-    let Some(prog) = words
-        .into_iter()
-        .find(|w| !w.contains('=') || w.starts_with('='))
-    else {
-        return Ok(()); // only assignments
+    let mut words = words.into_iter();
+    let prog = loop {
+        let Some(w) = words.next() else {
+            return Ok(()); // only assignments
+        };
+        if !w.contains('=') || w.starts_with('=') {
+            break w;
+        }
+        // An assignment with an expansion (`n=$((4000 + 1))`, `d=$(pwd)`)
+        // may hold spaces shlex splits at: where it ends, and so which
+        // word is the program, only a shell knows.
+        if w.contains('$') || w.contains('`') {
+            return Ok(());
+        }
     };
     if SHELL_WORDS.contains(&prog.as_str())
         || prog.contains('$')
@@ -398,4 +407,21 @@ pub fn check_command_exists(cmd: &str) -> Result<(), Error> {
     Err(Error::bad(format!(
         "command not found: '{prog}' is not on PATH"
     )))
+}
+
+#[cfg(test)]
+mod command_exists_tests {
+    use super::check_command_exists;
+
+    #[test]
+    fn a_program_is_looked_up_only_where_it_can_be_told() {
+        assert!(check_command_exists("true").is_ok());
+        assert!(check_command_exists("X=1 Y=2 true").is_ok());
+        assert!(check_command_exists("sysdelta-no-such-program x").is_err());
+        assert!(check_command_exists("X=1 sysdelta-no-such-program").is_err());
+        // The expansion's spaces are inside one shell word: `+` is not a
+        // program.
+        assert!(check_command_exists("n=$((4000 + ${EXTRA:-0})); echo $n").is_ok());
+        assert!(check_command_exists("d=$(pwd -P) true").is_ok());
+    }
 }
