@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use output::{dev_null, OutputFile};
-pub use program::{Launch, DEFAULT_SHELL};
+pub use program::{forget_found, Launch, DEFAULT_SHELL};
 
 /// Process group of the measured child in flight (0: none), so that an
 /// abort on the second signal can kill it before sysdelta exits.

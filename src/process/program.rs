@@ -140,11 +140,13 @@ fn unquoted_syntax(command: &str) -> Option<char> {
 }
 
 /// Programs already found on a PATH: (program, PATH) to the absolute path
-/// found. A workload's program is looked up once, not before every run:
-/// the lookup tried each PATH entry in turn (eleven `statx` calls per run
-/// of `true` here, about a tenth of what sysdelta spent on a run). A
-/// program removed since is then a failed exec, as for a shell that had
-/// hashed it.
+/// found. A workload's program is looked up once per stretch of runs in
+/// one config, not before every run: the lookup tried each PATH entry in
+/// turn (eleven `statx` calls per run of `true` here, about a tenth of
+/// what sysdelta spent on a run). A program removed since is then a failed
+/// exec, as for a shell that had hashed it. Emptied at every config switch
+/// ([`forget_found`]): a config's setup may put a program earlier on PATH
+/// that another config must not run.
 static FOUND: Mutex<Option<HashMap<(String, OsString), PathBuf>>> = Mutex::new(None);
 
 /// The path to exec for `program`: as given when it has a slash, else the
@@ -168,14 +170,21 @@ pub fn resolve(program: &str, env: &[(String, String)]) -> io::Result<PathBuf> {
         return Ok(p.clone());
     }
     let p = search(program, &key.1)?;
-    // A program found through an empty entry (the working directory) is
-    // looked up again each time: the directory may differ between runs.
-    if p.is_absolute() {
+    // A PATH with an empty or relative entry (the working directory, or
+    // one below it) is searched again each time: the directory may differ
+    // between runs, and a program it did not hold before would come first.
+    if std::env::split_paths(&key.1).all(|d| d.is_absolute()) {
         found
             .get_or_insert_with(HashMap::new)
             .insert(key, p.clone());
     }
     Ok(p)
+}
+
+/// Forget every program found: the next run of each looks it up again.
+/// Called when the runner enters another config.
+pub fn forget_found() {
+    *FOUND.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// The first executable file named `program` in the directories of `path`.
@@ -260,5 +269,34 @@ mod tests {
         let env2 = [("PATH".to_string(), other.path().display().to_string())];
         assert_eq!(resolve("sysdelta-test-prog", &env2).unwrap(), prog2);
         assert_eq!(resolve("sysdelta-test-prog", &env).unwrap(), prog);
+    }
+
+    /// A config's setup that puts a program earlier on PATH is seen once
+    /// the runner enters a config; a relative PATH entry is never cached.
+    #[test]
+    fn a_program_put_earlier_on_path_is_found_after_a_config_switch() {
+        let (early, late) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let make = |d: &Path| {
+            let p = d.join("sysdelta-test-switch");
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+            p
+        };
+        let late_prog = make(late.path());
+        let path = format!("{}:{}", early.path().display(), late.path().display());
+        let env = [("PATH".to_string(), path)];
+        assert_eq!(resolve("sysdelta-test-switch", &env).unwrap(), late_prog);
+        let early_prog = make(early.path());
+        forget_found();
+        assert_eq!(resolve("sysdelta-test-switch", &env).unwrap(), early_prog);
+        // `rel:ABS`: found in ABS now, but not remembered.
+        let env = [("PATH".to_string(), format!("rel:{}", late.path().display()))];
+        assert_eq!(resolve("sysdelta-test-switch", &env).unwrap(), late_prog);
+        let key = (
+            "sysdelta-test-switch".to_string(),
+            OsString::from(&env[0].1),
+        );
+        let found = FOUND.lock().unwrap();
+        assert!(found.as_ref().is_none_or(|m| !m.contains_key(&key)));
     }
 }

@@ -293,6 +293,8 @@ impl Session<'_> {
             store.set_entered_config(exp, Some(cfg_name))?;
         }
         self.current = Some(config);
+        // What this config's setup puts on PATH is looked up afresh.
+        crate::process::forget_found();
         if let Err(e) = p.configs[config].enter() {
             let failure = format!("config '{cfg_name}': {e:#}");
             // Leave at once (undoing what the failed enter did) so
