@@ -95,6 +95,7 @@ mod shell;
 
 use std::path::Path;
 use std::process::Command;
+use std::time::SystemTime;
 
 /// A plan like the quickstart's, on 3,000 lines instead of 300,000: the
 /// docs' `plan.toml`, and the experiments labelled 6.18-rc1 and -rc2 the
@@ -164,6 +165,7 @@ fn every_shell_command_in_the_docs_runs_as_written() {
     let path = scratch(root, &sb);
     let mut listed_seen = vec![false; shell::NOT_RUN.len()];
     let mut ran = 0;
+    let mut times = Vec::new();
     for (name, text) in shell::docs(root) {
         for block in shell::blocks(&name, &text) {
             if let Some(why) = &block.not_run {
@@ -186,7 +188,11 @@ fn every_shell_command_in_the_docs_runs_as_written() {
                     common::skip(format!("{name}:{line}: changes the system: root only"));
                     continue;
                 }
-                script.push_str(&format!("echo '@@ {name}:{line}' >&2\n{cmd}\n"));
+                // The marker carries the time (ns) so the slowest commands
+                // can be named after the run.
+                script.push_str(&format!(
+                    "echo \"@@ {name}:{line} $(date +%s%N)\" >&2\n{cmd}\n"
+                ));
                 ran += 1;
             }
             let out = Command::new("sh")
@@ -198,9 +204,15 @@ fn every_shell_command_in_the_docs_runs_as_written() {
                 .current_dir(sb.dir.path())
                 .output()
                 .unwrap();
+            let err = common::stderr(&out);
+            times.extend(shell::durations(&err, SystemTime::now()));
             if !out.status.success() {
-                let err = common::stderr(&out);
-                let at = err.lines().rev().find_map(|l| l.strip_prefix("@@ "));
+                let at = err
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.strip_prefix("@@ "))
+                    .and_then(|l| l.rsplit_once(' '))
+                    .map(|(at, _)| at);
                 panic!(
                     "{}: exit {:?} at {}\n{}",
                     block.at,
@@ -217,6 +229,12 @@ fn every_shell_command_in_the_docs_runs_as_written() {
                 );
             }
         }
+    }
+    // For whoever makes this test faster: where its time goes (printed,
+    // never asserted: it depends on the machine).
+    times.sort_by(|a, b| b.1.cmp(&a.1));
+    for (at, d) in times.iter().take(8) {
+        common::note(format!("docs: {at} took {:.1} s", d.as_secs_f64()));
     }
     for (seen, (k, _)) in listed_seen.iter().zip(shell::NOT_RUN) {
         assert!(seen, "NOT_RUN lists `{k}`, which no doc holds any more");
