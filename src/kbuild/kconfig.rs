@@ -13,11 +13,16 @@ use super::make::{make, Make, Stop};
 /// the overlay over it, the virtio-serial channel, pvpanic so a panic
 /// ends QEMU, devtmpfs, the initramfs, the serial console, and what /init
 /// and busybox use (ELF and scripts, proc, sysfs, tmpfs, devpts, sysrq).
-/// Not ACPI: the guest ends with a reset, which any x86 kernel can do and
-/// QEMU's `-no-reboot` turns into its exit (`vm::initramfs`); ACPI was
-/// only there for poweroff, and is a large part of a small kernel's build.
+/// And ACPI, for the guest's clock, not to power off (the guest ends with
+/// a reset, `vm::initramfs`): under TCG the kernel calibrates the TSC
+/// against the ACPI PM timer or the HPET (found through ACPI); without
+/// them only the PIT is left, which failed on a loaded host ("could not
+/// calculate TSC khz"): the TSC was marked unstable, the clock was
+/// refined-jiffies (4 ms at HZ=250) and a 44x slower getppid() came out
+/// as noise. The same kconfig with ACPI booted on tsc.
 pub const GUEST_NEEDS: &[&str] = &[
     "64BIT",
+    "ACPI",
     "PCI",
     "VIRTIO_MENU",
     "VIRTIO",
