@@ -234,7 +234,7 @@ fn every_shell_command_in_the_docs_runs_as_written() {
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
     // For whoever makes this test faster: where its time goes (printed,
     // never asserted: it depends on the machine).
-    times.sort_by(|a, b| b.1.cmp(&a.1));
+    times.sort_by_key(|t| std::cmp::Reverse(t.1));
     for (at, d) in times.iter().take(8) {
         common::note(format!("docs: {at} took {:.1} s", d.as_secs_f64()));
     }
