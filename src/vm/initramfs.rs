@@ -54,7 +54,7 @@ const INIT_HEAD: &str = r#"#!/bin/sh
 export PATH=/bin
 echo SYSDELTA-INIT
 # The end: a reset, which QEMU's -no-reboot turns into its exit (status 0).
-# Not poweroff: a kernel without ACPI (a small built one) cannot power off,
+# Not poweroff: a kernel without ACPI (an image of the user's) cannot power off,
 # and its poweroff halts the CPU with QEMU left running; every x86 kernel
 # can reset (keyboard controller, then triple fault). sysrq b if not.
 end() {
