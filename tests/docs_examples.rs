@@ -90,6 +90,8 @@ fn the_readme_quickstart_and_every_example_plan_validate() {
 #[macro_use]
 #[allow(unused_macros)]
 mod common;
+#[path = "docs_examples/lanes.rs"]
+mod lanes;
 #[path = "docs_examples/shell.rs"]
 mod shell;
 
@@ -164,6 +166,8 @@ fn every_shell_command_in_the_docs_runs_as_written() {
     let path = scratch(root, &sb);
     let mut listed_seen = vec![false; shell::NOT_RUN.len()];
     let mut ran = 0;
+    let mut times = Vec::new();
+    let mut jobs = Vec::new();
     for (name, text) in shell::docs(root) {
         for block in shell::blocks(&name, &text) {
             if let Some(why) = &block.not_run {
@@ -174,6 +178,7 @@ fn every_shell_command_in_the_docs_runs_as_written() {
             // later commands; each command is announced on stderr first,
             // so a failure names its line.
             let mut script = String::from("set -e\n");
+            let mut exclusive = false;
             for (line, cmd) in &block.commands {
                 let listed = shell::NOT_RUN.iter().position(|(k, _)| cmd.contains(k));
                 let root_only = shell::ROOT_ONLY.iter().any(|k| cmd.contains(k));
@@ -186,37 +191,52 @@ fn every_shell_command_in_the_docs_runs_as_written() {
                     common::skip(format!("{name}:{line}: changes the system: root only"));
                     continue;
                 }
-                script.push_str(&format!("echo '@@ {name}:{line}' >&2\n{cmd}\n"));
+                exclusive |= lanes::EXCLUSIVE.iter().any(|k| cmd.contains(k));
+                // The marker carries the time (ns) so the slowest commands
+                // can be named after the run.
+                script.push_str(&format!(
+                    "echo \"@@ {name}:{line} $(date +%s%N)\" >&2\n{cmd}\n"
+                ));
                 ran += 1;
             }
-            let out = Command::new("sh")
-                .arg("-c")
-                .arg(&script)
-                .env("PATH", &path)
-                .env("SYSDELTA_RUN_DIR", sb.run_dir())
-                .env_remove("SYSDELTA_STORE")
-                .current_dir(sb.dir.path())
-                .output()
-                .unwrap();
-            if !out.status.success() {
-                let err = common::stderr(&out);
-                let at = err.lines().rev().find_map(|l| l.strip_prefix("@@ "));
-                panic!(
-                    "{}: exit {:?} at {}\n{}",
-                    block.at,
-                    out.status.code(),
-                    at.unwrap_or("?"),
-                    err.lines()
-                        .rev()
-                        .take(15)
-                        .collect::<Vec<_>>()
-                        .into_iter()
-                        .rev()
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                );
-            }
+            jobs.push(lanes::Job {
+                at: block.at,
+                script,
+                exclusive,
+            });
         }
+    }
+    let env = [
+        ("PATH", path),
+        ("SYSDELTA_RUN_DIR", sb.run_dir().display().to_string()),
+    ];
+    let mut failed = Vec::new();
+    for done in lanes::run(jobs, sb.dir.path(), &env) {
+        let err = common::stderr(&done.out);
+        times.extend(shell::durations(&err, done.ended));
+        if !done.out.status.success() {
+            let at = err
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix("@@ "))
+                .and_then(|l| l.rsplit_once(' '))
+                .map(|(at, _)| at);
+            let tail: Vec<&str> = err.lines().rev().take(15).collect();
+            failed.push(format!(
+                "{}: exit {:?} at {}\n{}",
+                done.at,
+                done.out.status.code(),
+                at.unwrap_or("?"),
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+    // For whoever makes this test faster: where its time goes (printed,
+    // never asserted: it depends on the machine).
+    times.sort_by_key(|t| std::cmp::Reverse(t.1));
+    for (at, d) in times.iter().take(8) {
+        common::note(format!("docs: {at} took {:.1} s", d.as_secs_f64()));
     }
     for (seen, (k, _)) in listed_seen.iter().zip(shell::NOT_RUN) {
         assert!(seen, "NOT_RUN lists `{k}`, which no doc holds any more");

@@ -11,9 +11,15 @@ use super::make::{make, Make, Stop};
 /// Options the guest cannot boot without, enabled (=y) and checked after
 /// `olddefconfig`: virtio over PCI and the virtiofs root (`vm::modules::WANTED`),
 /// the overlay over it, the virtio-serial channel, pvpanic so a panic
-/// ends QEMU, ACPI (without it the guest's poweroff only halts the CPU and
-/// QEMU stays), devtmpfs, the initramfs, the serial console, and what /init
+/// ends QEMU, devtmpfs, the initramfs, the serial console, and what /init
 /// and busybox use (ELF and scripts, proc, sysfs, tmpfs, devpts, sysrq).
+/// And ACPI, for the guest's clock, not to power off (the guest ends with
+/// a reset, `vm::initramfs`): under TCG the kernel calibrates the TSC
+/// against the ACPI PM timer or the HPET (found through ACPI); without
+/// them only the PIT is left, which failed on a loaded host ("could not
+/// calculate TSC khz"): the TSC was marked unstable, the clock was
+/// refined-jiffies (4 ms at HZ=250) and a 44x slower getppid() came out
+/// as noise. The same kconfig with ACPI booted on tsc.
 pub const GUEST_NEEDS: &[&str] = &[
     "64BIT",
     "ACPI",

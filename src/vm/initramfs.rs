@@ -10,7 +10,7 @@
 //! the host enforces that too) under an overlay whose upper layer is a
 //! tmpfs, so the guest can write anywhere (`/tmp`, the journal's files)
 //! without reaching the host, then runs one command chrooted into it and
-//! powers off. It talks to the host only through marker lines on the
+//! resets the machine, which ends QEMU (`-no-reboot`). It talks to the host only through marker lines on the
 //! console, see [`INIT_MARKERS`].
 
 use std::fs::File;
@@ -21,16 +21,17 @@ use crate::error::Error;
 
 /// Busybox applets `/init` uses, plus a few for reading a broken boot.
 const APPLETS: &[&str] = &[
-    "sh", "mount", "umount", "insmod", "mkdir", "chroot", "env", "poweroff", "cat", "echo",
-    "sleep", "ls", "dmesg",
+    "sh", "mount", "umount", "insmod", "mkdir", "chroot", "env", "reboot", "cat", "echo", "sleep",
+    "ls", "dmesg",
 ];
 
 /// What `/init` prints on the console, each at the start of its own line:
 /// `SYSDELTA-INIT` when it starts; `SYSDELTA-MODULE-FAILED <file>` for a
 /// module insmod refused (the boot goes on: a later mount says what it
 /// broke); `SYSDELTA-FAIL <what>` for a failed mount, after which it
-/// powers off; `SYSDELTA-MOUNTED` before the command; `SYSDELTA-EXIT
-/// <status>` after it.
+/// ends the boot; `SYSDELTA-MOUNTED` before the command; `SYSDELTA-EXIT
+/// <status>` after it. It ends the boot with a reset (`reboot -f`), which
+/// QEMU's `-no-reboot` makes its exit.
 pub const INIT_MARKERS: &[&str] = &[
     "SYSDELTA-INIT",
     "SYSDELTA-MODULE-FAILED",
@@ -51,14 +52,21 @@ pub const GUEST_ENV: &[&str] = &[
 /// root under the overlay, the file systems of the new root.
 pub(crate) const INIT_HEAD: &str = r#"#!/bin/sh
 # sysdelta's guest init: the host's root, read-only, under an overlay in
-# guest RAM; one command chrooted into it; power off.
+# guest RAM; one command chrooted into it; reset, which ends QEMU.
 export PATH=/bin
 echo SYSDELTA-INIT
+# The end: a reset, which QEMU's -no-reboot turns into its exit (status 0).
+# Not poweroff: a kernel without ACPI (an image of the user's) cannot power off,
+# and its poweroff halts the CPU with QEMU left running; every x86 kernel
+# can reset (keyboard controller, then triple fault). sysrq b if not.
+end() {
+    reboot -f
+    echo b > /proc/sysrq-trigger
+    sleep 60
+}
 fail() {
     echo "SYSDELTA-FAIL $*"
-    poweroff -f
-    echo o > /proc/sysrq-trigger
-    sleep 60
+    end
 }
 mount -t proc proc /proc || fail mount proc /proc
 mount -t sysfs sysfs /sys || fail mount sysfs /sys
@@ -85,9 +93,7 @@ echo SYSDELTA-MOUNTED
 
 const INIT_TAIL: &str = r#"
 echo "SYSDELTA-EXIT $?"
-poweroff -f
-echo o > /proc/sysrq-trigger
-sleep 60
+end
 "#;
 
 /// The `/init` script for `guest_argv`.

@@ -7,6 +7,7 @@
 //! each with its reason, printed too. Nothing is skipped silently.
 
 use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One fenced `sh` block.
 pub struct Block {
@@ -108,6 +109,41 @@ pub fn docs(root: &Path) -> Vec<(String, String)> {
             (n, text)
         })
         .collect()
+}
+
+/// Each command's wall time, from the `@@ FILE:LINE NANOS` markers a
+/// block's script writes to stderr before each command (NANOS: `date
+/// +%s%N`): up to the next marker, the last one up to `end`.
+pub fn durations(stderr: &str, end: SystemTime) -> Vec<(String, Duration)> {
+    let end = end.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let marks: Vec<(&str, u128)> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("@@ ")?.rsplit_once(' '))
+        .filter_map(|(at, ns)| Some((at, ns.parse().ok()?)))
+        .collect();
+    let ends = marks.iter().skip(1).map(|m| m.1).chain([end]);
+    marks
+        .iter()
+        .zip(ends)
+        .map(|((at, t0), t1)| {
+            let ns = t1.saturating_sub(*t0).min(u64::MAX as u128) as u64;
+            (at.to_string(), Duration::from_nanos(ns))
+        })
+        .collect()
+}
+
+#[test]
+fn durations_run_from_marker_to_marker() {
+    let end = UNIX_EPOCH + Duration::from_nanos(10_000);
+    let err = "@@ a.md:1 1000\nout\n@@ a.md:3 4000\n";
+    let d = durations(err, end);
+    assert_eq!(
+        d,
+        [
+            ("a.md:1".to_string(), Duration::from_nanos(3000)),
+            ("a.md:3".to_string(), Duration::from_nanos(6000))
+        ]
+    );
 }
 
 #[test]
