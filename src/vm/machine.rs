@@ -79,8 +79,18 @@ pub fn init_script(share: &Path, hook_dir: &Path, first: &Path) -> Result<String
          poweroff -f\n\
          echo o > /proc/sysrq-trigger\n\
          sleep 60\n",
-        head = super::initramfs::INIT_HEAD,
+        head = head(),
     ))
+}
+
+/// [`super::initramfs::INIT_HEAD`] ending in a power-off, not a reset: this
+/// VM runs without `-no-reboot`, where a reset boots the machine's default
+/// kernel again (a failed mount would loop until the test's deadline).
+fn head() -> String {
+    let reset = "    reboot -f\n    echo b > /proc/sysrq-trigger\n";
+    let head = super::initramfs::INIT_HEAD;
+    assert!(head.contains(reset), "INIT_HEAD's end() changed");
+    head.replace(reset, "    poweroff -f\n    echo o > /proc/sysrq-trigger\n")
 }
 
 /// Write the machine's initramfs for a kernel whose guest modules are
@@ -107,6 +117,8 @@ mod tests {
             "{s}"
         );
         assert!(s.contains("[ \"$tries\" -gt 3 ]"), "{s}");
+        // Its failures power off: a reset would boot the machine again.
+        assert!(!s.contains("reboot -f") && s.contains("end() {\n    poweroff -f"));
         assert!(init_script(Path::new("rel"), Path::new("/h"), Path::new("/f")).is_err());
     }
 }
