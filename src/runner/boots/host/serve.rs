@@ -429,7 +429,7 @@ fn on_done(vm: &mut vm::launch::Boot, x: &Exchange) -> Result<(), Fault> {
     }
     if vm.wait_timeout(POWEROFF).is_none() {
         return Err(Fault::new(format!(
-            "the guest sent every run but did not power off within {}s",
+            "the guest sent every run but did not end (reset) within {}s",
             POWEROFF.as_secs()
         )));
     }
