@@ -66,6 +66,23 @@ def marker_y(el):
             a.get("fill", "").upper())
 
 
+def markers(svg):
+    """The data markers of one plot: its circles, polygons and squares,
+    without the rect that paints its whole background (plotters fills
+    each drawing area with one; it is at the drawing's centre and no
+    point)."""
+    size = dict(re.findall(r'(width|height)="([^"]*)"', svg.split(">", 1)[0]))
+    out = []
+    for el in re.findall(r"<circle[^>]*/>|<polygon[^>]*/>|<rect[^>]*/>", svg):
+        if el.startswith("<rect"):
+            a = dict(re.findall(r'(\w+)="([^"]*)"', el))
+            if (a.get("x"), a.get("y"), a.get("width"), a.get("height")) == \
+                    ("0", "0", size.get("width"), size.get("height")):
+                continue
+        out.append(el)
+    return out
+
+
 def check_html(ck, exp, html, cis):
     metrics = {(m["workload"], m["name"]): m for m in exp["metrics"]}
     parts = re.split(r"<h3>", html)
@@ -134,7 +151,7 @@ def check_svg(ck, m, left, right, colour):
     tol = 1.5
     # Left panel: markers per colour against that config's values.
     got = {}
-    for el in re.findall(r"<circle[^>]*/>|<polygon[^>]*/>|<rect[^>]*/>", left):
+    for el in markers(left):
         x, y, c = marker_y(el)
         got.setdefault(colour.get(c, c), []).append(y)
     for cfg, vals in m["cells"].items():
@@ -160,13 +177,16 @@ def check_svg(ck, m, left, right, colour):
     (x0, i0), (x1, i1) = (xt[0][0], float(xt[0][1])), (xt[-1][0], float(xt[-1][1]))
     index = lambda x: round(i0 + (x - x0) * (i1 - i0) / (x1 - x0))
     seen, bad = 0, []
-    for el in re.findall(r"<circle[^>]*/>|<polygon[^>]*/>|<rect[^>]*/>", right):
+    for el in markers(right):
         x, y, c = marker_y(el)
         i = index(x)
         if not 0 <= i < len(m["order"]):
             ck.fail("html", lab, "run index in the execution-order panel", i, f"0..{len(m['order']) - 1}")
             continue
         cfg, v = m["order"][i]
+        if colour.get(c, cfg) != cfg:
+            # A run drawn in another config's colour.
+            ck.fail("html", lab, f"run {i} colour in the execution-order panel", colour[c], cfg)
         want = yr(v * f)
         seen += 1
         ck.count["html"] = ck.count.get("html", 0) + 1

@@ -107,24 +107,28 @@ fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     Some(&tag[i..i + tag[i..].find('"')?])
 }
 
-/// The metric plot of `metric`: the first SVG after its heading.
-fn metric_svg<'a>(html: &'a str, metric: &str) -> &'a str {
-    let h = html
+/// The two plots of `metric`, the first two SVGs after its heading: its
+/// values per config, and its runs in execution order (each its own SVG
+/// with its own y ticks, samples.rs).
+fn metric_svgs<'a>(html: &'a str, metric: &str) -> [&'a str; 2] {
+    let mut at = html
         .find(&format!("<h4>{metric} <small>"))
         .unwrap_or_else(|| panic!("no section for {metric}"));
-    let s = h + html[h..].find("<svg").unwrap();
-    &html[s..s + html[s..].find("</svg>").unwrap()]
+    [0, 1].map(|_| {
+        let s = at + html[at..].find("<svg").unwrap();
+        at = s + html[s..].find("</svg>").unwrap();
+        &html[s..at]
+    })
 }
 
-/// A linear map from a y pixel to a value, from the left panel's labelled
-/// y ticks (`<text ... text-anchor="end">1.05</text>`).
-fn y_axis(svg: &str, split: f64) -> (f64, f64) {
+/// A linear map from a y pixel to a value, from the plot's labelled y
+/// ticks (`<text ... text-anchor="end">1.05</text>`).
+fn y_axis(svg: &str) -> (f64, f64) {
     let mut ticks = Vec::new();
     for t in svg.split("<text").skip(1) {
         let (tag, rest) = t.split_once('>').unwrap();
         let label = rest.split("</text>").next().unwrap().trim();
-        let x: f64 = attr(tag, "x").unwrap().parse().unwrap();
-        if attr(tag, "text-anchor") == Some("end") && x < split {
+        if attr(tag, "text-anchor") == Some("end") {
             if let Ok(v) = label.parse::<f64>() {
                 ticks.push((attr(tag, "y").unwrap().parse::<f64>().unwrap(), v));
             }
@@ -136,14 +140,14 @@ fn y_axis(svg: &str, split: f64) -> (f64, f64) {
     (slope, a.1 - slope * a.0)
 }
 
-/// The (x, y) points of the right panel's line in `color`.
-fn run_order_line(svg: &str, color: &str, split: f64) -> Vec<(f64, f64)> {
+/// The (x, y) points of the run-order plot's line in `color`.
+fn run_order_line(svg: &str, color: &str) -> Vec<(f64, f64)> {
     for p in svg.split("<polyline").skip(1) {
         let tag = p.split("/>").next().unwrap();
         if attr(tag, "stroke") != Some(color) || attr(tag, "stroke-width") != Some("1") {
             continue;
         }
-        let pts: Vec<(f64, f64)> = attr(tag, "points")
+        return attr(tag, "points")
             .unwrap()
             .split_whitespace()
             .map(|xy| {
@@ -151,9 +155,6 @@ fn run_order_line(svg: &str, color: &str, split: f64) -> Vec<(f64, f64)> {
                 (x.parse().unwrap(), y.parse().unwrap())
             })
             .collect();
-        if pts.iter().all(|p| p.0 >= split) {
-            return pts;
-        }
     }
     panic!("no run-order line in {color}");
 }
@@ -173,16 +174,14 @@ fn execution_order_points_map_through_the_axis_to_the_stored_values() {
             html.contains(&format!("<h4>{metric} <small>({unit},")),
             "{metric} is not shown in {unit}"
         );
-        let svg = metric_svg(&html, metric);
-        let width: f64 = attr(svg, "width").unwrap().parse().unwrap();
-        // The distribution takes the left 2/5 of the plot (samples.rs).
-        let split = (width * 2.0 / 5.0).floor();
-        let (slope, at0) = y_axis(svg, split);
+        // The run-order plot, read through its own y ticks.
+        let svg = metric_svgs(&html, metric)[1];
+        let (slope, at0) = y_axis(svg);
         // One pixel of the axis, in the display unit: the rounding of an
         // SVG coordinate.
         let px = slope.abs() * 1.5;
         for (c, color) in [(0, "#1A1A1A"), (1, "#E69F00")] {
-            let line = run_order_line(svg, color, split);
+            let line = run_order_line(svg, color);
             assert_eq!(line.len(), 10, "{metric} config {c}: {line:?}");
             for (i, (_, y)) in line.iter().enumerate() {
                 let shown = at0 + slope * y;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use super::page::{ci_text, delta_text, footnote_html, legend, verdict_class, verdict_text};
+use super::cells::{ci_text, delta_text, footnote_html, legend, verdict_class, verdict_text};
 use super::plot::{self, figure};
 use super::{esc, samples};
 use crate::analysis::view::order::ExecutionOrder;

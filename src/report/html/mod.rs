@@ -7,6 +7,7 @@
 
 mod banners;
 mod boots;
+mod cells;
 mod forest;
 mod history;
 mod lines;
