@@ -374,6 +374,8 @@ fn stop_removes_the_hook_and_the_state_and_interrupts_the_experiment() {
         initrd: None,
         release: "r".into(),
         banner: "r".into(),
+        sha256: String::new(),
+        initrd_sha256: None,
     };
     st.write_session(&state::Session {
         store: store_path.clone(),
@@ -382,6 +384,7 @@ fn stop_removes_the_hook_and_the_state_and_interrupts_the_experiment() {
         plan_text: String::new(),
         overrides: Default::default(),
         cwd: None,
+        env: vec![],
         start: k,
         start_cmdline: String::new(),
         hook_dir: b.path("hook"),
