@@ -135,6 +135,22 @@ pub(crate) fn unit_of_replication(units: &CellUnits, max_samples_per_run: usize)
     ))
 }
 
+/// The boots whose machine audit failed (a kexec session's): their runs
+/// are stored but left out of the analysis, as a run on a machine that
+/// was not as the others is no sample of the same thing.
+pub(crate) fn audit_failed(data: &ExperimentData) -> std::collections::HashSet<i64> {
+    data.boots
+        .iter()
+        .filter(|b| b.status == BootStatus::Failed)
+        .filter(|b| {
+            b.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(crate::status::AUDIT_FAILED))
+        })
+        .map(|b| b.id)
+        .collect()
+}
+
 /// Launch-to-hello times of a config's boots, seconds.
 #[derive(Clone, Debug, Serialize)]
 pub struct HelloTimes {

@@ -106,7 +106,19 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
             .cloned(),
     );
 
-    let measured: Vec<&StoredRun> = data.runs.iter().filter(|r| r.is_measured_ok()).collect();
+    // Runs of a boot whose machine audit failed are kept apart.
+    let apart = boots::audit_failed(data);
+    let is_apart = |r: &StoredRun| r.boot_id.is_some_and(|b| apart.contains(&b));
+    let measured: Vec<&StoredRun> = data
+        .runs
+        .iter()
+        .filter(|r| r.is_measured_ok() && !is_apart(r))
+        .collect();
+    let runs_apart = data
+        .runs
+        .iter()
+        .filter(|r| r.is_measured_ok() && is_apart(r))
+        .count();
     // Successful measured runs of each (config, workload) cell, in run order.
     let mut by_cell: CellRuns = HashMap::new();
     for r in &measured {
@@ -174,6 +186,13 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     let boots = boots::report(data, &configs);
     if boots.as_ref().is_some_and(|b| b.tcg) {
         warnings.insert(0, boots::TCG_WARNING.to_string());
+    }
+    if runs_apart > 0 {
+        warnings.push(format!(
+            "{} left out of the analysis: {} failed the machine audit (see the boots)",
+            crate::words::count(runs_apart, "run"),
+            crate::words::count(apart.len(), "boot"),
+        ));
     }
     warnings.extend(few_units(info, &units, boots.is_some()));
     warnings.extend(warnings::data_warnings(

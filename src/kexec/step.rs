@@ -146,7 +146,7 @@ fn on_boot(
     let runs = b.slots.iter().filter(|x| !x.warmup).count() as u32;
     if !problems.is_empty() {
         // Kept apart: the runs are stored, the boot is not a good one.
-        let reason = format!("the machine audit failed: {}", problems.join("; "));
+        let reason = format!("{}: {}", crate::status::AUDIT_FAILED, problems.join("; "));
         fail(st, s, store, n, row, &reason)?;
         return Ok(Standing::Failed);
     }
