@@ -106,19 +106,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
             .cloned(),
     );
 
-    // Runs of a boot whose machine audit failed are kept apart.
-    let apart = boots::audit_failed(data);
-    let is_apart = |r: &StoredRun| r.boot_id.is_some_and(|b| apart.contains(&b));
-    let measured: Vec<&StoredRun> = data
-        .runs
-        .iter()
-        .filter(|r| r.is_measured_ok() && !is_apart(r))
-        .collect();
-    let runs_apart = data
-        .runs
-        .iter()
-        .filter(|r| r.is_measured_ok() && is_apart(r))
-        .count();
+    let (measured, kept_apart) = boots::counted_runs(data);
     // Successful measured runs of each (config, workload) cell, in run order.
     let mut by_cell: CellRuns = HashMap::new();
     for r in &measured {
@@ -187,13 +175,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     if boots.as_ref().is_some_and(|b| b.tcg) {
         warnings.insert(0, boots::TCG_WARNING.to_string());
     }
-    if runs_apart > 0 {
-        warnings.push(format!(
-            "{} left out of the analysis: {} failed the machine audit (see the boots)",
-            crate::words::count(runs_apart, "run"),
-            crate::words::count(apart.len(), "boot"),
-        ));
-    }
+    warnings.extend(kept_apart);
     warnings.extend(few_units(info, &units, boots.is_some()));
     warnings.extend(warnings::data_warnings(
         &metrics,
