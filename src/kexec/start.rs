@@ -165,6 +165,9 @@ fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
             image.display()
         ));
     }
+    // A link (`/vmlinuz`) is resolved once, here: every later boot opens
+    // the file it names now, never through a link.
+    let image = &std::fs::canonicalize(image).map_err(|e| format!("{}: {e}", image.display()))?;
     let (_, sha256) = exec::open_trusted(image)?;
     let k = crate::vm::image::KernelImage::inspect(image).map_err(|e| e.to_string())?;
     let initrd = initrd_dir.join(format!("initrd.img-{}", k.version));
