@@ -43,6 +43,11 @@ pub enum BootStatus {
     Failed,
 }
 
+/// How the reason of a failed boot whose machine audit failed begins (a
+/// kexec session's boot): its runs ran and are stored, but are kept out of
+/// the analysis (`analysis::boots::audit_failed`).
+pub const AUDIT_FAILED: &str = "the machine audit failed";
+
 impl BootStatus {
     pub fn as_str(self) -> &'static str {
         match self {

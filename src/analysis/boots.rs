@@ -135,6 +135,43 @@ pub(crate) fn unit_of_replication(units: &CellUnits, max_samples_per_run: usize)
     ))
 }
 
+/// The measured ok runs the analysis counts, and a warning when some are
+/// left out: those of a boot whose machine audit failed (a kexec
+/// session's), stored but not counted, as a run on a machine that was not
+/// as the others is no sample of the same thing.
+pub(crate) fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<String>) {
+    let apart: std::collections::HashSet<i64> = data
+        .boots
+        .iter()
+        .filter(|b| b.status == BootStatus::Failed)
+        .filter(|b| {
+            b.reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(crate::status::AUDIT_FAILED))
+        })
+        .map(|b| b.id)
+        .collect();
+    let (kept, left): (Vec<&StoredRun>, Vec<&StoredRun>) = data
+        .runs
+        .iter()
+        .filter(|r| r.is_measured_ok())
+        .partition(|r| !r.boot_id.is_some_and(|b| apart.contains(&b)));
+    let warning = (!left.is_empty()).then(|| {
+        format!(
+            "{} left out of the analysis: {} failed the machine audit (see the boots)",
+            crate::words::count(left.len(), "run"),
+            crate::words::count(
+                left.iter()
+                    .filter_map(|r| r.boot_id)
+                    .collect::<std::collections::HashSet<_>>()
+                    .len(),
+                "boot"
+            ),
+        )
+    });
+    (kept, warning)
+}
+
 /// Launch-to-hello times of a config's boots, seconds.
 #[derive(Clone, Debug, Serialize)]
 pub struct HelloTimes {

@@ -106,7 +106,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
             .cloned(),
     );
 
-    let measured: Vec<&StoredRun> = data.runs.iter().filter(|r| r.is_measured_ok()).collect();
+    let (measured, kept_apart) = boots::counted_runs(data);
     // Successful measured runs of each (config, workload) cell, in run order.
     let mut by_cell: CellRuns = HashMap::new();
     for r in &measured {
@@ -175,6 +175,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     if boots.as_ref().is_some_and(|b| b.tcg) {
         warnings.insert(0, boots::TCG_WARNING.to_string());
     }
+    warnings.extend(kept_apart);
     warnings.extend(few_units(info, &units, boots.is_some()));
     warnings.extend(warnings::data_warnings(
         &metrics,

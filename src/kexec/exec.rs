@@ -49,15 +49,56 @@ pub fn cmdline(base: &str, config: &str, panic_s: u32, mark: &str) -> String {
         .join(" ")
 }
 
-/// Load `k` with `cmdline` for the next kexec. Err: why it cannot be
-/// loaded (the kernel refuses an unsigned image under lockdown, ...).
-pub fn load(k: &Kernel, cmdline: &str) -> Result<()> {
-    let kernel =
-        std::fs::File::open(&k.image).map_err(|e| anyhow!("opening {}: {e}", k.image.display()))?;
-    let initrd = match &k.initrd {
-        Some(p) => {
-            Some(std::fs::File::open(p).map_err(|e| anyhow!("opening {}: {e}", p.display()))?)
+/// The SHA-256 (hex) of what `f` holds from its start; `f` is left at
+/// its start again.
+pub fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::{Read, Seek};
+    f.seek(std::io::SeekFrom::Start(0))?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf)? {
+            0 => break,
+            n => h.update(&buf[..n]),
         }
+    }
+    f.seek(std::io::SeekFrom::Start(0))?;
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Open a kernel image or an initrd the session boots, as root obeys a
+/// file: not through a symlink, judged as opened (owned by root or the
+/// user, and neither it nor its directory writable by others:
+/// `sys::trust`); with its SHA-256. Err: why not, one line.
+pub fn open_trusted(path: &std::path::Path) -> Result<(std::fs::File, String), String> {
+    let mut f = crate::sys::trust::open_read(path)?
+        .ok_or_else(|| format!("{}: no such file", path.display()))?;
+    let sha = sha256_of(&mut f).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok((f, sha))
+}
+
+/// [`open_trusted`], refused unless it still holds what `start` hashed:
+/// a file swapped or rewritten since is never kexec'd.
+fn open_same(path: &std::path::Path, want: &str) -> Result<std::fs::File> {
+    let (f, got) = open_trusted(path).map_err(|e| anyhow!("{e}"))?;
+    if got != want {
+        return Err(anyhow!(
+            "{} changed since `kexec start` (SHA-256 {got}, recorded {want}): not booted",
+            path.display()
+        ));
+    }
+    Ok(f)
+}
+
+/// Load `k` with `cmdline` for the next kexec, from the files `start`
+/// hashed (checked again here, on the descriptors loaded). Err: why it
+/// cannot be loaded (a file changed, the kernel refuses an unsigned image
+/// under lockdown, ...).
+pub fn load(k: &Kernel, cmdline: &str) -> Result<()> {
+    let kernel = open_same(&k.image, &k.sha256)?;
+    let initrd = match &k.initrd {
+        Some(p) => Some(open_same(p, k.initrd_sha256.as_deref().unwrap_or(""))?),
         None => None,
     };
     let c = std::ffi::CString::new(cmdline).map_err(|_| anyhow!("the command line has a NUL"))?;
@@ -190,6 +231,25 @@ impl Identity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_changed_since_start_is_never_loaded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("bzImage");
+        std::fs::write(&p, b"kernel one").unwrap();
+        let (_, sha) = open_trusted(&p).unwrap();
+        assert!(open_same(&p, &sha).is_ok());
+        std::fs::write(&p, b"kernel two").unwrap();
+        let e = open_same(&p, &sha).unwrap_err().to_string();
+        assert!(e.contains("changed since `kexec start`"), "{e}");
+        // Nor through a symlink, nor from a directory others can write.
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(open_trusted(&link).unwrap_err().contains("symbolic link"));
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(open_trusted(&p).unwrap_err().contains("written by others"));
+    }
 
     #[test]
     fn the_mark_names_the_boot_or_the_end() {

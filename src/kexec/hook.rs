@@ -37,6 +37,10 @@ pub fn unit_text(exe: &Path, state: &Path) -> Result<String> {
          [Unit]\n\
          Description=sysdelta kexec session: the next boot's runs\n\
          After=local-fs.target network-online.target\n\
+         # A step that keeps failing (a store out of reach, a run holding\n\
+         # the machine) stops being restarted: `sysdelta kexec resume`.\n\
+         StartLimitIntervalSec=600\n\
+         StartLimitBurst=5\n\
          \n\
          [Service]\n\
          Type=oneshot\n\
@@ -126,6 +130,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let text = unit_text(Path::new("/usr/bin/sysdelta"), Path::new("/var/lib/s")).unwrap();
         assert!(text.contains("ExecStart=/usr/bin/sysdelta kexec step --state /var/lib/s\n"));
+        // A permanent error is not restarted forever.
+        assert!(text.contains("\nStartLimitIntervalSec=600\nStartLimitBurst=5\n"));
         install(d.path(), &text).unwrap();
         assert_eq!(std::fs::read_to_string(unit_path(d.path())).unwrap(), text);
         assert!(std::fs::read_to_string(d.path().join(WANTS).join(UNIT)).is_ok());

@@ -32,9 +32,14 @@ use anyhow::Result;
 /// loaded kernel is unloaded, the experiment is marked interrupted (its
 /// stored boots and runs stay), and the state directory goes. Run it on
 /// the machine's own kernel; a kexec'd one stays until the next reboot.
+/// A store out of reach does not keep the session alive: the session
+/// ends all the same, and the line says the store was not updated.
 pub fn stop(state: &Path) -> Result<()> {
     let st = state::State::open(state)?;
     let s = st.session()?;
+    state::apply_env(&s.env);
+    // Not while a step runs (it would kexec after the state is gone).
+    let _step = st.lock()?;
     let removed = hook::remove(&s.hook_dir)?;
     let steps = st.steps()?;
     // A kernel this session loaded and did not execute (the last step armed
@@ -45,20 +50,30 @@ pub fn stop(state: &Path) -> Result<()> {
     ) {
         exec::unload();
     }
-    let store = crate::store::Store::open(&s.store, false)?;
-    if !steps.contains(&state::Step::Finished) {
-        store.set_status(s.experiment, crate::status::ExperimentStatus::Interrupted)?;
-        store.add_event(
-            s.experiment,
-            "stop",
-            "kexec session stopped by `kexec stop`",
-        )?;
-    }
+    let stored = (|| -> Result<()> {
+        let store = crate::store::Store::open(&s.store, false)?;
+        if !steps.contains(&state::Step::Finished) {
+            store.set_status(s.experiment, crate::status::ExperimentStatus::Interrupted)?;
+            store.add_event(
+                s.experiment,
+                "stop",
+                "kexec session stopped by `kexec stop`",
+            )?;
+        }
+        Ok(())
+    })();
     st.remove()?;
     println!(
         "sysdelta: kexec session stopped{}; experiment {} keeps what it stored",
         if removed { ", hook removed" } else { "" },
         s.experiment
     );
+    if let Err(e) = stored {
+        eprintln!(
+            "sysdelta: the store {} could not be updated ({e:#}): experiment {} is not marked interrupted there",
+            s.store.display(),
+            s.experiment
+        );
+    }
     Ok(())
 }

@@ -53,6 +53,10 @@ pub fn start(a: &Start) -> Result<()> {
             problems.push(format!("config '{}', kernel.tree: kexec sessions boot installed images only (build it, install it, name its image)", c.name));
             continue;
         }
+        if def.image.is_dir() {
+            problems.push(format!("config '{}', kernel.image: {} is a directory: kexec sessions boot installed image files", c.name, def.image.display()));
+            continue;
+        }
         match crate::plan::kernel::resolve_image(&def.image.to_string_lossy())
             .map_err(|e| e.to_string())
             .and_then(|p| kernel(&p, &a.initrd_dir))
@@ -83,7 +87,10 @@ pub fn start(a: &Start) -> Result<()> {
             problems.push(format!("--audit-ignore '{r}': {e}"));
         }
     }
-    if let Err(e) = hook::check_dir(&a.hook_dir) {
+    // The unit and the session name it at every boot, whatever the
+    // directory the hook then runs in.
+    let hook_dir = std::path::absolute(&a.hook_dir)?;
+    if let Err(e) = hook::check_dir(&hook_dir) {
         problems.push(format!("{e:#}"));
     }
     let exe = std::fs::read_link("/proc/self/exe")?;
@@ -97,13 +104,22 @@ pub fn start(a: &Start) -> Result<()> {
     if let Err(e) = hook::unit_text(&exe, &state_abs) {
         problems.push(format!("{e:#}"));
     }
+    let cwd = std::env::current_dir()?;
+    if let Err(e) = check_cwd(&cwd) {
+        problems.push(e);
+    }
+    let base = exec::base_cmdline(&id.cmdline);
+    if let Some(start) = &start {
+        let all: Vec<&Kernel> = kernels.iter().map(|(k, _)| k).chain([start]).collect();
+        let line = exec::cmdline(&base, "", a.panic_s, "check");
+        problems.extend(try_loads(&all, &line));
+    }
     if !problems.is_empty() {
         return Err(bad_all(problems));
     }
     let st = State::create(&state_abs)?;
     let store_path = std::path::absolute(&a.store)?;
     let store = Store::open(&store_path, true)?;
-    let base = exec::base_cmdline(&id.cmdline);
     let mut ov = plan.overrides.clone();
     // Every later boot parses the plan again: with this seed.
     ov.seed = Some(plan.seed);
@@ -114,16 +130,17 @@ pub fn start(a: &Start) -> Result<()> {
         plan_source: plan.source_name.clone(),
         plan_text: plan.text.clone(),
         overrides: ov,
-        cwd: std::env::current_dir()?.to_str().map(str::to_string),
+        cwd: cwd.to_str().map(str::to_string),
+        env: super::state::session_env(),
         start: start.expect("checked"),
         start_cmdline: base.clone(),
-        hook_dir: a.hook_dir.clone(),
+        hook_dir: hook_dir.clone(),
         panic_s: a.panic_s,
         audit_ignore: a.audit_ignore.clone(),
         boots: boots(&plan, &kernels, &base, a.panic_s),
     };
     st.write_session(&s)?;
-    hook::install(&a.hook_dir, &hook::unit_text(&exe, &state_abs)?)?;
+    hook::install(&hook_dir, &hook::unit_text(&exe, &state_abs)?)?;
     store.add_event(
         exp,
         "boot",
@@ -138,8 +155,20 @@ pub fn start(a: &Start) -> Result<()> {
     super::step::step(&state_abs)
 }
 
-/// A kernel image and the machine's initrd for it; Err: why not.
+/// A kernel image and the machine's initrd for it, each hashed; Err: why
+/// not. The hook kexecs them as root at later boots, so they must be files
+/// only root (or the user) can change, as the hook's binary must be.
 fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
+    if image.is_dir() {
+        return Err(format!(
+            "{} is a directory: kexec sessions boot installed image files",
+            image.display()
+        ));
+    }
+    // A link (`/vmlinuz`) is resolved once, here: every later boot opens
+    // the file it names now, never through a link.
+    let image = &std::fs::canonicalize(image).map_err(|e| format!("{}: {e}", image.display()))?;
+    let (_, sha256) = exec::open_trusted(image)?;
     let k = crate::vm::image::KernelImage::inspect(image).map_err(|e| e.to_string())?;
     let initrd = initrd_dir.join(format!("initrd.img-{}", k.version));
     if !initrd.is_file() {
@@ -149,12 +178,53 @@ fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
             initrd.display()
         ));
     }
+    let (_, initrd_sha256) = exec::open_trusted(&initrd)?;
     Ok(Kernel {
         image: image.to_path_buf(),
         initrd: Some(initrd),
         release: k.version,
         banner: k.banner,
+        sha256,
+        initrd_sha256: Some(initrd_sha256),
     })
+}
+
+/// Each distinct kernel is loaded once and unloaded: one the machine
+/// refuses (lockdown, a bad image) is bad input now, not a session whose
+/// every boot fails. Its problems.
+fn try_loads(kernels: &[&Kernel], cmdline: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut problems = Vec::new();
+    for k in kernels {
+        if !seen.insert((&k.image, &k.initrd)) {
+            continue;
+        }
+        if let Err(e) = exec::load(k, cmdline) {
+            problems.push(format!(
+                "{}: cannot be loaded for kexec: {e:#}",
+                k.image.display()
+            ));
+        }
+        exec::unload();
+    }
+    problems
+}
+
+/// The directory every boot's runs start in: refused unless only root
+/// (or the user) can write it, since the hook runs the plan there as root.
+fn check_cwd(cwd: &Path) -> Result<(), String> {
+    let m = std::fs::metadata(cwd).map_err(|e| format!("{}: {e}", cwd.display()))?;
+    let f = crate::sys::trust::Facts::of(&m);
+    let group_write = f.mode & 0o020 != 0 && !f.private_group;
+    if !crate::sys::trust::trusted_uids().contains(&f.uid) || f.mode & 0o002 != 0 || group_write {
+        return Err(format!(
+            "the working directory {}: every boot's runs start there as root, so it must be owned by root (or you) and writable by nobody else (mode {:04o}, uid {}); start from another directory",
+            cwd.display(),
+            f.mode & 0o7777,
+            f.uid
+        ));
+    }
+    Ok(())
 }
 
 /// The experiment's row: the plan, and which image each config boots.

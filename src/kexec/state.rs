@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context, Result};
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 
 use crate::overrides::Overrides;
@@ -20,6 +21,7 @@ use crate::sys::private_dir::PrivateDir;
 
 const SESSION: &str = "session.json";
 const JOURNAL: &str = "journal";
+const LOCK: &str = "lock";
 
 /// A kernel the session boots: its image, the initrd the machine has for
 /// it, and what its image says it is.
@@ -31,6 +33,12 @@ pub struct Kernel {
     pub release: String,
     /// The image header's whole version string (names the build).
     pub banner: String,
+    /// SHA-256 (hex) of the image and of the initrd when `start` checked
+    /// them: every load re-hashes what it opened and refuses a change.
+    #[serde(default)]
+    pub sha256: String,
+    #[serde(default)]
+    pub initrd_sha256: Option<String>,
 }
 
 /// One boot of the schedule.
@@ -54,6 +62,11 @@ pub struct Session {
     pub plan_text: String,
     pub overrides: Overrides,
     pub cwd: Option<String>,
+    /// `start`'s environment (less a login's own sockets and terminal):
+    /// the hook runs under systemd's, but the plan's commands were checked
+    /// against this PATH, so every step runs with it ([`apply_env`]).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
     /// The kernel the machine started with, and its command line (without
     /// sysdelta's words): where the session ends.
     pub start: Kernel,
@@ -140,6 +153,30 @@ impl State {
         }
     }
 
+    /// The state directory of a session, None when there is none (it
+    /// ended, or was stopped).
+    pub fn find(path: &Path) -> Result<Option<State>> {
+        Ok(PrivateDir::existing(path)
+            .map_err(crate::error::bad)?
+            .map(|dir| State { dir }))
+    }
+
+    /// Take the session's lock, held for a whole step (or a stop): one
+    /// step at a time, whoever starts it (the hook, `kexec resume`). A
+    /// second is refused at once (exit 2) and changes nothing: contention
+    /// is never a failed boot.
+    pub fn lock(&self) -> Result<Flock<std::fs::File>> {
+        let f = self.dir.open_private(LOCK)?;
+        match Flock::lock(f, FlockArg::LockExclusiveNonblock) {
+            Ok(l) => Ok(l),
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => Err(crate::error::bad(format!(
+                "{}: another step of this kexec session is running (the hook's, or `kexec resume`); nothing done",
+                self.path().display()
+            ))),
+            Err((_, e)) => Err(anyhow!("locking {}: {e}", self.path().display())),
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -206,6 +243,45 @@ impl State {
     }
 }
 
+/// Variables of a login or a terminal, meaningless at a later boot.
+const NOT_KEPT: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "SSH_CONNECTION",
+    "SSH_CLIENT",
+    "SSH_TTY",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XAUTHORITY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "XDG_SESSION_ID",
+    "TERM",
+    "COLORTERM",
+    "PWD",
+    "OLDPWD",
+    "SHLVL",
+    "_",
+];
+
+/// The environment `start` records for every step (see [`Session::env`]).
+pub fn session_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| !NOT_KEPT.contains(&k.as_str()))
+        .collect()
+}
+
+/// Run this step with the environment `start` had: its variables set
+/// (systemd's own, such as INVOCATION_ID, stay). Called first, before any
+/// thread exists.
+pub fn apply_env(env: &[(String, String)]) {
+    for (k, v) in env {
+        if !k.is_empty() && !k.contains(['=', '\0']) && !v.contains('\0') {
+            std::env::set_var(k, v);
+        }
+    }
+}
+
 /// Each boot's standing after `steps`.
 pub fn standings(boots: usize, steps: &[Step]) -> Vec<Standing> {
     let mut s = vec![Standing::Todo; boots];
@@ -261,6 +337,19 @@ mod tests {
                 Standing::Armed("d".into())
             ]
         );
+    }
+
+    #[test]
+    fn one_step_at_a_time() {
+        let d = tempfile::tempdir().unwrap();
+        let st = State::create(&d.path().join("s")).unwrap();
+        let held = st.lock().unwrap();
+        let again = State::open(st.path()).unwrap();
+        let e = again.lock().unwrap_err();
+        assert!(e.to_string().contains("another step"), "{e}");
+        assert_eq!(crate::error::exit_code(&e), 2);
+        drop(held);
+        assert!(again.lock().is_ok());
     }
 
     #[test]

@@ -30,13 +30,29 @@ const FIRST_AUDIT: &str = "audit-first.json";
 /// One step of the session in `state` (see the module's doc). Returns only
 /// when the session is over or stopped; otherwise it kexecs.
 pub fn step(state: &std::path::Path) -> Result<()> {
-    let st = State::open(state)?;
+    let Some(st) = State::find(state)? else {
+        // Ended or stopped: a hook left behind (or a resume by hand) has
+        // nothing to do, and must not be restarted as if it failed.
+        println!(
+            "sysdelta: no kexec session in {}: nothing to do",
+            state.display()
+        );
+        return Ok(());
+    };
     let s = st.session()?;
+    super::state::apply_env(&s.env);
+    // The whole step under the session's lock: the journal and the
+    // store's done runs are read by one step at a time.
+    let _step = st.lock()?;
     let steps = st.steps()?;
     if steps.contains(&Step::Finished) {
         hook::remove(&s.hook_dir)?;
         return Ok(());
     }
+    // No other run changes the machine while this step does. Taken before
+    // anything is stored: a refusal (exit 2) is not a failed boot, and the
+    // step can be resumed once the other run ended.
+    let _machine = crate::runner::machine::MachineLock::acquire(Some(&s.store), "kexec step")?;
     let store = Store::open(&s.store, false)?;
     store.log_runs()?;
     let id = Identity::read()?;
@@ -130,7 +146,7 @@ fn on_boot(
     let runs = b.slots.iter().filter(|x| !x.warmup).count() as u32;
     if !problems.is_empty() {
         // Kept apart: the runs are stored, the boot is not a good one.
-        let reason = format!("the machine audit failed: {}", problems.join("; "));
+        let reason = format!("{}: {}", crate::status::AUDIT_FAILED, problems.join("; "));
         fail(st, s, store, n, row, &reason)?;
         return Ok(Standing::Failed);
     }
@@ -246,12 +262,12 @@ fn next(
             .map_err(|e| anyhow!("{e:#}: the machine stays on this kernel; reboot it into its default kernel to end the session"))?;
         return exec::execute();
     }
-    finish(st, s, store)
+    finish(st, s, store, stand)
 }
 
 /// On the starting kernel with every boot resolved: the hook goes, the
 /// experiment is finished, the state directory removed.
-fn finish(st: &State, s: &Session, store: &Store) -> Result<()> {
+fn finish(st: &State, s: &Session, store: &Store, stand: &[Standing]) -> Result<()> {
     let removed = hook::remove(&s.hook_dir)?;
     let uname = Identity::read()?.uname;
     if uname != s.start.release {
@@ -264,7 +280,18 @@ fn finish(st: &State, s: &Session, store: &Store) -> Result<()> {
             ),
         )?;
     }
-    store.finish(s.experiment, ExperimentStatus::Complete, None)?;
+    // A session none of whose boots came up is not a result.
+    let status = if stand.contains(&Standing::Done) {
+        ExperimentStatus::Complete
+    } else {
+        store.add_event(
+            s.experiment,
+            "boot",
+            "no boot of the kexec session came up and ran: the experiment failed",
+        )?;
+        ExperimentStatus::Failed
+    };
+    store.finish(s.experiment, status, None)?;
     st.append(&Step::Finished)?;
     // Nothing of the session is left: its state goes after its last step.
     std::fs::remove_dir_all(st.path())?;

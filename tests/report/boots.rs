@@ -254,6 +254,41 @@ fn a_failed_boot_is_listed_and_its_runs_kept() {
     drop(Store::open(&sb.store(), false).unwrap());
 }
 
+/// A kexec boot whose machine audit failed ran its runs, but they are
+/// kept out of the analysis, with a warning that counts them.
+#[test]
+fn runs_of_a_boot_whose_audit_failed_are_kept_apart() {
+    let sb = common::Sandbox::new();
+    let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape(1));
+    let boot = store.begin_boot(exp, "k2", 6, 0, "kexec", 1.9e9).unwrap();
+    kernels::record(&store, exp, 6, 0, "k2", boot, 50.0);
+    kernels::record(&store, exp, 6, 1, "k2", boot, 50.0);
+    let reason = format!("{}: dmesg: 1 error", sysdelta::status::AUDIT_FAILED);
+    store
+        .end_boot(
+            boot,
+            &sysdelta::store::BootEnd {
+                ok: false,
+                reason: Some(reason),
+                runs: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let a = analyze(&store.load(exp).unwrap());
+    // Six boots of k2 count, not seven; the 50 s runs are not in its mean.
+    let k2 = &metric(&a, "wall").cells[1];
+    assert_eq!(k2.boots, Some(6));
+    assert!(k2.values.iter().all(|v| *v < 10.0), "{:?}", k2.values);
+    assert!(
+        a.warnings
+            .iter()
+            .any(|w| w.contains("2 runs left out of the analysis: 1 boot failed the machine audit")),
+        "{:?}",
+        a.warnings
+    );
+}
+
 /// Over 40 A/A experiments the boot-level verdict keeps its 5% (2 flagged
 /// here), where a per-run U test, taking 30 runs in 6 boots as 30
 /// replicates, rejects in about 40% of them.

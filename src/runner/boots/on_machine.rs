@@ -31,7 +31,8 @@ pub struct MachineBoot<'a> {
 }
 
 /// Measure and store the runs of `b` (boot row `boot`) not yet stored;
-/// the number of runs stored now.
+/// the number of runs stored now. The caller holds the machine-wide lock
+/// (`runner::machine::MachineLock`) and the session's.
 pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
     if let Some(d) = b.cwd {
         std::env::set_current_dir(d).with_context(|| format!("the session's directory {d}"))?;
@@ -50,8 +51,6 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
     if todo.is_empty() {
         return Ok(0);
     }
-    // No other run changes the machine while this boot measures.
-    let _machine = crate::runner::machine::MachineLock::acquire(Some(b.store_path), "kexec step")?;
     // What a step killed in this boot (or a kernel that went down in the
     // middle of a config) left journaled is put back first, as `sysdelta
     // restore` would: a pending change would refuse every later boot.

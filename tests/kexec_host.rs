@@ -1,0 +1,206 @@
+//! Kexec sessions on the host itself, without a kexec: what `start`
+//! refuses, and what `step`, `resume` and `stop` do with a session made by
+//! hand (no boots left to run, so nothing is ever loaded or executed).
+//! Each needs root (the session's state is root's); skips without it.
+
+mod common;
+use common::*;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sysdelta::kexec::{hook, state};
+
+/// A session made by hand in a temp dir: its store, state and hook.
+struct Hand {
+    dir: tempfile::TempDir,
+    exp: i64,
+}
+
+impl Hand {
+    /// A session whose store is `store` (made unless `make_store` is
+    /// false: a store out of reach) and whose schedule is empty.
+    fn new(make_store: bool) -> Hand {
+        let dir = tempfile::Builder::new().prefix("sdkh").tempdir().unwrap();
+        let h = Hand { dir, exp: 1 };
+        std::fs::create_dir(h.path("hook")).unwrap();
+        let store_path = match make_store {
+            true => h.path("store.db"),
+            false => h.path("gone/store.db"),
+        };
+        let exp = match make_store {
+            true => {
+                let store = sysdelta::store::Store::open(&store_path, true).unwrap();
+                create_experiment(&store, "kexec", &["a"], 0, &[])
+            }
+            false => 1,
+        };
+        let st = state::State::create(&h.path("state")).unwrap();
+        let k = state::Kernel {
+            image: "/boot/vmlinuz".into(),
+            initrd: None,
+            release: "r".into(),
+            banner: "r".into(),
+            sha256: String::new(),
+            initrd_sha256: None,
+        };
+        st.write_session(&state::Session {
+            store: store_path,
+            experiment: exp,
+            plan_source: "plan.toml".into(),
+            plan_text: String::new(),
+            overrides: Default::default(),
+            cwd: None,
+            env: vec![],
+            start: k,
+            start_cmdline: String::new(),
+            hook_dir: h.path("hook"),
+            panic_s: 10,
+            audit_ignore: vec![],
+            boots: vec![],
+        })
+        .unwrap();
+        let unit = hook::unit_text(Path::new(bin()), &h.path("state")).unwrap();
+        hook::install(&h.path("hook"), &unit).unwrap();
+        Hand { exp, ..h }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `sysdelta kexec <cmd> --state STATE`, with the temp dir's own run
+    /// directory (the machine lock of no other test).
+    fn kexec(&self, cmd: &str) -> Output {
+        Command::new(bin())
+            .args([
+                "kexec",
+                cmd,
+                "--state",
+                self.path("state").to_str().unwrap(),
+            ])
+            .env("SYSDELTA_RUN_DIR", self.path("run"))
+            .output()
+            .unwrap()
+    }
+
+    fn status(&self) -> String {
+        rusqlite::Connection::open(self.path("store.db"))
+            .unwrap()
+            .query_row(
+                "SELECT status FROM experiments WHERE id = ?1",
+                [self.exp],
+                |r| r.get(0),
+            )
+            .unwrap()
+    }
+
+    fn hook_left(&self) -> usize {
+        std::fs::read_dir(self.path("hook")).unwrap().count()
+    }
+}
+
+#[test]
+fn a_second_step_is_refused_and_a_session_with_no_ok_boot_is_not_complete() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let h = Hand::new(true);
+    let st = state::State::open(&h.path("state")).unwrap();
+    let journal = st.read_file("journal");
+    {
+        // The hook's step is running (it holds the session's lock): a
+        // `kexec resume` now is refused and changes nothing.
+        let _running = st.lock().unwrap();
+        let out = h.kexec("resume");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("another step"), "{}", stderr(&out));
+        assert_eq!(st.read_file("journal"), journal);
+        assert_eq!(h.status(), "running");
+        assert!(h.hook_left() > 0);
+    }
+    // Alone, it ends the session; none of its boots ran, so the
+    // experiment is failed, not complete.
+    let out = h.kexec("resume");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(h.status(), "failed");
+    assert!(!h.path("state").exists());
+    assert_eq!(h.hook_left(), 0);
+    // A hook left behind, or a resume, after the end: nothing to do, and
+    // no failure for systemd to restart.
+    let out = h.kexec("step");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("nothing to do"), "{}", stdout(&out));
+}
+
+#[test]
+fn stop_ends_a_session_whose_store_is_out_of_reach() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let h = Hand::new(false);
+    let out = h.kexec("stop");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("could not be updated"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!h.path("state").exists());
+    assert_eq!(h.hook_left(), 0);
+}
+
+/// Images and initrds another user could swap before a later boot, and a
+/// working directory others can write, are bad input: exit 2, each on its
+/// line, nothing made (and nothing ever loaded: the start image has no
+/// initrd in the empty --initrd-dir either).
+#[test]
+fn start_refuses_what_others_could_change_before_a_boot() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let d = tempfile::Builder::new().prefix("sdks").tempdir().unwrap();
+    let open = d.path().join("open");
+    for sub in ["open", "initrd", "hook", "tree"] {
+        std::fs::create_dir(d.path().join(sub)).unwrap();
+    }
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::write(open.join("bzImage"), b"not hers to swap").unwrap();
+    let plan = d.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"k\"\n[[config]]\nname = \"a\"\n[config.kernel]\nimage = \"{}\"\n\
+             [[config]]\nname = \"b\"\n[config.kernel]\nimage = \"{}\"\n\
+             [[workload]]\nname = \"w\"\ncommand = 'true'\n",
+            open.join("bzImage").display(),
+            d.path().join("tree").display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(bin())
+        .args(["--store", d.path().join("store.db").to_str().unwrap()])
+        .args(["kexec", "start"])
+        .arg(&plan)
+        .args(["--state", d.path().join("state").to_str().unwrap()])
+        .args(["--hook-dir", d.path().join("hook").to_str().unwrap()])
+        .args(["--initrd-dir", d.path().join("initrd").to_str().unwrap()])
+        .env("SYSDELTA_RUN_DIR", d.path().join("run"))
+        .current_dir(&open)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("config 'a', kernel.image") && err.contains("written by others"),
+        "{err}"
+    );
+    assert!(
+        err.contains("config 'b', kernel.image") && err.contains("is a directory"),
+        "{err}"
+    );
+    assert!(err.contains("the working directory"), "{err}");
+    assert!(!d.path().join("state").exists() && !d.path().join("store.db").exists());
+    assert_eq!(std::fs::read_dir(d.path().join("hook")).unwrap().count(), 0);
+}
