@@ -166,11 +166,18 @@ pub fn text_section(a: &Analysis) -> String {
         .flat_map(|c| c.failed_boots.iter().map(move |f| (c, f)))
         .collect();
     if !failed.is_empty() {
-        let _ = writeln!(
-            out,
-            "\nFailed boots ({}), the runs they delivered kept:",
-            failed.len()
-        );
+        // An audit-failed boot's runs are left out of the analysis
+        // (analysis::boots::counted_runs); other failed boots' are kept.
+        let audit = failed
+            .iter()
+            .filter(|(_, f)| f.reason.starts_with(crate::status::AUDIT_FAILED))
+            .count();
+        let kept = match audit {
+            0 => "the runs they delivered kept",
+            _ if audit == failed.len() => "their runs left out (the audit failed)",
+            _ => "the runs they delivered kept, except where the audit failed",
+        };
+        let _ = writeln!(out, "\nFailed boots ({}), {kept}:", failed.len());
         for (c, f) in failed {
             out.push_str(&wrap(
                 &format!(

@@ -287,6 +287,12 @@ fn runs_of_a_boot_whose_audit_failed_are_kept_apart() {
         "{:?}",
         a.warnings
     );
+    // The boots section does not call them kept.
+    let text = sysdelta::report::boots_text::text_section(&a);
+    assert!(
+        text.contains("Failed boots (1), their runs left out (the audit failed):"),
+        "{text}"
+    );
 }
 
 /// Over 40 A/A experiments the boot-level verdict keeps its 5% (2 flagged
