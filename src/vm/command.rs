@@ -85,29 +85,12 @@ pub fn qemu_args(spec: &VmSpec, dir: &Path) -> Vec<String> {
     .map(|s| s.to_string())
     .collect();
     a.extend(spec.accel.qemu_args().iter().map(|s| s.to_string()));
-    let m = spec.memory_mib;
+    a.extend(guest_args(
+        (spec.cpus, spec.memory_mib),
+        (&spec.kernel, &spec.initramfs, &spec.cmdline),
+        &dir.join("hostroot.sock"),
+    ));
     a.extend([
-        "-smp".into(),
-        spec.cpus.to_string(),
-        "-m".into(),
-        m.to_string(),
-        // vhost-user needs the guest's RAM shared with virtiofsd.
-        "-object".into(),
-        format!("memory-backend-memfd,id=mem,size={m}M,share=on"),
-        "-numa".into(),
-        "node,memdev=mem".into(),
-        "-kernel".into(),
-        spec.kernel.display().to_string(),
-        "-initrd".into(),
-        spec.initramfs.display().to_string(),
-        "-append".into(),
-        spec.cmdline.clone(),
-        "-serial".into(),
-        "stdio".into(),
-        "-chardev".into(),
-        format!("socket,id=fs0,path={d}/hostroot.sock"),
-        "-device".into(),
-        "vhost-user-fs-pci,chardev=fs0,tag=hostroot".into(),
         "-device".into(),
         "virtio-serial-pci,id=vser".into(),
         // wait=off: QEMU does not wait for the host end before booting.
@@ -121,6 +104,41 @@ pub fn qemu_args(spec: &VmSpec, dir: &Path) -> Vec<String> {
         "panic=exit-failure".into(),
     ]);
     a
+}
+
+/// The arguments every guest of sysdelta's has, whatever else its VM
+/// does: CPUs and RAM (shared: vhost-user needs the guest's RAM shared
+/// with virtiofsd), kernel, initramfs and command line, the console on
+/// stdio, and the host's root from the virtiofsd listening on `root_sock`
+/// (tag `hostroot`).
+pub(crate) fn guest_args(
+    (cpus, memory_mib): (u32, u64),
+    (kernel, initramfs, cmdline): (&Path, &Path, &str),
+    root_sock: &Path,
+) -> Vec<String> {
+    let m = memory_mib;
+    vec![
+        "-smp".into(),
+        cpus.to_string(),
+        "-m".into(),
+        m.to_string(),
+        "-object".into(),
+        format!("memory-backend-memfd,id=mem,size={m}M,share=on"),
+        "-numa".into(),
+        "node,memdev=mem".into(),
+        "-kernel".into(),
+        kernel.display().to_string(),
+        "-initrd".into(),
+        initramfs.display().to_string(),
+        "-append".into(),
+        cmdline.to_string(),
+        "-serial".into(),
+        "stdio".into(),
+        "-chardev".into(),
+        format!("socket,id=fs0,path={}", root_sock.display()),
+        "-device".into(),
+        "vhost-user-fs-pci,chardev=fs0,tag=hostroot".into(),
+    ]
 }
 
 pub fn check_spec(spec: &VmSpec, dir: &Path) -> Result<(), Error> {

@@ -125,7 +125,6 @@ impl Drop for Machine {
 
 fn qemu_args(spec: &MachineSpec) -> Vec<String> {
     let d = spec.dir.display();
-    let m = spec.memory_mib;
     [
         "-nodefaults",
         "-no-user-config",
@@ -140,27 +139,12 @@ fn qemu_args(spec: &MachineSpec) -> Vec<String> {
     ]
     .iter()
     .map(|s| s.to_string())
+    .chain(super::command::guest_args(
+        (spec.cpus, spec.memory_mib),
+        (&spec.kernel, &spec.initramfs, &spec.cmdline),
+        &spec.dir.join("root.sock"),
+    ))
     .chain([
-        "-smp".into(),
-        spec.cpus.to_string(),
-        "-m".into(),
-        m.to_string(),
-        "-object".into(),
-        format!("memory-backend-memfd,id=mem,size={m}M,share=on"),
-        "-numa".into(),
-        "node,memdev=mem".into(),
-        "-kernel".into(),
-        spec.kernel.display().to_string(),
-        "-initrd".into(),
-        spec.initramfs.display().to_string(),
-        "-append".into(),
-        spec.cmdline.clone(),
-        "-serial".into(),
-        "stdio".into(),
-        "-chardev".into(),
-        format!("socket,id=fs0,path={d}/root.sock"),
-        "-device".into(),
-        "vhost-user-fs-pci,chardev=fs0,tag=hostroot".into(),
         "-chardev".into(),
         format!("socket,id=fs1,path={d}/state.sock"),
         "-device".into(),
