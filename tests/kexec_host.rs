@@ -204,3 +204,115 @@ fn start_refuses_what_others_could_change_before_a_boot() {
     assert!(!d.path().join("state").exists() && !d.path().join("store.db").exists());
     assert_eq!(std::fs::read_dir(d.path().join("hook")).unwrap().count(), 0);
 }
+
+/// `kexec start PLAN --state STATE --hook-dir HOOK` in `dir`, with `env`.
+fn start(dir: &Path, plan: &Path, state: &Path, hook: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(bin());
+    c.args(["--store", dir.join("store2.db").to_str().unwrap()])
+        .args(["kexec", "start"])
+        .arg(plan)
+        .arg("--state")
+        .arg(state)
+        .arg("--hook-dir")
+        .arg(hook)
+        .arg("--initrd-dir")
+        .arg(dir)
+        .env("SYSDELTA_RUN_DIR", dir.join("run"))
+        .current_dir(dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn one_kernel_plan(dir: &Path, image: &Path) -> PathBuf {
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"k\"\n[[config]]\nname = \"a\"\n[config.kernel]\nimage = \"{}\"\n\
+             [[workload]]\nname = \"w\"\ncommand = 'true'\n",
+            image.display()
+        ),
+    )
+    .unwrap();
+    plan
+}
+
+/// A second session's start on a machine whose hook is another session's:
+/// refused before anything is loaded, and the first's unit is untouched.
+#[test]
+fn a_second_start_is_refused_and_the_first_unit_is_untouched() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let h = Hand::new(true);
+    let unit = std::fs::read(hook::unit_path(&h.path("hook"))).unwrap();
+    let plan = one_kernel_plan(h.dir.path(), Path::new("/boot/vmlinuz"));
+    let out = start(h.dir.path(), &plan, &h.path("state2"), &h.path("hook"), &[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("a kexec session") && err.contains("is under way"),
+        "{err}"
+    );
+    assert!(err.contains(h.path("state").to_str().unwrap()), "{err}");
+    assert_eq!(
+        std::fs::read(hook::unit_path(&h.path("hook"))).unwrap(),
+        unit
+    );
+    assert!(!h.path("state2").exists() && !h.path("store2.db").exists());
+    // The unit and its enabling link, both still there.
+    assert_eq!(h.hook_left(), 2);
+}
+
+/// An environment that would make root's later boots load code from
+/// elsewhere is refused by name, each on its line; and an image in a
+/// shared directory its group can write is refused all the same.
+#[test]
+fn start_refuses_an_environment_that_loads_code_and_shared_images() {
+    if !is_root() {
+        return skip("not root");
+    }
+    let d = tempfile::Builder::new().prefix("sdke").tempdir().unwrap();
+    let shared = d.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::create_dir(d.path().join("hook")).unwrap();
+    let image = shared.join("bzImage");
+    std::fs::write(&image, b"a teammate could swap this").unwrap();
+    // A group that is nobody's private group: its members may write.
+    let group = Some(nix::unistd::Gid::from_raw(65534));
+    for (p, mode) in [(&shared, 0o775), (&image, 0o664)] {
+        nix::unistd::chown(p.as_path(), None, group).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let plan = one_kernel_plan(d.path(), &image);
+    let out = start(
+        d.path(),
+        &plan,
+        &d.path().join("state"),
+        &d.path().join("hook"),
+        &[
+            ("PYTHONPATH", "/opt/py"),
+            ("BASH_ENV", "/etc/x"),
+            ("PATH", "/usr/bin:/bin:rel"),
+            ("SYSDELTA_SHARED_DIRS", shared.to_str().unwrap()),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for var in ["PYTHONPATH", "BASH_ENV", "SYSDELTA_SHARED_DIRS"] {
+        let n = err
+            .lines()
+            .filter(|l| l.contains(&format!("environment variable {var}:")))
+            .count();
+        assert_eq!(n, 1, "{var}: {err}");
+    }
+    assert!(err.contains("PATH entry 'rel' is not absolute"), "{err}");
+    assert!(
+        err.contains("config 'a', kernel.image") && err.contains("written by its group"),
+        "{err}"
+    );
+    assert!(!d.path().join("state").exists() && !d.path().join("store2.db").exists());
+    assert_eq!(std::fs::read_dir(d.path().join("hook")).unwrap().count(), 0);
+}

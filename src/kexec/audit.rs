@@ -4,7 +4,8 @@
 //! differs from the first boot of the same config (a kernel's own traits,
 //! such as MemTotal, differ between configs by design). A failed audit
 //! marks the boot: it is stored failed, with the audit as its reason, and
-//! its runs stay with it (the analysis does not drop them yet).
+//! its runs stay stored with it, and the analysis leaves them out of the
+//! statistics (its warning counts them).
 
 use std::collections::BTreeMap;
 

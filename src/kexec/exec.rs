@@ -49,33 +49,62 @@ pub fn cmdline(base: &str, config: &str, panic_s: u32, mark: &str) -> String {
         .join(" ")
 }
 
-/// The SHA-256 (hex) of what `f` holds from its start; `f` is left at
-/// its start again.
-pub fn sha256_of(f: &mut std::fs::File) -> std::io::Result<String> {
+/// Copy all of `src` into a new in-memory file, sealed against any
+/// change (`F_SEAL_WRITE|SHRINK|GROW|SEAL`), hashing it on the way: what
+/// is hashed is what the kernel later reads, whoever writes the original
+/// file meanwhile. The copy (at its start) and its SHA-256 (hex).
+pub fn sealed_copy(src: &mut impl std::io::Read) -> std::io::Result<(std::fs::File, String)> {
     use sha2::Digest;
-    use std::io::{Read, Seek};
-    f.seek(std::io::SeekFrom::Start(0))?;
+    use std::io::{Seek, Write};
+    let name = c"sysdelta-kexec";
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // MFD_NOEXEC_SEAL (6.3+) keeps it usable under vm.memfd_noexec=2;
+    // older kernels refuse the flag (EINVAL) and take the plain one.
+    const MFD_NOEXEC_SEAL: libc::c_uint = 0x8;
+    // SAFETY: a NUL-terminated name; the fd is owned right below.
+    let mut fd = unsafe { libc::memfd_create(name.as_ptr(), flags | MFD_NOEXEC_SEAL) };
+    if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(name.as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd is a new descriptor nothing else owns.
+    let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        match f.read(&mut buf)? {
-            0 => break,
-            n => h.update(&buf[..n]),
+        match src.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                h.update(&buf[..n]);
+                f.write_all(&buf[..n])?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
+    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+    // SAFETY: a plain fcntl on an fd we own.
+    if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
     f.seek(std::io::SeekFrom::Start(0))?;
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok((f, h.finalize().iter().map(|b| format!("{b:02x}")).collect()))
 }
 
 /// Open a kernel image or an initrd the session boots, as root obeys a
 /// file: not through a symlink, judged as opened (owned by root or the
-/// user, and neither it nor its directory writable by others:
-/// `sys::trust`); with its SHA-256. Err: why not, one line.
+/// user, and neither it nor its directory writable by anyone else, a
+/// shared directory's group included: `sys::trust::open_read_private`),
+/// and copied into a sealed in-memory file ([`sealed_copy`]): the copy,
+/// which is what is inspected and loaded, and its SHA-256. Err: why not,
+/// one line.
 pub fn open_trusted(path: &std::path::Path) -> Result<(std::fs::File, String), String> {
-    let mut f = crate::sys::trust::open_read(path)?
+    let mut f = crate::sys::trust::open_read_private(path)?
         .ok_or_else(|| format!("{}: no such file", path.display()))?;
-    let sha = sha256_of(&mut f).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((f, sha))
+    sealed_copy(&mut f).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// [`open_trusted`], refused unless it still holds what `start` hashed:
@@ -249,6 +278,30 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
         assert!(open_trusted(&p).unwrap_err().contains("written by others"));
+    }
+
+    #[test]
+    fn what_is_loaded_is_a_sealed_copy_of_what_was_hashed() {
+        use std::io::{Read, Write};
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("bzImage");
+        std::fs::write(&p, b"kernel one").unwrap();
+        let (mut copy, sha) = open_trusted(&p).unwrap();
+        // The descriptor loaded is the in-memory copy, not the file.
+        let link = std::fs::read_link(format!("/proc/self/fd/{}", copy.as_raw_fd())).unwrap();
+        assert!(link.to_string_lossy().starts_with("/memfd:"), "{link:?}");
+        // SAFETY: a plain fcntl on an open fd.
+        let seals = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_GET_SEALS) };
+        let all = libc::F_SEAL_WRITE | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        assert_eq!(seals & all, all);
+        assert!(copy.write_all(b"x").is_err());
+        assert!(copy.set_len(1).is_err());
+        // Whatever the file holds later, the copy is what was hashed.
+        std::fs::write(&p, b"kernel two, longer").unwrap();
+        let mut got = Vec::new();
+        copy.read_to_end(&mut got).unwrap();
+        assert_eq!(got, b"kernel one");
+        assert_eq!(sha, sealed_copy(&mut &b"kernel one"[..]).unwrap().1);
     }
 
     #[test]

@@ -98,8 +98,38 @@ pub fn install(dir: &Path, text: &str) -> Result<()> {
     Ok(())
 }
 
-/// Remove the unit and its link; true when one was there.
-pub fn remove(dir: &Path) -> Result<bool> {
+/// The state directory the unit installed in `dir` steps (what its
+/// ExecStart names after `--state`); None when there is no unit (or it is
+/// not one sysdelta wrote).
+pub fn session_of(dir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(dir.join(UNIT)).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .and_then(|l| l.rsplit_once(" kexec step --state "))
+        .map(|(_, state)| PathBuf::from(state.trim()))
+}
+
+/// Whether `a` and `b` name the same state directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    if abs(a) == abs(b) {
+        return true;
+    }
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Remove the unit and its link when the unit steps the session in
+/// `state` (another session's is left as it is); true when one was
+/// removed.
+pub fn remove(dir: &Path, state: &Path) -> Result<bool> {
+    if let Some(other) = session_of(dir).filter(|s| !same_dir(s, state)) {
+        eprintln!(
+            "sysdelta: {} steps another session ({}): left in place",
+            dir.join(UNIT).display(),
+            other.display()
+        );
+        return Ok(false);
+    }
     let mut found = false;
     for p in [dir.join(WANTS).join(UNIT), dir.join(UNIT)] {
         match std::fs::remove_file(&p) {
@@ -135,9 +165,13 @@ mod tests {
         install(d.path(), &text).unwrap();
         assert_eq!(std::fs::read_to_string(unit_path(d.path())).unwrap(), text);
         assert!(std::fs::read_to_string(d.path().join(WANTS).join(UNIT)).is_ok());
-        assert!(remove(d.path()).unwrap());
+        assert_eq!(session_of(d.path()).unwrap(), Path::new("/var/lib/s"));
+        // Another session's stop or end leaves this one's unit alone.
+        assert!(!remove(d.path(), Path::new("/var/lib/other")).unwrap());
+        assert_eq!(std::fs::read_to_string(unit_path(d.path())).unwrap(), text);
+        assert!(remove(d.path(), Path::new("/var/lib/s")).unwrap());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
-        assert!(!remove(d.path()).unwrap());
+        assert!(!remove(d.path(), Path::new("/var/lib/s")).unwrap());
     }
 
     #[test]

@@ -13,12 +13,14 @@
 //! - [`state`]: the state directory, the session and its journal;
 //! - [`exec`]: `kexec_file_load`, the command lines, who came up;
 //! - [`hook`]: the systemd unit;
+//! - [`guard`]: the environment and directories every boot runs with;
 //! - [`audit`]: the machine audit before a boot's runs;
 //! - [`start`], [`step`]: the commands. The runs themselves are measured by
 //!   `runner::boots::on_machine`.
 
 pub mod audit;
 pub mod exec;
+pub mod guard;
 pub mod hook;
 pub mod start;
 pub mod state;
@@ -40,7 +42,7 @@ pub fn stop(state: &Path) -> Result<()> {
     state::apply_env(&s.env);
     // Not while a step runs (it would kexec after the state is gone).
     let _step = st.lock()?;
-    let removed = hook::remove(&s.hook_dir)?;
+    let removed = hook::remove(&s.hook_dir, st.path())?;
     let steps = st.steps()?;
     // A kernel this session loaded and did not execute (the last step armed
     // one) goes; one loaded by anyone else is left alone.

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 
 use super::exec::{self, Identity};
-use super::hook;
 use super::state::{Kernel, PlannedBoot, Session, State};
+use super::{guard, hook};
 use crate::error::{bad, bad_all};
 use crate::runner::boots::protocol::AssignedSlot;
 use crate::runner::boots::schedule;
@@ -93,6 +93,10 @@ pub fn start(a: &Start) -> Result<()> {
     if let Err(e) = hook::check_dir(&hook_dir) {
         problems.push(format!("{e:#}"));
     }
+    // Checked now, and again under the machine lock before any load.
+    if let Err(e) = machine_free(&hook_dir) {
+        problems.push(e);
+    }
     let exe = std::fs::read_link("/proc/self/exe")?;
     // The hook runs this binary as root at every boot of the session.
     if let Err(why) = crate::sys::trust::check(&exe) {
@@ -105,20 +109,28 @@ pub fn start(a: &Start) -> Result<()> {
         problems.push(format!("{e:#}"));
     }
     let cwd = std::env::current_dir()?;
-    if let Err(e) = check_cwd(&cwd) {
+    if let Err(e) = guard::check_cwd(&cwd) {
         problems.push(e);
     }
-    let base = exec::base_cmdline(&id.cmdline);
-    if let Some(start) = &start {
-        let all: Vec<&Kernel> = kernels.iter().map(|(k, _)| k).chain([start]).collect();
-        let line = exec::cmdline(&base, "", a.panic_s, "check");
-        problems.extend(try_loads(&all, &line));
+    let env = super::state::session_env();
+    problems.extend(guard::check_env(&env));
+    if !problems.is_empty() {
+        return Err(bad_all(problems));
     }
+    let store_path = std::path::absolute(&a.store)?;
+    // No other sysdelta changes the machine from here to the hook's
+    // install: no other session's start loads, unloads or installs
+    // meanwhile. Dropped before the first step, which takes it itself.
+    let machine = crate::runner::machine::MachineLock::acquire(Some(&store_path), "kexec start")?;
+    machine_free(&hook_dir).map_err(bad)?;
+    let base = exec::base_cmdline(&id.cmdline);
+    let all: Vec<&Kernel> = kernels.iter().map(|(k, _)| k).chain(&start).collect();
+    let line = exec::cmdline(&base, "", a.panic_s, "check");
+    let problems = try_loads(&all, &line);
     if !problems.is_empty() {
         return Err(bad_all(problems));
     }
     let st = State::create(&state_abs)?;
-    let store_path = std::path::absolute(&a.store)?;
     let store = Store::open(&store_path, true)?;
     let mut ov = plan.overrides.clone();
     // Every later boot parses the plan again: with this seed.
@@ -131,7 +143,7 @@ pub fn start(a: &Start) -> Result<()> {
         plan_text: plan.text.clone(),
         overrides: ov,
         cwd: cwd.to_str().map(str::to_string),
-        env: super::state::session_env(),
+        env,
         start: start.expect("checked"),
         start_cmdline: base.clone(),
         hook_dir: hook_dir.clone(),
@@ -141,6 +153,7 @@ pub fn start(a: &Start) -> Result<()> {
     };
     st.write_session(&s)?;
     hook::install(&hook_dir, &hook::unit_text(&exe, &state_abs)?)?;
+    drop(machine);
     store.add_event(
         exp,
         "boot",
@@ -168,8 +181,10 @@ fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
     // A link (`/vmlinuz`) is resolved once, here: every later boot opens
     // the file it names now, never through a link.
     let image = &std::fs::canonicalize(image).map_err(|e| format!("{}: {e}", image.display()))?;
-    let (_, sha256) = exec::open_trusted(image)?;
-    let k = crate::vm::image::KernelImage::inspect(image).map_err(|e| e.to_string())?;
+    // What is inspected is the sealed copy that was hashed, not the file
+    // read again by name.
+    let (copy, sha256) = exec::open_trusted(image)?;
+    let k = crate::vm::image::KernelImage::inspect_open(image, &copy).map_err(|e| e.to_string())?;
     let initrd = initrd_dir.join(format!("initrd.img-{}", k.version));
     if !initrd.is_file() {
         return Err(format!(
@@ -178,6 +193,10 @@ fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
             initrd.display()
         ));
     }
+    // Every later boot opens this very path, whatever the directory the
+    // hook runs in (a relative --initrd-dir) and never through a link.
+    let initrd =
+        std::fs::canonicalize(&initrd).map_err(|e| format!("{}: {e}", initrd.display()))?;
     let (_, initrd_sha256) = exec::open_trusted(&initrd)?;
     Ok(Kernel {
         image: image.to_path_buf(),
@@ -187,6 +206,40 @@ fn kernel(image: &Path, initrd_dir: &Path) -> Result<Kernel, String> {
         sha256,
         initrd_sha256: Some(initrd_sha256),
     })
+}
+
+/// Refuse (exit 2, nothing changed) a machine another session holds (its
+/// unit is installed: starting would replace it) or where a kernel is
+/// already loaded for kexec (an admin's: the test loads would unload it).
+fn machine_free(hook_dir: &Path) -> Result<(), String> {
+    if let Some(other) = hook::session_of(hook_dir) {
+        return Err(format!(
+            "{}: a kexec session ({}) is under way on this machine: `sysdelta kexec stop --state {}` ends it",
+            hook::unit_path(hook_dir).display(),
+            other.display(),
+            other.display()
+        ));
+    }
+    if std::fs::symlink_metadata(hook::unit_path(hook_dir)).is_ok() {
+        return Err(format!(
+            "{}: a unit of that name is installed, not one sysdelta wrote; nothing done",
+            hook::unit_path(hook_dir).display()
+        ));
+    }
+    if kexec_loaded(Path::new(KEXEC_LOADED)) {
+        return Err(format!(
+            "{KEXEC_LOADED} is 1: a kernel is already loaded for kexec (by an admin or another tool); `kexec -u` unloads it, then start again"
+        ));
+    }
+    Ok(())
+}
+
+/// Where the kernel says whether a kexec kernel is loaded.
+const KEXEC_LOADED: &str = "/sys/kernel/kexec_loaded";
+
+/// Whether the file at `p` (`/sys/kernel/kexec_loaded`) says 1.
+fn kexec_loaded(p: &Path) -> bool {
+    std::fs::read_to_string(p).is_ok_and(|s| s.trim() == "1")
 }
 
 /// Each distinct kernel is loaded once and unloaded: one the machine
@@ -208,23 +261,6 @@ fn try_loads(kernels: &[&Kernel], cmdline: &str) -> Vec<String> {
         exec::unload();
     }
     problems
-}
-
-/// The directory every boot's runs start in: refused unless only root
-/// (or the user) can write it, since the hook runs the plan there as root.
-fn check_cwd(cwd: &Path) -> Result<(), String> {
-    let m = std::fs::metadata(cwd).map_err(|e| format!("{}: {e}", cwd.display()))?;
-    let f = crate::sys::trust::Facts::of(&m);
-    let group_write = f.mode & 0o020 != 0 && !f.private_group;
-    if !crate::sys::trust::trusted_uids().contains(&f.uid) || f.mode & 0o002 != 0 || group_write {
-        return Err(format!(
-            "the working directory {}: every boot's runs start there as root, so it must be owned by root (or you) and writable by nobody else (mode {:04o}, uid {}); start from another directory",
-            cwd.display(),
-            f.mode & 0o7777,
-            f.uid
-        ));
-    }
-    Ok(())
 }
 
 /// The experiment's row: the plan, and which image each config boots.
@@ -300,4 +336,20 @@ fn boots(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_loaded_by_someone_else_is_seen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("kexec_loaded");
+        assert!(!kexec_loaded(&p));
+        std::fs::write(&p, "0\n").unwrap();
+        assert!(!kexec_loaded(&p));
+        std::fs::write(&p, "1\n").unwrap();
+        assert!(kexec_loaded(&p));
+    }
 }

@@ -268,6 +268,10 @@ const NOT_KEPT: &[&str] = &[
 pub fn session_env() -> Vec<(String, String)> {
     std::env::vars()
         .filter(|(k, _)| !NOT_KEPT.contains(&k.as_str()))
+        .map(|(k, v)| match k.as_str() {
+            "PATH" => (k, super::guard::existing_path(&v)),
+            _ => (k, v),
+        })
         .collect()
 }
 

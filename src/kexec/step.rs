@@ -46,7 +46,9 @@ pub fn step(state: &std::path::Path) -> Result<()> {
     let _step = st.lock()?;
     let steps = st.steps()?;
     if steps.contains(&Step::Finished) {
-        hook::remove(&s.hook_dir)?;
+        // The last step died between its end and its clean-up: finish that.
+        hook::remove(&s.hook_dir, st.path())?;
+        std::fs::remove_dir_all(st.path())?;
         return Ok(());
     }
     // No other run changes the machine while this step does. Taken before
@@ -123,6 +125,13 @@ fn on_boot(
             row
         }
     };
+    // What the runs run with is still what `start` accepted: a PATH entry
+    // or the working directory opened to others since fails the boot,
+    // before anything runs.
+    if let Err(why) = super::guard::recheck(&s.env, s.cwd.as_deref()) {
+        fail(st, s, store, n, row, &why)?;
+        return Ok(Standing::Failed);
+    }
     let problems = audit(st, s, store, n)?;
     let stored = on_machine::runs(
         &MachineBoot {
@@ -178,8 +187,7 @@ fn audit(st: &State, s: &Session, store: &Store, n: usize) -> Result<Vec<String>
         .filter_map(|r| regex::Regex::new(r).ok())
         .collect();
     let problems = a.problems(firsts.get(config), &ignore);
-    if !firsts.contains_key(config) {
-        firsts.insert(config.clone(), a.clone());
+    if keep_first(&mut firsts, config, &a, problems.is_empty()) {
         st.write_file(FIRST_AUDIT, &serde_json::to_vec(&firsts)?)?;
     }
     let line = format!(
@@ -193,6 +201,22 @@ fn audit(st: &State, s: &Session, store: &Store, n: usize) -> Result<Vec<String>
     );
     store.add_event(s.experiment, "audit", &line)?;
     Ok(problems)
+}
+
+/// Record `a` as `config`'s reference audit when it has none and `a`
+/// passed (a failed one, a hot machine or a changed governor, would make
+/// later boots that differ from a good one pass); whether it was.
+fn keep_first(
+    firsts: &mut std::collections::BTreeMap<String, Audit>,
+    config: &str,
+    a: &Audit,
+    passed: bool,
+) -> bool {
+    if !passed || firsts.contains_key(config) {
+        return false;
+    }
+    firsts.insert(config.to_string(), a.clone());
+    true
 }
 
 fn begin(store: &Store, s: &Session, n: usize) -> Result<i64> {
@@ -268,7 +292,7 @@ fn next(
 /// On the starting kernel with every boot resolved: the hook goes, the
 /// experiment is finished, the state directory removed.
 fn finish(st: &State, s: &Session, store: &Store, stand: &[Standing]) -> Result<()> {
-    let removed = hook::remove(&s.hook_dir)?;
+    let removed = hook::remove(&s.hook_dir, st.path())?;
     let uname = Identity::read()?.uname;
     if uname != s.start.release {
         store.add_event(
@@ -280,16 +304,26 @@ fn finish(st: &State, s: &Session, store: &Store, stand: &[Standing]) -> Result<
             ),
         )?;
     }
-    // A session none of whose boots came up is not a result.
-    let status = if stand.contains(&Standing::Done) {
-        ExperimentStatus::Complete
-    } else {
-        store.add_event(
-            s.experiment,
-            "boot",
-            "no boot of the kexec session came up and ran: the experiment failed",
-        )?;
-        ExperimentStatus::Failed
+    let names: Vec<&str> = s.boots.iter().map(|b| b.config.as_str()).collect();
+    // A config none of whose boots came up and ran has no result: the
+    // experiment is not complete, whatever the others did (nor is a
+    // session with no boot at all).
+    let why = match configs_without_done(&names, stand) {
+        Some(missing) => Some(format!(
+            "no boot of config(s) {} came up and ran: the experiment failed (the other configs' boots are kept)",
+            missing.join(", ")
+        )),
+        None if !stand.contains(&Standing::Done) => {
+            Some("no boot of the kexec session came up and ran: the experiment failed".into())
+        }
+        None => None,
+    };
+    let status = match why {
+        None => ExperimentStatus::Complete,
+        Some(why) => {
+            store.add_event(s.experiment, "boot", &why)?;
+            ExperimentStatus::Failed
+        }
     };
     store.finish(s.experiment, status, None)?;
     st.append(&Step::Finished)?;
@@ -302,6 +336,22 @@ fn finish(st: &State, s: &Session, store: &Store, stand: &[Standing]) -> Result<
         s.experiment
     );
     Ok(())
+}
+
+/// The configs (each boot's, in schedule order) with no Done boot;
+/// None when every config has one.
+fn configs_without_done(boot_configs: &[&str], stand: &[Standing]) -> Option<Vec<String>> {
+    let mut missing: Vec<String> = Vec::new();
+    for c in boot_configs {
+        let done = boot_configs
+            .iter()
+            .zip(stand)
+            .any(|(b, st)| b == c && *st == Standing::Done);
+        if !done && !missing.iter().any(|m| m == c) {
+            missing.push(c.to_string());
+        }
+    }
+    (!missing.is_empty()).then_some(missing)
 }
 
 /// This boot's random id: it tells the boot a kexec was armed from from a
@@ -321,4 +371,38 @@ fn uptime() -> f64 {
 
 fn online_cpus() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn complete_only_when_every_config_has_a_done_boot() {
+        let names = ["a", "b", "a", "b"];
+        use Standing::{Done, Failed};
+        assert_eq!(
+            configs_without_done(&names, &[Done, Failed, Failed, Done]),
+            None
+        );
+        assert_eq!(
+            configs_without_done(&names, &[Done, Failed, Done, Failed]),
+            Some(vec!["b".to_string()])
+        );
+        assert_eq!(
+            configs_without_done(&names, &[Failed, Failed, Failed, Failed]),
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+    }
+
+    #[test]
+    fn only_a_passed_audit_is_a_reference() {
+        let mut firsts = std::collections::BTreeMap::new();
+        let a = Audit::default();
+        assert!(!keep_first(&mut firsts, "a", &a, false));
+        assert!(firsts.is_empty());
+        assert!(keep_first(&mut firsts, "a", &a, true));
+        assert!(!keep_first(&mut firsts, "a", &a, true));
+        assert_eq!(firsts.len(), 1);
+    }
 }

@@ -303,7 +303,25 @@ fn no_follow(e: std::io::Error, path: &Path) -> Refusal {
 /// when it does not exist. (Non-blocking, so a planted FIFO is refused
 /// rather than waited on.)
 pub fn open_read(path: &Path) -> Result<Option<File>, Refusal> {
+    open_read_as(path, true)
+}
+
+/// [`open_read`] never granting a shared directory's allowance: for what
+/// root boots or executes later (a kexec session's images and initrds),
+/// which must be the user's or root's alone wherever they lie.
+pub fn open_read_private(path: &Path) -> Result<Option<File>, Refusal> {
+    open_read_as(path, false)
+}
+
+fn open_read_as(path: &Path, allow_shared: bool) -> Result<Option<File>, Refusal> {
     let (dir, shared) = dir_of(path)?;
+    if shared && !allow_shared {
+        // The directory passed as shared only: judged as any other here.
+        if let Some(why) = judge_dir(dir, &trusted_uids(), false) {
+            return Err(refused(&parent_of(path), &why));
+        }
+    }
+    let shared = shared && allow_shared;
     let f = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)

@@ -16,7 +16,6 @@
 //!   without it, and says so on its console.
 
 use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -61,16 +60,38 @@ impl KernelImage {
                 meta.len()
             )));
         }
-        let mut head = Vec::new();
-        File::open(path)
-            .and_then(|f| f.take(SETUP_MAX).read_to_end(&mut head))
-            .map_err(|e| what(&format!("cannot be read: {e}")))?;
+        let f = File::open(path).map_err(|e| what(&format!("cannot be read: {e}")))?;
+        Self::inspect_open(path, &f)
+    }
+
+    /// [`KernelImage::inspect`] of the bytes `f` holds (read from its
+    /// start, whatever its offset), `path` naming it in messages: the copy
+    /// a kexec session hashed and loads, never the file again by name.
+    pub fn inspect_open(path: &Path, f: &File) -> Result<KernelImage, Error> {
+        use std::os::unix::fs::FileExt;
+        let what = |msg: &str| Error::failed(format!("kernel image {}: {msg}", path.display()));
+        let len = f
+            .metadata()
+            .map_err(|e| what(&format!("cannot be read: {e}")))?
+            .len();
+        if len > MAX_IMAGE {
+            return Err(what(&format!(
+                "is {len} bytes, larger than any kernel image"
+            )));
+        }
+        let read = |n: u64| -> Result<Vec<u8>, Error> {
+            let mut buf = vec![0u8; n.min(len) as usize];
+            f.read_exact_at(&mut buf, 0)
+                .map_err(|e| what(&format!("cannot be read: {e}")))?;
+            Ok(buf)
+        };
+        let head = read(SETUP_MAX)?;
         let banner = if head.len() > 0x206 && &head[0x202..0x206] == b"HdrS" {
             bzimage_version(&head).map_err(|e| what(&e.to_string()))?
         } else if head.starts_with(b"\x7fELF") {
             // The banner sits in .rodata, megabytes in: read it all (a
             // 60 MB vmlinux takes tens of milliseconds to scan).
-            let whole = std::fs::read(path).map_err(|e| what(&format!("cannot be read: {e}")))?;
+            let whole = read(len)?;
             elf_banner(&whole).map_err(|e| what(&e.to_string()))?
         } else {
             return Err(what(
