@@ -52,10 +52,11 @@ pub fn cmdline(base: &str, config: &str, panic_s: u32, mark: &str) -> String {
 /// Copy all of `src` into a new in-memory file, sealed against any
 /// change (`F_SEAL_WRITE|SHRINK|GROW|SEAL`), hashing it on the way: what
 /// is hashed is what the kernel later reads, whoever writes the original
-/// file meanwhile. The copy (at its start) and its SHA-256 (hex).
+/// file meanwhile. The copy (open read-only, at its start) and its
+/// SHA-256 (hex).
 pub fn sealed_copy(src: &mut impl std::io::Read) -> std::io::Result<(std::fs::File, String)> {
     use sha2::Digest;
-    use std::io::{Seek, Write};
+    use std::io::Write;
     let name = c"sysdelta-kexec";
     let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
     // MFD_NOEXEC_SEAL (6.3+) keeps it usable under vm.memfd_noexec=2;
@@ -90,8 +91,15 @@ pub fn sealed_copy(src: &mut impl std::io::Read) -> std::io::Result<(std::fs::Fi
     if unsafe { libc::fcntl(f.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    f.seek(std::io::SeekFrom::Start(0))?;
-    Ok((f, h.finalize().iter().map(|b| format!("{b:02x}")).collect()))
+    // kexec_file_load denies writes to what it reads (ETXTBSY while any
+    // descriptor is open for writing): handed on is a read-only opening of
+    // the same sealed file, the writable one closed.
+    let read_only = std::fs::File::open(format!("/proc/self/fd/{}", f.as_raw_fd()))?;
+    drop(f);
+    Ok((
+        read_only,
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+    ))
 }
 
 /// Open a kernel image or an initrd the session boots, as root obeys a
@@ -296,6 +304,15 @@ mod tests {
         assert_eq!(seals & all, all);
         assert!(copy.write_all(b"x").is_err());
         assert!(copy.set_len(1).is_err());
+        // Nor through another opening of it; and the descriptor handed on
+        // is not open for writing (kexec_file_load would refuse it).
+        let again = std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/proc/self/fd/{}", copy.as_raw_fd()));
+        assert!(again.is_ok_and(|mut f| f.write_all(b"x").is_err()));
+        // SAFETY: a plain fcntl on an open fd.
+        let mode = unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_GETFL) } & libc::O_ACCMODE;
+        assert_eq!(mode, libc::O_RDONLY);
         // Whatever the file holds later, the copy is what was hashed.
         std::fs::write(&p, b"kernel two, longer").unwrap();
         let mut got = Vec::new();
