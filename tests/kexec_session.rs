@@ -117,8 +117,9 @@ impl Bench {
     /// through about `kernel_boots` boots of a kernel. The limit is scaled
     /// to this machine as it is now (TCG beside a loaded CI's other jobs):
     /// the first boot is timed, and the session may take 20 such boots per
-    /// boot it makes, never less than 10 minutes in all (or
-    /// `SYSDELTA_TEST_KEXEC_TIMEOUT_S` seconds, when set).
+    /// boot it makes, never less than 10 minutes nor more than 2 hours in
+    /// all (or `SYSDELTA_TEST_KEXEC_TIMEOUT_S` seconds, when set). A first
+    /// boot that never shows `UP` fails at once.
     fn run(&self, kernel_boots: u32) -> String {
         let cloud = image("cloud").unwrap();
         let rel = &self.releases[0];
@@ -142,11 +143,22 @@ impl Bench {
             ended = m.wait(Duration::from_millis(500));
         }
         let first = t0.elapsed();
+        // A machine that never came up is a failure now, not after a limit
+        // scaled by a boot that did not happen.
+        assert!(
+            m.console().contains(sysdelta::vm::machine::UP),
+            "the machine did not come up within {first:?}:\n{}",
+            m.console()
+        );
         let limit = std::env::var("SYSDELTA_TEST_KEXEC_TIMEOUT_S")
             .ok()
             .and_then(|v| v.parse().ok())
             .map(Duration::from_secs)
-            .unwrap_or_else(|| (first * 20 * kernel_boots).max(Duration::from_secs(600)));
+            .unwrap_or_else(|| {
+                (first * 20 * kernel_boots)
+                    .max(Duration::from_secs(600))
+                    .min(Duration::from_secs(2 * 3600))
+            });
         if ended.is_none() {
             ended = m.wait(limit.saturating_sub(t0.elapsed()));
         }

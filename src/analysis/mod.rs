@@ -165,9 +165,15 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         } else {
             runs_planned.to_string()
         };
+        // A kexec session is resumed by its own command, not `run`.
+        let resume = if data.boots.iter().any(|b| b.accel == "kexec") {
+            "sysdelta kexec resume --state <its state directory>".to_string()
+        } else {
+            format!("sysdelta run --resume {}", info.id)
+        };
         warnings.push(format!(
-            "experiment is {}: {} of {} planned runs done (resume with `sysdelta run --resume {}`)",
-            info.status, runs_ok, planned, info.id
+            "experiment is {}: {} of {} planned runs done (resume with `{resume}`)",
+            info.status, runs_ok, planned
         ));
     }
 

@@ -34,7 +34,10 @@ pub(super) fn run(
             exit_code,
         })
     };
-    match run_shell(&spec, cancel) {
+    let result = run_shell(&spec, cancel);
+    // The hook may have put a program on PATH that the run must find.
+    crate::process::forget_found();
+    match result {
         Err(e) => failed(format!("{what} could not start: {e}"), String::new(), None),
         Ok(r) => match r.failure_reason() {
             None => Ok(()),

@@ -109,6 +109,9 @@ fn run(a: &Assignment, out: &mut impl Write, input: &mut impl BufRead) -> Result
     }
     // Entered once: the whole boot belongs to this config.
     let entered = p.configs[config].enter();
+    // What the config's setup put on PATH (and what `prepare` found
+    // before it) is looked up afresh.
+    crate::process::forget_found();
     if entered.is_ok() {
         settle_after_enter(&p.configs[config].mods.env);
     }

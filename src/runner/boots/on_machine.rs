@@ -68,6 +68,9 @@ pub fn runs(b: &MachineBoot, store: &Store, boot: i64) -> Result<u32> {
             .with_context(|| format!("preparing workload '{}'", def.name))?;
     }
     let entered = p.configs[config].enter();
+    // What the config's setup put on PATH (and what `prepare` found
+    // before it) is looked up afresh.
+    crate::process::forget_found();
     if entered.is_ok() {
         settle_after_enter(&p.configs[config].mods.env);
     }
