@@ -122,11 +122,18 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 /// `state` (another session's is left as it is); true when one was
 /// removed.
 pub fn remove(dir: &Path, state: &Path) -> Result<bool> {
-    if let Some(other) = session_of(dir).filter(|s| !same_dir(s, state)) {
+    let unit = dir.join(UNIT);
+    let theirs = match session_of(dir) {
+        Some(other) if !same_dir(&other, state) => Some(other.display().to_string()),
+        Some(_) => None,
+        // A unit of that name that sysdelta did not write is not ours.
+        None if std::fs::symlink_metadata(&unit).is_ok() => Some("not sysdelta's".into()),
+        None => None,
+    };
+    if let Some(other) = theirs {
         eprintln!(
-            "sysdelta: {} steps another session ({}): left in place",
-            dir.join(UNIT).display(),
-            other.display()
+            "sysdelta: {} steps another session ({other}): left in place",
+            unit.display()
         );
         return Ok(false);
     }
@@ -172,6 +179,10 @@ mod tests {
         assert!(remove(d.path(), Path::new("/var/lib/s")).unwrap());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
         assert!(!remove(d.path(), Path::new("/var/lib/s")).unwrap());
+        // Nor is a unit of that name that sysdelta did not write removed.
+        std::fs::write(unit_path(d.path()), "[Service]\nExecStart=/bin/true\n").unwrap();
+        assert!(!remove(d.path(), Path::new("/var/lib/s")).unwrap());
+        assert!(unit_path(d.path()).exists());
     }
 
     #[test]
