@@ -105,6 +105,10 @@ fn a_kernel_bisection_over_built_commits_names_the_commit_that_slows_getppid() {
     let out = sb
         .command()
         .env("XDG_CACHE_HOME", kernel_tree::build_cache())
+        // ccache's directory (make sees HOME) beside the build cache, not
+        // root's ~/.cache/ccache: the machine is left as found, and a
+        // fresh clone's first build is as cold as a fresh machine's.
+        .env("HOME", kernel_tree::build_cache())
         .arg("bisect")
         .arg("--repo")
         .arg(&tree)

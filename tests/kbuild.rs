@@ -69,6 +69,10 @@ params = {{ quick = true, filter = ["proc.null_call", "proc.null_io", "proc.fsta
     let out = sb
         .command()
         .env("XDG_CACHE_HOME", kernel_tree::build_cache())
+        // ccache's directory (make sees HOME) beside the build cache, not
+        // root's ~/.cache/ccache: the machine is left as found, and a
+        // fresh clone's first build is as cold as a fresh machine's.
+        .env("HOME", kernel_tree::build_cache())
         // alpha 1%: with three controls in the family, 5% would flag one
         // in about one CI run in twenty with nothing wrong (seen once,
         // under load: proc.null_io +4.5%, Holm p 0.031); the patch's 40x
@@ -97,9 +101,22 @@ params = {{ quick = true, filter = ["proc.null_call", "proc.null_io", "proc.fsta
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let slow = comparison(&report, "micro", "proc.null_call", "slow");
     assert_eq!(slow["verdict"], "worse", "getppid() slowed: {slow}");
+    let cost = slow["delta_mean_pct"].as_f64().unwrap();
+    assert!(cost > 100.0, "getppid() slowed: {slow}");
+    // The controls: `~`, or a change far below the patch's. Two builds
+    // of a kernel differ in code layout, and under TCG that moves an
+    // untouched path by a few percent for real (a control was flagged in
+    // two of four runs here, once proc.null_io +4.5% beside a +4,000%
+    // null call), which sysdelta is right to flag; what the user relies
+    // on is that the patch's cost lands on the call it slowed.
     for m in ["proc.null_io", "proc.fstat", "lat.pipe.same_cpu"] {
         let c = comparison(&report, "micro", m, "slow");
-        assert_eq!(c["verdict"], "noise", "{m} untouched by the patch: {c}");
+        let moved = c["delta_mean_pct"].as_f64().unwrap_or(f64::NAN).abs();
+        assert!(
+            c["verdict"] == "noise" || moved < 10.0,
+            "{m} untouched by the patch: {c}"
+        );
+        note(format!("kbuild: {m}: {} {moved:.1}%", c["verdict"]));
     }
     // Each boot's kernel is the build it asked for: two builds of one
     // release carry different build keys in `uname -r`, stored per boot.

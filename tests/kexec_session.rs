@@ -219,15 +219,7 @@ fn two_kernels_three_boots_each_survive_a_sigkill_and_end_on_the_starting_kernel
     b.first_boot(&p, AUDIT_IGNORE);
     // The first boot, six of the schedule, the return.
     let console = b.run(8);
-    let tail: String = console
-        .lines()
-        .rev()
-        .take(40)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let tail = last_lines(&console, 40);
     assert!(killed.exists(), "the SIGKILL never happened:\n{tail}");
     assert!(
         console.contains(&format!("kexec session done on {}", b.releases[0])),
@@ -349,15 +341,7 @@ fn a_kernel_that_panics_is_a_failed_boot_and_the_session_goes_on() {
     b.first_boot(&p, &format!("--panic 1 {AUDIT_IGNORE}"));
     // The first boot, two of the schedule, the panic's reboot, the return.
     let console = b.run(5);
-    let tail: String = console
-        .lines()
-        .rev()
-        .take(40)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join("\n");
+    let tail = last_lines(&console, 40);
     assert!(console.contains("Kernel panic"), "no panic:\n{tail}");
     assert!(
         console.contains(&format!("kexec session done on {}", b.releases[0])),
@@ -458,6 +442,12 @@ fn assert_hook_and_state_gone(b: &Bench) {
     let left: Vec<_> = walk(&b.path("hook"));
     assert!(left.is_empty(), "the hook is still installed: {left:?}");
     assert!(!b.path("state").exists(), "the session's state was left");
+}
+
+/// The last `n` lines of `text`, for a failure message.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 fn walk(d: &Path) -> Vec<PathBuf> {
