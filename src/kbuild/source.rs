@@ -94,18 +94,7 @@ pub fn checkout(
 mod tests {
     use super::*;
 
-    fn run(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-            .args(args)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use crate::sys::git_env::test_git as run;
 
     #[test]
     fn patches_apply_from_the_bytes_given_and_only_they_fail_the_build() {

@@ -142,18 +142,7 @@ fn absolute(s: &str) -> Result<PathBuf, String> {
 mod tests {
     use crate::plan::{parse, Overrides};
 
-    fn git(dir: &std::path::Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-            .args(args)
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
-    }
+    use crate::sys::git_env::test_git as git;
 
     fn plan(kernel: &str) -> Result<crate::plan::Plan, String> {
         let text = format!(
