@@ -206,6 +206,18 @@ fn best_split(x: &[f64]) -> (usize, f64) {
 /// Assumes the values are exchangeable when there is no change (checked by
 /// nothing: the permutation test is exact under that assumption only).
 pub fn binary_segmentation(xs: &[f64], alpha: f64, perms: usize, seed: u64) -> Vec<(usize, f64)> {
+    segment(xs, (alpha, perms, seed), best_split, max_split)
+}
+
+/// [`binary_segmentation`] with its split search given: `split` finds a
+/// segment's best split and its statistic, `stat` the largest statistic
+/// of a shuffled copy (the tests give the term-by-term search for both).
+fn segment(
+    xs: &[f64],
+    (alpha, perms, seed): (f64, usize, u64),
+    split: impl Fn(&[f64]) -> (usize, f64),
+    stat: impl Fn(&[f64]) -> f64,
+) -> Vec<(usize, f64)> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
     let mut out = Vec::new();
@@ -216,7 +228,7 @@ pub fn binary_segmentation(xs: &[f64], alpha: f64, perms: usize, seed: u64) -> V
             continue;
         }
         let seg = &xs[lo..hi];
-        let (k, obs) = best_split(seg);
+        let (k, obs) = split(seg);
         if obs.is_nan() || obs <= 0.0 {
             continue;
         }
@@ -224,7 +236,7 @@ pub fn binary_segmentation(xs: &[f64], alpha: f64, perms: usize, seed: u64) -> V
         let mut ge = 0usize;
         for _ in 0..perms {
             shuffled.shuffle(&mut rng);
-            if max_split(&shuffled) >= obs * (1.0 - 1e-12) {
+            if stat(&shuffled) >= obs * (1.0 - 1e-12) {
                 ge += 1;
             }
         }
@@ -270,36 +282,9 @@ mod tests {
         perms: usize,
         seed: u64,
     ) -> Vec<(usize, f64)> {
-        use rand::seq::SliceRandom;
-        let mut out = Vec::new();
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut stack = vec![(0usize, xs.len())];
-        while let Some((lo, hi)) = stack.pop() {
-            if hi - lo < 2 {
-                continue;
-            }
-            let seg = &xs[lo..hi];
-            let (k, obs) = best_split_direct(seg);
-            if obs.is_nan() || obs <= 0.0 {
-                continue;
-            }
-            let mut shuffled = seg.to_vec();
-            let mut ge = 0usize;
-            for _ in 0..perms {
-                shuffled.shuffle(&mut rng);
-                if best_split_direct(&shuffled).1 >= obs * (1.0 - 1e-12) {
-                    ge += 1;
-                }
-            }
-            let p = (ge + 1) as f64 / (perms + 1) as f64;
-            if p < alpha {
-                out.push((lo + k, p));
-                stack.push((lo, lo + k));
-                stack.push((lo + k, hi));
-            }
-        }
-        out.sort_by_key(|c| c.0);
-        out
+        super::segment(xs, (alpha, perms, seed), best_split_direct, |s| {
+            best_split_direct(s).1
+        })
     }
 
     /// Series of 5 to 80 values: noise alone, one step, several steps,
