@@ -1,30 +1,17 @@
 //! sysdelta: measure what a system change costs, and whether it is beyond noise.
+//!
+//! The command line (`cli`, `commands`) is this crate; the layers it
+//! stands on are crates of their own (docs/ARCHITECTURE.md, "Crates"),
+//! re-exported here under the names they have always had, so that
+//! `sysdelta::store::...` reads the same in the tests and benches.
 
-pub mod analysis;
-pub mod bisect;
-pub mod builtins;
+pub use sysdelta_analysis::analysis;
+pub use sysdelta_base::{error, monitor, overrides, process, status, sys, words};
+pub use sysdelta_plan::{builtins, config, import, kbuild, micro, plan, transport, vm, workload};
+pub use sysdelta_report::report;
+pub use sysdelta_runner::{bisect, fleet, kexec, runner};
+pub use sysdelta_stats::{metric, series, stats};
+pub use sysdelta_store::store;
+
 pub mod cli;
 pub mod commands;
-pub mod config;
-pub mod error;
-pub mod fleet;
-pub mod import;
-pub mod kbuild;
-pub mod kexec;
-pub mod metric;
-pub mod micro;
-pub mod monitor;
-pub mod overrides;
-pub mod plan;
-pub mod process;
-pub mod report;
-pub mod runner;
-pub mod series;
-pub mod stats;
-pub mod status;
-pub mod store;
-pub mod sys;
-pub mod transport;
-pub mod vm;
-pub mod words;
-pub mod workload;

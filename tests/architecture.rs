@@ -98,6 +98,64 @@ fn floor(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
+/// Every top-level module of `src/` is compiled by exactly one crate of
+/// the workspace (docs/ARCHITECTURE.md, "Crates"): a `#[path]` line in a
+/// `crates/*/lib.rs`, or a `pub mod` of the top crate's `src/lib.rs`. A
+/// module no crate names would be dead files that look alive; one named
+/// twice would be two copies of its types that do not match.
+#[test]
+fn each_module_is_compiled_by_one_crate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut compiled_by: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let crates = std::fs::read_dir(root.join("crates")).unwrap();
+    for c in crates.flatten() {
+        let lib = c.path().join("lib.rs");
+        let text = std::fs::read_to_string(&lib).unwrap();
+        for line in text.lines() {
+            if let Some(p) = line
+                .trim()
+                .strip_prefix("#[path = \"../../src/")
+                .and_then(|r| r.strip_suffix("\"]"))
+            {
+                let m = p.trim_end_matches("/mod.rs").trim_end_matches(".rs");
+                compiled_by
+                    .entry(m.to_string())
+                    .or_default()
+                    .push(lib.display().to_string());
+            }
+        }
+    }
+    let top = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    for line in top.lines() {
+        if let Some(m) = line.trim().strip_prefix("pub mod ") {
+            compiled_by
+                .entry(m.trim_end_matches(';').to_string())
+                .or_default()
+                .push("src/lib.rs".into());
+        }
+    }
+    let mut msg = String::new();
+    for e in std::fs::read_dir(root.join("src")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let m = name.trim_end_matches(".rs");
+        if m == "lib" || m == "main" || !(e.path().is_dir() || name.ends_with(".rs")) {
+            continue;
+        }
+        match compiled_by.get(m).map(Vec::len) {
+            Some(1) => {}
+            Some(_) => msg.push_str(&format!("src/{name} is compiled by {:?}\n", compiled_by[m])),
+            None => msg.push_str(&format!("src/{name} is compiled by no crate\n")),
+        }
+    }
+    assert!(msg.is_empty(), "{msg}");
+    for m in LAYERS.iter().flat_map(|l| l.iter()) {
+        assert!(
+            compiled_by.contains_key(*m),
+            "{m} is on a floor but no crate compiles it"
+        );
+    }
+}
+
 /// Every arrow between top-level modules points down a floor, so no circle
 /// between them can come back. Prints the file imports behind an arrow that
 /// does not.

@@ -159,6 +159,7 @@ pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
                     run_flags: &r.run_flags,
                     seed: r.seed,
                     hosts,
+                    version: env!("SYSDELTA_VERSION"),
                 },
             )?;
             Ok(exit(outcome))
@@ -178,7 +179,12 @@ pub fn run(a: &FleetArgs, store_path: &Path) -> Result<ExitCode> {
                 .map_err(Error::into_bad_input)?;
             let consent = trust_fleet(r, &info, &asked, file_hosts.as_deref(), team.shown())?;
             Ok(exit(fleet::resume(
-                store_path, &info, &plan, file_hosts, consent,
+                store_path,
+                &info,
+                &plan,
+                file_hosts,
+                consent,
+                env!("SYSDELTA_VERSION"),
             )?))
         }
         FleetCmd::Status(s) => {

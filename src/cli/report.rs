@@ -251,7 +251,7 @@ pub fn list(a: &ListArgs, store_path: &Path) -> Result<()> {
     let store = match Store::open(store_path, false) {
         Ok(store) => store,
         Err(e)
-            if crate::store::db::is_unreachable(&e)
+            if crate::store::is_unreachable(&e)
                 && crate::store::pg::pointer_url(store_path).is_some() =>
         {
             crate::sys::stderr::say!(

@@ -48,7 +48,7 @@ pub fn run(store_path: &Path) -> Result<()> {
             // The journal is this machine's: what it held is back, server
             // or not. Only the experiments left to resume are the store's.
             Err(e)
-                if crate::store::db::is_unreachable(&e)
+                if crate::store::is_unreachable(&e)
                     && crate::store::pg::pointer_url(store_path).is_some() =>
             {
                 crate::sys::stderr::say!(

@@ -20,6 +20,9 @@ pub struct Needs {
     pub root: Option<String>,
     /// The port in the forwarded socket's name (for its path's length).
     pub port: u16,
+    /// What our `sysdelta --version` prints (the binary's build gives it:
+    /// [`our_version`]); each host's sysdelta must say the same.
+    pub version: String,
 }
 
 /// A host that passed: its workdir absolute, and the sysdelta to run.
@@ -31,11 +34,11 @@ pub struct Ready {
     pub copied: bool,
 }
 
-/// `sysdelta --version` as ours prints it (with the commit it was built
-/// from, when built from a git checkout: another commit's binary is
-/// another sysdelta).
-pub fn our_version() -> String {
-    format!("sysdelta {}", env!("SYSDELTA_VERSION"))
+/// `sysdelta --version` as ours prints it, given the version the binary
+/// was built as (`SYSDELTA_VERSION`, with the commit when built from a git
+/// checkout: another commit's binary is another sysdelta).
+pub fn our_version(built: &str) -> String {
+    format!("sysdelta {built}")
 }
 
 /// Check every host in parallel; the hosts ready, in order, or one line
@@ -109,7 +112,7 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
                 .map_or_else(|| "unknown".to_string(), |u| u.to_string())
         ));
     }
-    let ours = our_version();
+    let ours = needs.version.clone();
     let mut copied = false;
     let found = probe
         .found
@@ -123,7 +126,7 @@ fn check_one(host: &Host, needs: &Needs) -> std::result::Result<Ready, String> {
             let why = if probe.arch != local {
                 Err(format!("it is {}, this sysdelta is {local}", probe.arch))
             } else {
-                copy_ourselves(host, &run)
+                copy_ourselves(host, &run, &needs.version)
             };
             match why {
                 Ok(p) => {
@@ -208,7 +211,7 @@ type RunThere<'a> = dyn Fn(&[&str], Input) -> std::result::Result<Output, String
 /// Copy our own binary to `workdir/sysdelta` through ssh's stdin (to a
 /// temporary name, made executable, tried, then renamed); its path there,
 /// or why it cannot be (the remote's last line of stderr).
-fn copy_ourselves(host: &Host, run: &RunThere) -> std::result::Result<String, String> {
+fn copy_ourselves(host: &Host, run: &RunThere, ours: &str) -> std::result::Result<String, String> {
     let exe = std::path::Path::new("/proc/self/exe");
     let out = run(
         &["sh", "-c", COPY, "sysdelta-fleet", &host.workdir],
@@ -218,7 +221,7 @@ fn copy_ourselves(host: &Host, run: &RunThere) -> std::result::Result<String, St
     if !out.status.success() {
         return Err(ssh::last_line(&out));
     }
-    if said != our_version() {
+    if said != ours {
         return Err(format!("the copy says '{said}'"));
     }
     Ok(format!("{}/sysdelta", host.workdir.trim_end_matches('/')))

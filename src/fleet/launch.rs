@@ -196,7 +196,7 @@ fn follow(r: impl Read, name: &str, tail: &Mutex<Vec<String>>, show: bool) {
             continue;
         }
         if show {
-            crate::sys::stderr::say!("[{name}] {}", crate::report::escape::terminal_safe(&line));
+            crate::sys::stderr::say!("[{name}] {}", crate::sys::visible::terminal_safe(&line));
         }
         let mut t = tail.lock().unwrap_or_else(|e| e.into_inner());
         t.push(line);

@@ -28,6 +28,9 @@ pub struct NewRun<'a> {
     /// host's is random.
     pub seed: Option<u64>,
     pub hosts: Vec<Host>,
+    /// What this binary was built as (`SYSDELTA_VERSION`): each host runs
+    /// a sysdelta that says the same.
+    pub version: &'a str,
 }
 
 /// What a fleet's row keeps of how it was asked to run (`overrides`).
@@ -66,6 +69,7 @@ pub fn run(store_path: &Path, r: NewRun) -> Result<Outcome> {
     let needs = Needs {
         root: root_need(r.plan),
         port: team.port,
+        version: checks::our_version(r.version),
     };
     let mut ready = checks::check_all(&r.hosts, &needs)?;
     for h in &mut ready {
@@ -126,6 +130,7 @@ pub fn resume(
     plan: &Plan,
     file_hosts: Option<Vec<Host>>,
     consent: Consent,
+    version: &str,
 ) -> Result<Outcome> {
     let team = Team::of(store_path)?;
     team.check_local_dir()?;
@@ -157,6 +162,7 @@ pub fn resume(
     let needs = Needs {
         root: root_need(plan),
         port: team.port,
+        version: checks::our_version(version),
     };
     let ready = checks::check_all(&todo, &needs)?;
     // The URL and the state dir derive from the workdir: another one

@@ -66,7 +66,7 @@ pub fn table(rows: &[Row]) -> String {
             line.push_str("  ");
             line.push_str(n);
         }
-        s.push_str(&crate::report::escape::terminal_safe(line.trim_end()));
+        s.push_str(&crate::sys::visible::terminal_safe(line.trim_end()));
         s.push('\n');
     }
     s

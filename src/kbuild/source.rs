@@ -94,7 +94,7 @@ pub fn checkout(
 mod tests {
     use super::*;
 
-    use crate::sys::git_env::test_git as run;
+    use crate::kbuild::git::test_git as run;
 
     #[test]
     fn patches_apply_from_the_bytes_given_and_only_they_fail_the_build() {

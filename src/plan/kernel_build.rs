@@ -142,7 +142,7 @@ fn absolute(s: &str) -> Result<PathBuf, String> {
 mod tests {
     use crate::plan::{parse, Overrides};
 
-    use crate::sys::git_env::test_git as git;
+    use crate::kbuild::git::test_git as git;
 
     fn plan(kernel: &str) -> Result<crate::plan::Plan, String> {
         let text = format!(

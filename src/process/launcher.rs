@@ -8,7 +8,7 @@
 //! or `posix_spawn` on sysdelta's memory itself: either way its max RSS
 //! could not read below sysdelta's own (`true` read 8712 KiB, where
 //! `/usr/bin/time` reads 968). The launcher is exec'd once, from an
-//! executable embedded in sysdelta (built from `launcher.c` by build.rs,
+//! executable embedded in sysdelta (built from `launcher.c` by crates/base/build.rs,
 //! run from an in-memory file, so nothing is installed), and has a small
 //! memory of its own (about 550 KiB). It makes each child with
 //! `clone(CLONE_VM | CLONE_VFORK | CLONE_PARENT)`: the child runs on the
@@ -42,7 +42,7 @@ use std::sync::Mutex;
 use nix::errno::Errno;
 use nix::sys::socket::{self, ControlMessage, MsgFlags};
 
-/// The launcher's executable, built by build.rs.
+/// The launcher's executable, built by crates/base/build.rs.
 static IMAGE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sysdelta-launcher"));
 
 /// "sdstetv2": request format 2 (`MAGIC` in launcher.c).

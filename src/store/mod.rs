@@ -20,6 +20,7 @@ pub mod baselines;
 pub mod boots;
 mod copy;
 pub(crate) mod db;
+pub use db::is_unreachable;
 mod deferred;
 pub mod fleet;
 pub(crate) mod value;

@@ -25,22 +25,6 @@ fn remove_git_vars(
     cmd
 }
 
-/// For unit tests: run `git -C dir ARGS` as a throwaway committer and
-/// assert it succeeded.
-#[cfg(test)]
-pub(crate) fn test_git(dir: &std::path::Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t.invalid"])
-        .args(args)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

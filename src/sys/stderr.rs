@@ -11,10 +11,11 @@
 use std::io::Write;
 
 /// `eprintln!` that never panics: one line to stderr through [`line`].
+#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => { $crate::sys::stderr::line(format_args!($($arg)*)) };
 }
-pub(crate) use say;
+pub use crate::say;
 
 /// Write one line (`args` and a newline) to stderr, ignoring any error.
 pub fn line(args: std::fmt::Arguments) {
