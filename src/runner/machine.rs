@@ -214,14 +214,8 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
         }
     }
     for (entry, s) in &stores {
-        let is_own = entry.is_none();
-        // A store that a live sysdelta holds is in use, not left behind
-        // (for the own store, taking its lock then says so); a store that
-        // is not there holds nothing.
-        if !matches!(Store::try_lock(s), Ok(Some(_))) {
-            continue;
-        }
-        if !is_own && journal_changed(s) {
+        let left = left_in(s, entry.is_none(), resuming, &|_| {});
+        if let Left::Journal = left {
             return Err(bad(format!(
                 "{} holds system changes left by an interrupted run on store {}; run `sysdelta restore --store {}` first",
                 super::journal_path(s).display(),
@@ -229,13 +223,9 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 s.display()
             )));
         }
-        let entered: Vec<_> = entered_with_teardown(s)
-            .into_iter()
-            .filter(|e| !(is_own && Some(e.id) == resuming))
-            .collect();
-        if let Some(peek::Entered {
+        if let Left::Entered(peek::Entered {
             id, name, config, ..
-        }) = entered.first()
+        }) = &left
         {
             let msg = format!(
                 "experiment {id} ('{name}') in store {} was stopped inside config '{config}' and its teardown has not run; finish it with `sysdelta run --resume {id} --store {}`",
@@ -246,12 +236,65 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 return Err(bad(format!("{msg}, or pass --force to run anyway")));
             }
             crate::sys::stderr::say!("sysdelta: warning: {msg} (--force: running anyway)");
-        } else if let Some(e) = entry {
+        } else if let (Left::Nothing, Some(e)) = (&left, entry) {
             // Nothing left there: the entry has said all it had to say.
             let _ = std::fs::remove_file(e);
         }
     }
     Ok(())
+}
+
+/// What [`left_in`] found in one store.
+enum Left {
+    /// A live sysdelta holds the store: in use, not left behind.
+    InUse,
+    /// Nothing a new run must wait for.
+    Nothing,
+    /// Its journal holds system changes (another store's: `restore`).
+    Journal,
+    /// An experiment stopped inside a config whose teardown has not run.
+    Entered(peek::Entered),
+}
+
+/// What a dead run left in store `s` (`own`: the run's own store, whose
+/// journal its own run puts back, and whose experiment `resuming` is the
+/// one being resumed), read as one state: holding the store's lock from
+/// before the first read to after the last. A run starting on `s` in the
+/// meantime waits for the lock (`store::lock::lock_waiting`) instead of
+/// being read half-way, its config entered but not yet its lock taken, or
+/// its teardown run but not yet recorded. The lock is shared where the
+/// store is a file (read without a write: two runs starting at once do not
+/// take each other's look for a live run), exclusive for a team store's
+/// anchor (opening it folds a dead run's log and deferred writes, which
+/// are then read in the same state). `between` runs once the lock is held,
+/// before the reads (the tests' look at that moment).
+fn left_in(s: &Path, own: bool, resuming: Option<i64>, between: &dyn Fn(&Path)) -> Left {
+    let team = crate::store::pg::pointer_url(s).is_some();
+    let lock = match team {
+        true => Store::try_lock(s),
+        false => Store::try_lock_shared(s),
+    };
+    // A store that a live sysdelta holds is in use, not left behind (for
+    // the own store, taking its lock then says so); a store that is not
+    // there holds nothing.
+    let Ok(Some(lock)) = lock else {
+        return Left::InUse;
+    };
+    between(s);
+    if !own && journal_changed(s) {
+        return Left::Journal;
+    }
+    let entered = peek::entered_configs_locked(s, &lock)
+        .into_iter()
+        .filter(|e| !(own && Some(e.id) == resuming))
+        .find(|e| {
+            super::config_has_teardown(&e.plan_source, &e.plan_text, &e.overrides, &e.config)
+        });
+    drop(lock);
+    match entered {
+        Some(e) => Left::Entered(e),
+        None => Left::Nothing,
+    }
 }
 
 /// Remove `store` from the register when it holds nothing a later run must
@@ -285,4 +328,75 @@ fn register_name(store: &Path) -> String {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     store.hash(&mut h);
     format!("{:016x}", h.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// A store whose experiment 1 a dead run left inside config `a`, which
+    /// has a teardown.
+    fn store_left_inside_a_config(dir: &Path) -> PathBuf {
+        let path = dir.join("s.db");
+        let store = Store::open(&path, true).unwrap();
+        let text = "[[config]]\nname = \"a\"\nsetup = 'true'\nteardown = 'true'\n\
+                    [[workload]]\nname = \"w\"\ncommand = \"true\"\n";
+        let plan = crate::plan::parse("p.toml", text, &Default::default()).unwrap();
+        let id = store
+            .create_experiment(&crate::store::NewExperiment {
+                name: "p",
+                label: None,
+                plan_source: "p.toml",
+                plan_text: text,
+                overrides: &plan.overrides,
+                host: "h",
+                fingerprint: &Default::default(),
+                seed: 1,
+                order: plan.order,
+                runs: 1,
+                warmup: 0,
+                baseline: "a",
+                configs: vec!["a".into()],
+                workloads: vec!["w".into()],
+            })
+            .unwrap();
+        store.set_entered_config(id, Some("a")).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_store_is_read_under_its_lock_so_a_run_starting_on_it_waits_for_the_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_left_inside_a_config(dir.path());
+        let looked = Cell::new(false);
+        let left = left_in(&s, false, None, &|s| {
+            looked.set(true);
+            // A run starting on the store now (its exclusive lock) cannot
+            // take it until the check has read; another check can look.
+            assert!(Store::try_lock(s).unwrap().is_none());
+            assert!(Store::try_lock_shared(s).unwrap().is_some());
+        });
+        assert!(looked.get());
+        assert!(matches!(left, Left::Entered(e) if e.id == 1 && e.config == "a"));
+        // And the check lets go of it.
+        assert!(Store::try_lock(&s).unwrap().is_some());
+    }
+
+    #[test]
+    fn a_store_a_live_run_holds_is_in_use_not_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_left_inside_a_config(dir.path());
+        let _live = Store::try_lock(&s).unwrap().unwrap();
+        let left = left_in(&s, false, None, &|_| panic!("read a store in use"));
+        assert!(matches!(left, Left::InUse));
+    }
+
+    #[test]
+    fn the_experiment_being_resumed_is_not_in_its_own_way() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store_left_inside_a_config(dir.path());
+        assert!(matches!(left_in(&s, true, Some(1), &|_| {}), Left::Nothing));
+        assert!(matches!(left_in(&s, true, None, &|_| {}), Left::Entered(_)));
+    }
 }

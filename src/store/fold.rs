@@ -13,14 +13,18 @@ impl Store {
     /// to the first that is damaged or does not belong to this store, and
     /// the lines from there on are set aside (see [`Store::set_aside`]).
     /// A store opened read-only folds nothing and says that the log's runs
-    /// are not shown.
-    pub(super) fn fold_orphaned_log(&self) -> Result<()> {
+    /// are not shown. `held`: this process holds the store's lock already.
+    pub(super) fn fold_orphaned_log(&self, held: bool) -> Result<()> {
         let log = runlog::path_for(&self.path);
         if !log.exists() {
             return Ok(());
         }
-        let Ok(Some(_lock)) = Store::try_lock(&self.path) else {
-            return Ok(());
+        let _lock = match held {
+            true => None,
+            false => match Store::try_lock(&self.path) {
+                Ok(Some(l)) => Some(l),
+                _ => return Ok(()),
+            },
         };
         let (contents, bytes) = match runlog::Contents::read(&log) {
             Ok(read) => read,

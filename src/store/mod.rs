@@ -281,6 +281,21 @@ impl Store {
             .open(store)?;
         Ok(nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).ok())
     }
+
+    /// The store's lock shared, for a look that writes nothing (None:
+    /// a process holds it exclusively, a live run): other lookers may hold
+    /// it too, and a run waits to take it ([`lock::lock_waiting`]) until
+    /// they are done.
+    pub fn try_lock_shared(
+        store: &Path,
+    ) -> std::io::Result<Option<nix::fcntl::Flock<std::fs::File>>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(store)?;
+        Ok(nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockSharedNonblock).ok())
+    }
 }
 
 impl Drop for Store {

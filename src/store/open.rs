@@ -32,10 +32,29 @@ impl Store {
     /// to a writer and to any command on a team store's anchor, and opened
     /// read-only for a reader of a store file.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
+        Store::open_as(path, create, false)
+    }
+
+    /// [`Store::open`] by a process that holds the store's lock already
+    /// (`_lock`, from [`Store::try_lock`]): what a dead run left (its run
+    /// log, a team store's deferred writes) is taken in under that lock,
+    /// where `open` would try to take the lock itself, find it held, and
+    /// leave them. The machine-wide check before a run reads another store
+    /// this way, so that what it reads is one state no other process changes.
+    pub fn open_locked(
+        path: &Path,
+        create: bool,
+        _lock: &nix::fcntl::Flock<std::fs::File>,
+    ) -> Result<Store> {
+        Store::open_as(path, create, true)
+    }
+
+    /// Open; `held`: this process holds the store's lock.
+    fn open_as(path: &Path, create: bool, held: bool) -> Result<Store> {
         let trusted = Store::check_trusted(path);
         if let Some(url) = pg::pointer_url(path) {
             trusted?;
-            return Store::open_pg(path, &url, create);
+            return Store::open_pg(path, &url, create, held);
         }
         let untrusted = match trusted {
             Err(e) if create => return Err(e),
@@ -79,20 +98,26 @@ impl Store {
         .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
         let store = Store::with(Db::Sqlite(conn), path, read_only);
         store.check_and_migrate(create)?;
-        store.fold_orphaned_log()?;
+        store.fold_orphaned_log(held)?;
         Ok(store)
     }
 
     /// Open the PostgreSQL store `url`, anchored at `anchor` on this
     /// machine (see [`pg`]): connected, its schema checked and migrated as
     /// a file's is, and what a dead run here left in the run log folded.
-    pub(super) fn open_pg(anchor: &Path, url: &str, create: bool) -> Result<Store> {
+    /// `held`: this process holds the anchor's lock already.
+    pub(super) fn open_pg(anchor: &Path, url: &str, create: bool, held: bool) -> Result<Store> {
         let url = pg::Url::parse(url)?;
         let conn = db::Pg::connect(url.config.clone(), url.shown.clone())?;
         let store = Store::with(Db::Pg(Box::new(conn)), anchor, None);
         store.check_and_migrate(create)?;
-        store.fold_orphaned_log()?;
-        if let Ok(Some(_lock)) = Store::try_lock(anchor) {
+        store.fold_orphaned_log(held)?;
+        // Applied under the lock: held already, or taken for it here.
+        let lock = match held {
+            true => None,
+            false => Store::try_lock(anchor).ok().flatten(),
+        };
+        if held || lock.is_some() {
             store.apply_deferred_file()?;
         }
         Ok(store)

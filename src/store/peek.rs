@@ -7,7 +7,10 @@
 //!
 //! [`Store`]: super::Store
 
+use std::fs::File;
 use std::path::Path;
+
+use nix::fcntl::Flock;
 
 use super::read_only_connection;
 
@@ -28,8 +31,19 @@ pub struct Entered {
 /// file cannot be read as a store: what cannot be read cannot be resumed
 /// either.
 pub fn entered_configs(path: &Path) -> Vec<Entered> {
+    entered_as(path, None)
+}
+
+/// [`entered_configs`] read by a process holding the store's lock (from
+/// [`super::Store::try_lock`]): nothing changes the experiments while they
+/// are read, and what a dead run left for a team store is taken in first.
+pub fn entered_configs_locked(path: &Path, lock: &Flock<File>) -> Vec<Entered> {
+    entered_as(path, Some(lock))
+}
+
+fn entered_as(path: &Path, lock: Option<&Flock<File>>) -> Vec<Entered> {
     if super::pg::pointer_url(path).is_some() {
-        return entered_on_server(path);
+        return entered_on_server(path, lock);
     }
     let Ok(conn) = read_only_connection(path) else {
         return Vec::new();
@@ -40,9 +54,15 @@ pub fn entered_configs(path: &Path) -> Vec<Entered> {
 /// [`entered_configs`] of a PostgreSQL store (see [`super::pg`]): the
 /// experiments of this machine's host name that a run left inside a
 /// config (other hosts' are theirs to resume). Opening it folds what a
-/// dead run here left in the local run log, which is this machine's own.
-fn entered_on_server(anchor: &Path) -> Vec<Entered> {
-    let Ok(store) = super::Store::open(anchor, false) else {
+/// dead run here left in the local run log, which is this machine's own,
+/// and applies the state writes it left deferred (its entered config may
+/// be only there).
+fn entered_on_server(anchor: &Path, lock: Option<&Flock<File>>) -> Vec<Entered> {
+    let opened = match lock {
+        Some(l) => super::Store::open_locked(anchor, false, l),
+        None => super::Store::open(anchor, false),
+    };
+    let Ok(store) = opened else {
         return Vec::new();
     };
     entered_in(&store.db, Some(&crate::monitor::fingerprint::hostname()))
