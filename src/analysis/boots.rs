@@ -135,13 +135,12 @@ pub(crate) fn unit_of_replication(units: &CellUnits, max_samples_per_run: usize)
     ))
 }
 
-/// The measured ok runs the analysis counts, and a warning when some are
-/// left out: those of a boot whose machine audit failed (a kexec
-/// session's), stored but not counted, as a run on a machine that was not
-/// as the others is no sample of the same thing.
-pub(crate) fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<String>) {
-    let apart: std::collections::HashSet<i64> = data
-        .boots
+/// The boots whose machine audit failed (a kexec session's): their runs
+/// are stored, and left out of everything a report computes, counts as
+/// ok or draws, as a run on a machine that was not as the others is no
+/// sample of the same thing.
+pub(crate) fn audit_failed_boots(data: &ExperimentData) -> std::collections::HashSet<i64> {
+    data.boots
         .iter()
         .filter(|b| b.status == BootStatus::Failed)
         .filter(|b| {
@@ -150,12 +149,25 @@ pub(crate) fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<St
                 .is_some_and(|r| r.starts_with(crate::status::AUDIT_FAILED))
         })
         .map(|b| b.id)
-        .collect();
+        .collect()
+}
+
+/// A run the analysis counts: measured, ok, and not of a boot in `apart`
+/// ([`audit_failed_boots`]).
+pub(crate) fn is_counted(r: &StoredRun, apart: &std::collections::HashSet<i64>) -> bool {
+    r.is_measured_ok() && !r.boot_id.is_some_and(|b| apart.contains(&b))
+}
+
+/// The measured ok runs the analysis counts, and a warning when some are
+/// left out: those of a boot whose machine audit failed
+/// ([`audit_failed_boots`]), stored but not counted.
+pub(crate) fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<String>) {
+    let apart = audit_failed_boots(data);
     let (kept, left): (Vec<&StoredRun>, Vec<&StoredRun>) = data
         .runs
         .iter()
         .filter(|r| r.is_measured_ok())
-        .partition(|r| !r.boot_id.is_some_and(|b| apart.contains(&b)));
+        .partition(|r| is_counted(r, &apart));
     let warning = (!left.is_empty()).then(|| {
         format!(
             "{} left out of the analysis: {} failed the machine audit (see the boots)",

@@ -40,7 +40,13 @@ pub struct Analysis {
     pub baseline: String,
     pub configs: Vec<String>,
     pub metrics: Vec<MetricAnalysis>,
+    /// Measured runs that succeeded and are counted (in the statistics).
     pub runs_ok: usize,
+    /// Measured runs that succeeded but are left out of the statistics,
+    /// as they are of a boot that failed its machine audit (a kexec
+    /// session's; `boots::audit_failed_boots`). Not in `runs_ok`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub runs_left_out: usize,
     pub runs_failed: usize,
     pub runs_planned: usize,
     /// Comparisons of the headline family (the workloads' own metrics).
@@ -151,7 +157,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     let pvals = comparison::compare_all(&mut metrics, &units, &configs, opts);
     let (n_headline, n_telemetry) = comparison::correct(&mut metrics, &pvals, opts);
 
-    let runs_ok = data.runs.iter().filter(|r| r.is_measured_ok()).count();
+    let runs_ok = measured.len();
+    let runs_left_out = data.runs.iter().filter(|r| r.is_measured_ok()).count() - runs_ok;
     let failed = failed_runs(data);
     let runs_planned = info.runs_per_cell as usize
         * crate::monitor::control::cells(&info.configs, &info.workloads, info.runs_per_cell).len();
@@ -173,7 +180,10 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         };
         warnings.push(format!(
             "experiment is {}: {} of {} planned runs done (resume with `{resume}`)",
-            info.status, runs_ok, planned
+            info.status,
+            // Done whether counted or not: a resume does not run them again.
+            runs_ok + runs_left_out,
+            planned
         ));
     }
 
@@ -207,6 +217,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         unit_of_replication,
         boots,
         runs_ok,
+        runs_left_out,
         runs_failed: failed.iter().filter(|f| !f.warmup).count(),
         runs_planned,
         alpha: opts.alpha,

@@ -74,8 +74,7 @@ pub fn header_line(a: &Analysis) -> String {
     let runs = range(cells().flat_map(|c| c.boot_runs.iter().flatten().copied()))
         .unwrap_or_else(|| "0".into());
     format!(
-        "boots: {boots} per config, {runs} runs each{}, {} order, seed {}; runs {} ok, {} \
-         failed\n",
+        "boots: {boots} per config, {runs} runs each{}, {} order, seed {}; runs {}\n",
         if i.warmup > 0 {
             format!(" + {} warm-up", i.warmup)
         } else {
@@ -83,8 +82,7 @@ pub fn header_line(a: &Analysis) -> String {
         },
         ascii(&i.order),
         i.seed,
-        a.runs_ok,
-        a.runs_failed
+        super::header::runs_tally(a)
     )
 }
 

@@ -92,8 +92,8 @@ fn head(a: &Analysis) -> String {
     // As the full report's runs line counts them.
     let _ = writeln!(
         h,
-        "runs: {per_cell} per cell{warm}; {} ok, {} failed",
-        a.runs_ok, a.runs_failed
+        "runs: {per_cell} per cell{warm}; {}",
+        super::header::runs_tally(a)
     );
     let correction = match a.correction {
         Correction::Holm => "Holm",

@@ -21,6 +21,20 @@ pub fn header(a: &Analysis) -> String {
     h
 }
 
+/// The runs' tally every format's header gives: "N ok, M failed", with
+/// the runs left out between them when there are any (those of a boot
+/// that failed its machine audit: they succeeded, but are not counted as
+/// ok, as the statistics do not use them).
+pub fn runs_tally(a: &Analysis) -> String {
+    match a.runs_left_out {
+        0 => format!("{} ok, {} failed", a.runs_ok, a.runs_failed),
+        n => format!(
+            "{} ok, {n} left out (machine audit failed), {} failed",
+            a.runs_ok, a.runs_failed
+        ),
+    }
+}
+
 /// What ran where: the experiment, the machine, its memory and clocks.
 fn machine(a: &Analysis) -> String {
     let i = &a.info;
@@ -103,7 +117,7 @@ fn runs_line(a: &Analysis) -> String {
         None => String::new(),
     };
     format!(
-        "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {} ok, {} failed\n",
+        "runs: {per_cell} per cell{}{adaptive}, {} order, seed {}; {}\n",
         if i.warmup > 0 {
             format!(" + {} warm-up", i.warmup)
         } else {
@@ -111,8 +125,7 @@ fn runs_line(a: &Analysis) -> String {
         },
         ascii(&i.order),
         i.seed,
-        a.runs_ok,
-        a.runs_failed
+        runs_tally(a)
     )
 }
 

@@ -22,7 +22,7 @@ pub fn render(a: &Analysis) -> String {
     let f = |k: &str| esc(i.fingerprint.get(k).map(String::as_str).unwrap_or("-"));
     let _ = writeln!(
         out,
-        "Host {}, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {} ok, {} failed. \
+        "Host {}, Linux {}, {} x {}, memory {}. {} runs per cell, {} order, seed {}; {}. \
          Baseline {}; deltas are of the mean with a {:.0}% bootstrap CI; a verdict needs {}-corrected \
          Mann-Whitney p < {} over {} comparisons with the mean and the rank shift agreeing in direction, else `~`.\n",
         esc(&i.host),
@@ -33,8 +33,7 @@ pub fn render(a: &Analysis) -> String {
         i.runs_per_cell,
         esc(&i.order),
         i.seed,
-        a.runs_ok,
-        a.runs_failed,
+        super::header::runs_tally(a),
         esc(&a.baseline),
         a.confidence * 100.0,
         match a.correction {

@@ -125,7 +125,7 @@ pub fn from_parts(
         .iter()
         .map(|m| units::metric_scale(m, time_unit))
         .collect();
-    let measured = order::measured_by_workload(&data.runs);
+    let measured = order::measured_by_workload(&data);
     let order = a
         .metrics
         .iter()

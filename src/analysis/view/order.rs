@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::units::Scale;
-use crate::store::StoredRun;
+use crate::store::{ExperimentData, StoredRun};
 
 /// One metric's runs in execution order.
 #[derive(Clone, Debug, Serialize)]
@@ -21,12 +21,19 @@ pub struct ExecutionOrder {
     pub points: Vec<Vec<(usize, f64)>>,
 }
 
-/// Each workload's measured successful runs, in execution order: found
-/// once for all of a report's metrics (a scan of every run per metric made
-/// a report of W workloads cost W^2).
-pub fn measured_by_workload(runs: &[StoredRun]) -> HashMap<&str, Vec<&StoredRun>> {
+/// Each workload's measured successful runs that the analysis counts, in
+/// execution order: found once for all of a report's metrics (a scan of
+/// every run per metric made a report of W workloads cost W^2). The runs
+/// of a boot that failed its machine audit are left out here as they are
+/// of the statistics (the plot would show what the table does not use).
+pub fn measured_by_workload(data: &ExperimentData) -> HashMap<&str, Vec<&StoredRun>> {
+    let apart = crate::analysis::boots::audit_failed_boots(data);
     let mut of: HashMap<&str, Vec<&StoredRun>> = HashMap::new();
-    for r in runs.iter().filter(|r| r.is_measured_ok()) {
+    for r in data
+        .runs
+        .iter()
+        .filter(|r| crate::analysis::boots::is_counted(r, &apart))
+    {
         of.entry(r.workload.as_str()).or_default().push(r);
     }
     of

@@ -65,10 +65,13 @@ fn median_series(runs: &[&Vec<f64>]) -> Vec<f64> {
 
 /// The series workloads reported as metrics (not monitor telemetry).
 pub fn workload_series(data: &ExperimentData, configs: &[String]) -> Vec<WorkloadSeries> {
+    // The runs the analysis counts (not those of a boot that failed its
+    // machine audit).
+    let apart = crate::analysis::boots::audit_failed_boots(data);
     let runs: HashMap<i64, &StoredRun> = data
         .runs
         .iter()
-        .filter(|r| r.is_measured_ok())
+        .filter(|r| crate::analysis::boots::is_counted(r, &apart))
         .map(|r| (r.id, r))
         .collect();
     // The workloads' declared metrics, and each (workload, series,
@@ -154,8 +157,22 @@ pub fn run_series(data: &ExperimentData) -> Vec<(String, String, SeriesRecord)> 
 pub struct RunCounts {
     /// Workloads in the order their first run ran.
     pub workloads: Vec<String>,
-    /// Per config of the report, per workload: (ok, failed, warm-up).
-    pub counts: Vec<Vec<(usize, usize, usize)>>,
+    /// Per config of the report, per workload.
+    pub counts: Vec<Vec<CellCounts>>,
+}
+
+/// One (config, workload)'s runs, each counted once.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct CellCounts {
+    /// Measured runs that succeeded and are counted.
+    pub ok: usize,
+    /// Measured runs that succeeded, of a boot that failed its machine
+    /// audit: left out of the statistics.
+    pub left_out: usize,
+    /// Measured runs that failed.
+    pub failed: usize,
+    /// Warm-up runs, whatever their end.
+    pub warmup: usize,
 }
 
 /// The run counts of `data` per config of `configs`.
@@ -170,7 +187,8 @@ pub fn run_counts(data: &ExperimentData, configs: &[String]) -> RunCounts {
             workloads.len() - 1
         });
     }
-    let mut counts = vec![vec![(0, 0, 0); workloads.len()]; configs.len()];
+    let apart = crate::analysis::boots::audit_failed_boots(data);
+    let mut counts = vec![vec![CellCounts::default(); workloads.len()]; configs.len()];
     for r in &data.runs {
         let (Some(ci), Some(&wi)) = (
             configs.iter().position(|c| *c == r.config),
@@ -180,9 +198,10 @@ pub fn run_counts(data: &ExperimentData, configs: &[String]) -> RunCounts {
         };
         let n = &mut counts[ci][wi];
         match (r.warmup, r.status == RunStatus::Ok) {
-            (true, _) => n.2 += 1,
-            (false, true) => n.0 += 1,
-            (false, false) => n.1 += 1,
+            (true, _) => n.warmup += 1,
+            (false, true) if crate::analysis::boots::is_counted(r, &apart) => n.ok += 1,
+            (false, true) => n.left_out += 1,
+            (false, false) => n.failed += 1,
         }
     }
     RunCounts { workloads, counts }

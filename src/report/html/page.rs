@@ -77,7 +77,7 @@ pub fn render(v: &ReportView) -> Result<String> {
     let _ = write!(o, "<h1>{}</h1>", esc(&title));
     let _ = write!(
         o,
-        "<p class=\"meta\">Experiment {} &ldquo;{}&rdquo;{}, {}. Host {}. {} ok runs, {} failed, {} planned. \
+        "<p class=\"meta\">Experiment {} &ldquo;{}&rdquo;{}, {}. Host {}. {} ok runs, {}{} failed, {} planned. \
          Baseline <b>{}</b>.</p>",
         i.id,
         esc(&i.name),
@@ -85,6 +85,11 @@ pub fn render(v: &ReportView) -> Result<String> {
         esc(i.status.as_str()),
         esc(&i.host),
         a.runs_ok,
+        // Succeeded, but of a boot that failed its machine audit.
+        match a.runs_left_out {
+            0 => String::new(),
+            n => format!("<b>{n} left out</b> (machine audit failed), "),
+        },
         a.runs_failed,
         a.runs_planned,
         esc(&a.baseline)

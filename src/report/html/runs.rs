@@ -18,10 +18,17 @@ pub(super) fn runs(o: &mut String, v: &ReportView) {
     o.push_str("</tr></thead><tbody>");
     for (wi, w) in n.workloads.iter().enumerate() {
         let _ = write!(o, "<tr><td class=\"l\">{}</td>", esc(w));
-        for &(ok, failed, warm) in n.counts.iter().filter_map(|c| c.get(wi)) {
+        for n in n.counts.iter().filter_map(|c| c.get(wi)) {
+            let (ok, failed, warm) = (n.ok, n.failed, n.warmup);
             let _ = write!(
                 o,
-                "<td>{ok} ok{}{}</td>",
+                "<td>{ok} ok{}{}{}</td>",
+                // Succeeded, but of a boot that failed its machine audit.
+                if n.left_out > 0 {
+                    format!(", <b>{} left out</b> (machine audit)", n.left_out)
+                } else {
+                    String::new()
+                },
                 if failed > 0 {
                     format!(", <b>{failed} failed</b>")
                 } else {
