@@ -7,12 +7,9 @@ use anyhow::Result;
 
 use crate::error::{bad, Error};
 
-/// Write `text` to `path` atomically (temporary file in the same directory,
-/// then rename; mode 0666 less the umask, as any file a command writes),
-/// or to stdout.
+/// Write `text` to `path` atomically (see [`write_file`]), or to stdout.
 pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
     match path {
         None => {
             let mut out = std::io::stdout().lock();
@@ -25,26 +22,54 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
                 return Err(e.into());
             }
         }
-        Some(p) => {
-            let dir = existing_dir(p)?;
-            let mut tmp = tempfile::Builder::new()
-                .permissions(std::fs::Permissions::from_mode(0o666))
-                .tempfile_in(dir)
-                .map_err(|e| bad(format!("{}: cannot write there: {e}", p.display())))?;
-            tmp.write_all(text.as_bytes())?;
-            tmp.persist(p)
-                .map_err(|e| bad(format!("{}: {}", p.display(), e.error)))?;
-        }
+        Some(p) => write_file(p, |w| Ok(w.write_all(text.as_bytes())?))?,
     }
     Ok(())
 }
 
+/// Write to `path` what `write` writes as it goes (a JSON report of every
+/// run, never held whole), atomically: into a temporary file in the same
+/// directory (mode 0666 less the umask, as any file a command writes),
+/// renamed over `path` only once it is whole. A failure half-way (a full
+/// disk, an error making the document) removes the temporary file and
+/// leaves `path` as it was: never a truncated file, never an earlier one
+/// lost.
+pub fn write_file(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>,
+) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = existing_dir(path)?;
+    let tmp = tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| bad(format!("{}: cannot write there: {e}", path.display())))?;
+    let mut out = std::io::BufWriter::new(tmp);
+    write(&mut out)
+        .and_then(|()| Ok(out.flush()?))
+        .map_err(|e| e.context(format!("{}: not written", path.display())))?;
+    // Flushed above: the buffer is empty, so taking the file loses nothing.
+    let tmp = out.into_inner().map_err(|e| e.into_error())?;
+    tmp.persist(path)
+        .map_err(|e| bad(format!("{}: {}", path.display(), e.error)))?;
+    Ok(())
+}
+
 /// [`emit`] on stdout of what `write` writes as it goes (a JSON report
-/// of every run, never held whole); a closed pipe ends as in `emit`.
+/// of every run, never held whole); a closed pipe ends as in `emit`. Any
+/// other failure once something was written (an error making the
+/// document, a full disk under a redirection) leaves stdout with part of
+/// the document: the error then says so, as the one line on stderr of a
+/// command that exits 1.
 pub fn stream(write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Result<()> {
     use std::io::Write;
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut out = std::io::BufWriter::new(Counted {
+        inner: std::io::stdout().lock(),
+        written: 0,
+    });
     let written = write(&mut out).and_then(|()| Ok(out.flush()?));
+    let sent = out.get_ref().written;
     match written {
         Err(e)
             if e.downcast_ref::<std::io::Error>()
@@ -52,7 +77,28 @@ pub fn stream(write: impl FnOnce(&mut dyn std::io::Write) -> Result<()>) -> Resu
         {
             Err(anyhow::Error::new(Error::BrokenPipe))
         }
-        other => other,
+        Err(e) => Err(e.context(format!(
+            "the report on stdout is incomplete ({sent} bytes of it written, then it failed)"
+        ))),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// A writer that counts the bytes its inner writer took.
+struct Counted<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 

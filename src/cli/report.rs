@@ -163,10 +163,15 @@ fn print_analyzed(
     let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
-        // JSON on stdout goes out as it is written: the document of
-        // every run is never held whole.
-        if (format, path) == (Format::Json, None) {
-            super::output::stream(|w| report::json::write(&view.raw, &view.stored, w))?;
+        // JSON goes out as it is written, to stdout or a file: the
+        // document of every run is never held whole.
+        if format == Format::Json {
+            let write =
+                |w: &mut dyn std::io::Write| report::json::write(&view.raw, &view.stored, w);
+            match path {
+                None => super::output::stream(write)?,
+                Some(p) => super::output::write_file(p, write)?,
+            }
             continue;
         }
         let short = match (format, path) {
