@@ -100,15 +100,39 @@ impl Walk<'_> {
         }))
     }
 
-    fn built(&self, commit: &str, what: &str) -> Result<std::path::PathBuf> {
-        match self.subject.build(commit)? {
-            Built::Ready(d) => Ok(d),
+    /// `commit` built (or found built) for the `what` end of a step; None
+    /// when a Ctrl-C came during its build: whatever the build ended with
+    /// (a failure, an error), the bisection stops as interrupted, to be
+    /// resumed, and never reads it as the end not building.
+    fn built(&self, commit: &str, what: &str) -> Result<Option<std::path::PathBuf>> {
+        let Some(built) = self.build(commit)? else {
+            return Ok(None);
+        };
+        match built {
+            Built::Ready(d) => Ok(Some(d)),
             Built::Failed(log) => Err(crate::error::bad(format!(
                 "the {what} commit {} does not build (its log: {})",
                 range::short(commit),
                 log.display()
             ))),
         }
+    }
+}
+
+impl Walk<'_> {
+    /// `commit` built, or found built; None when a Ctrl-C came during the
+    /// build, whatever the build ended with: a failure or an error then
+    /// says nothing about the commit (the terminal's SIGINT killed the
+    /// build too), and the bisection stops as interrupted, to be resumed.
+    fn build(&self, commit: &str) -> Result<Option<Built>> {
+        let built = self.subject.build(commit);
+        let ready = matches!(built, Ok(Built::Ready(_)));
+        if self.cancel.load(std::sync::atomic::Ordering::SeqCst)
+            || (!ready && subject::interrupted(self.cancel))
+        {
+            return Ok(None);
+        }
+        built.map(Some)
     }
 }
 
@@ -145,8 +169,12 @@ pub fn run(
         experiments: 0,
     };
     let n = commits.len() - 1;
-    let dirs_good = w.built(&commits[0], "good")?;
-    let dirs_bad = w.built(&commits[n], "bad")?;
+    let Some(dirs_good) = w.built(&commits[0], "good")? else {
+        return Ok(Outcome::Interrupted);
+    };
+    let Some(dirs_bad) = w.built(&commits[n], "bad")? else {
+        return Ok(Outcome::Interrupted);
+    };
     let ends = [
         Side {
             role: "good",
@@ -232,13 +260,12 @@ fn walk(
     let mut skipped: Vec<usize> = Vec::new();
     let mut step = 1u32;
     while let Some(mid) = midpoint(lo, hi, &skipped) {
-        let built = w.subject.build(&commits[mid]);
         // A Ctrl-C during a build stops the bisection as one during a run
         // does: cleanly, to be resumed.
-        if w.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+        let Some(built) = w.build(&commits[mid])? else {
             return Ok(None);
-        }
-        let dm = match built? {
+        };
+        let dm = match built {
             Built::Ready(d) => d,
             Built::Failed(log) => {
                 crate::sys::stderr::say!(
@@ -252,10 +279,12 @@ fn walk(
                 continue;
             }
         };
-        let (dl, dh) = (
+        let (Some(dl), Some(dh)) = (
             w.built(&commits[lo], "good")?,
             w.built(&commits[hi], "bad")?,
-        );
+        ) else {
+            return Ok(None);
+        };
         let sides = [
             Side {
                 role: "good",
@@ -336,10 +365,12 @@ fn finish(
     skipped: &[String],
 ) -> Result<Option<Answer>> {
     let p = w.p;
-    let (dl, dh) = (
+    let (Some(dl), Some(dh)) = (
         w.built(&commits[lo], "good")?,
         w.built(&commits[hi], "bad")?,
-    );
+    ) else {
+        return Ok(None);
+    };
     let sides = [
         Side {
             role: "parent",

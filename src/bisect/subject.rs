@@ -13,6 +13,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 
@@ -46,6 +48,25 @@ pub struct Userspace {
     pub build: Option<String>,
     /// A `[[config]]` table with `{name}`, `{commit}` and `{dir}` in it.
     pub template: Option<String>,
+    /// Set by the first Ctrl-C (or SIGTERM): a build that ends while it
+    /// is set was stopped by it, whatever its status says.
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// Whether a build that did not succeed was stopped by our Ctrl-C
+/// (`cancel`), not by the commit. The terminal's SIGINT reaches sysdelta
+/// and the build at once, and the flag is set by sysdelta's signal thread,
+/// which a loaded machine may run after the build's shell has exited (with
+/// a status, e.g. 130 or make's 2, that reads like a failed build): so the
+/// flag is given a moment before a failure is believed.
+pub fn interrupted(cancel: &AtomicBool) -> bool {
+    for _ in 0..50 {
+        if cancel.load(Ordering::SeqCst) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    cancel.load(Ordering::SeqCst)
 }
 
 /// `template` with its placeholders filled.
@@ -125,14 +146,16 @@ impl Subject for Userspace {
             .status()
             .with_context(|| format!("running the build of {}", short(commit)))?;
         // A build a signal stopped (Ctrl-C reaches it too) says nothing
-        // about the commit: no outcome is cached, and resume builds again.
-        let Some(code) = status_of.code() else {
+        // about the commit, nor does one that failed while we were being
+        // interrupted (a shell whose child died of SIGINT exits 130, a
+        // make 2): no outcome is cached, and resume builds it again.
+        let ok = status_of.success();
+        if status_of.code().is_none() || (!ok && interrupted(&self.cancel)) {
             return Err(anyhow::anyhow!(
                 "the build of {} was stopped by a signal; resume builds it again",
                 short(commit)
             ));
-        };
-        let ok = code == 0;
+        }
         write_private(&status, if ok { "ok\n" } else { "failed\n" })?;
         Ok(if ok {
             Built::Ready(dir)

@@ -7,8 +7,6 @@
 //! (each build identity is built once) and only boots it.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -22,10 +20,6 @@ pub struct Kernel {
     /// The plan's workloads and settings: with one filled-in config, a
     /// plan that parses (the same text each round runs).
     pub workloads_toml: String,
-    /// Set by Ctrl-C: a build that fails while it is set was most likely
-    /// stopped by it (make's children die of SIGINT too), so it says
-    /// nothing about the commit and is not remembered.
-    pub cancel: Arc<AtomicBool>,
 }
 
 impl Kernel {
@@ -67,7 +61,10 @@ impl Subject for Kernel {
             // The config's runs need no directory of their own: `{dir}` is
             // the repository, as for a template without --build.
             Ok(_) => Ok(Built::Ready(self.inner.repo.clone())),
-            Err(BuildError::Failed { .. }) if self.cancel.load(Ordering::SeqCst) => {
+            // Set by Ctrl-C: a build that fails while it is set was stopped
+            // by it (make's children die of SIGINT too), so it says nothing
+            // about the commit and is not remembered.
+            Err(BuildError::Failed { .. }) if super::subject::interrupted(&self.inner.cancel) => {
                 Err(anyhow::anyhow!(
                     "the kernel build of {} was interrupted; resume builds it again",
                     super::range::short(commit)

@@ -121,9 +121,9 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
             cache: p.cache.clone(),
             build: p.build.clone(),
             template: p.config_template.clone(),
+            cancel: cancel.clone(),
         },
         workloads_toml: p.workloads_toml.clone(),
-        cancel: cancel.clone(),
     };
     crate::sys::stderr::say!(
         "sysdelta: bisect {}: {} commits from {} to {}; resume with: sysdelta bisect --resume {} --store {}",

@@ -77,8 +77,11 @@ impl Make {
         }
         let said = format!("{} {} failed ({status})", program.display(), args.join(" "));
         // No exit code: a signal ended it (the terminal's SIGINT reaches
-        // make too), which is not the commit failing to build.
-        if status.code().is_none() {
+        // make too), which is not the commit failing to build. Nor is a
+        // code above 128: a shell's for a child a signal killed (130 for
+        // SIGINT); make itself and the kernel's scripts end 1 or 2 on an
+        // error.
+        if status.code().is_none_or(|c| c > 128) {
             return Err(Stop::Other(said));
         }
         Err(Stop::Failed(last_error(&self.log).unwrap_or(said)))
@@ -155,6 +158,8 @@ mod tests {
         );
         // Killed by a signal (as Ctrl-C kills make): not the commit's fault.
         assert!(matches!(run("kill -INT $$"), Err(Stop::Other(_))));
+        // Nor a script whose child was (a shell says 128 + the signal).
+        assert!(matches!(run("exit 130"), Err(Stop::Other(_))));
         // Nothing of the caller's environment (ARCH, MAKEFLAGS, cargo's
         // own variables here) reaches make: only PATH, HOME and LC_ALL,
         // and what sh itself sets.

@@ -1,0 +1,158 @@
+//! Ctrl-C during `sysdelta bisect`'s build of a commit: the bisection
+//! stops as interrupted (exit 130, "interrupted" on stderr), never as
+//! "the commit does not build", and `--resume` builds that commit again
+//! instead of skipping it.
+
+mod common;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// The build: commit 1 (the first midpoint) waits while the file `slow`
+/// is in `$BISECT_TEST_DIR`, saying so in `started`; its shell turns a
+/// Ctrl-C into a plain failure (exit 1), as make does ("Error 2") when
+/// its compiler is interrupted. Every build writes run.sh, printing the
+/// commit's level with seeded noise of 1%.
+const BUILD: &str = r#". ./params
+if [ "$idx" = 1 ] && [ -e "$BISECT_TEST_DIR/slow" ]; then
+    touch "$BISECT_TEST_DIR/started"
+    trap 'exit 1' INT
+    sleep 60
+    exit 1
+fi
+cat > run.sh <<EOS
+exec awk -v level=$level -v idx=$idx 'BEGIN { f = "counter"; c = 0; if ((getline c < f) <= 0) c = 0; close(f); print c + 1 > f; close(f); srand(idx * 1009 + c); printf "value: %.4f\n", 100 * level * (1 + 0.01 * (rand() - 0.5)) }'
+EOS
+"#;
+
+const PLAN: &str = r#"[[workload]]
+name = "w"
+command = "sh run.sh"
+shell = "none"
+metrics = [{ name = "value", regex = 'value: (?P<value>[0-9.]+)' }]
+"#;
+
+fn git(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Commits 0..=3, the level 1.5 from commit 2 on; oldest first.
+fn repo(dir: &Path) -> Vec<String> {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q"]);
+    git(dir, &["config", "user.email", "t@example.com"]);
+    git(dir, &["config", "user.name", "t"]);
+    std::fs::write(dir.join("build.sh"), BUILD).unwrap();
+    for i in 0..=3 {
+        let level = if i >= 2 { "1.5" } else { "1.0" };
+        std::fs::write(dir.join("params"), format!("idx={i}\nlevel={level}\n")).unwrap();
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-qm", &format!("commit {i}")]);
+    }
+    git(dir, &["rev-list", "--reverse", "HEAD"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The bisection's process group, killed (with its build) however the
+/// test ends.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for(what: &str, child: &mut Child, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "bisect ended before {what}"
+        );
+        assert!(start.elapsed() < Duration::from_secs(180), "never: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
+    let sb = Sandbox::sqlite();
+    let commits = repo(&sb.path("repo"));
+    std::fs::write(sb.path("slow"), "").unwrap();
+    let plan = sb.write("plan.toml", PLAN);
+    let mut c = sb.command();
+    c.arg("bisect")
+        .arg("--repo")
+        .arg(sb.path("repo"))
+        .args([
+            "--good",
+            "HEAD~3",
+            "--bad",
+            "HEAD",
+            "--build",
+            "sh build.sh",
+        ])
+        .args(["--metric", "w/value", "--plan"])
+        .arg(&plan)
+        .args(["--seed", "7", "--cache"])
+        .arg(sb.path("cache"))
+        .env("BISECT_TEST_DIR", sb.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, as a terminal's foreground job.
+        .process_group(0);
+    let mut g = Group(c.spawn().unwrap());
+    let started = sb.path("started");
+    wait_for("commit 1's build", &mut g.0, || started.exists());
+    // The terminal's Ctrl-C: SIGINT to the whole group, build included.
+    killpg(Pid::from_raw(g.0.id() as i32), Signal::SIGINT).unwrap();
+    let child = std::mem::replace(&mut g.0, Command::new("true").spawn().unwrap());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(!err.contains("does not build"), "{err}");
+    let id = err
+        .split("--resume ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect(&err)
+        .to_string();
+
+    // Resumed, commit 1 is built again (it builds now), not skipped, and
+    // the answer is commit 2.
+    std::fs::remove_file(sb.path("slow")).unwrap();
+    let out = sb
+        .command()
+        .args(["bisect", "--resume", &id])
+        .env("BISECT_TEST_DIR", sb.dir.path())
+        .output()
+        .unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("does not build"), "{err}");
+    assert!(
+        text.contains(&format!("first bad commit {}", &commits[2][..12])),
+        "{text}\n{err}"
+    );
+}
