@@ -14,13 +14,13 @@ use common::Sandbox;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-/// The build: commit 1 (the first midpoint) waits while the file `slow`
-/// is in `$BISECT_TEST_DIR`, saying so in `started`; its shell turns a
+/// The build: commit `$SLOW_COMMIT` waits while the file `slow` is in
+/// `$BISECT_TEST_DIR`, saying so in `started`; its shell turns a
 /// Ctrl-C into a plain failure (exit 1), as make does ("Error 2") when
 /// its compiler is interrupted. Every build writes run.sh, printing the
 /// commit's level with seeded noise of 1%.
 const BUILD: &str = r#". ./params
-if [ "$idx" = 1 ] && [ -e "$BISECT_TEST_DIR/slow" ]; then
+if [ "$idx" = "$SLOW_COMMIT" ] && [ -e "$BISECT_TEST_DIR/slow" ]; then
     touch "$BISECT_TEST_DIR/started"
     trap 'exit 1' INT
     sleep 60
@@ -74,6 +74,7 @@ struct Group(Child);
 
 impl Drop for Group {
     fn drop(&mut self) {
+        // Its leader reaped or not, what is left of the group goes.
         let _ = killpg(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
         let _ = self.0.wait();
     }
@@ -91,11 +92,22 @@ fn wait_for(what: &str, child: &mut Child, cond: impl Fn() -> bool) {
     }
 }
 
-#[test]
-fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
-    let sb = Sandbox::sqlite();
-    let commits = repo(&sb.path("repo"));
+/// `sysdelta bisect` over `sb`'s repository (good: commit 0, bad: commit
+/// 3), its build of commit `slow` waiting for a Ctrl-C; returned once that
+/// build started.
+fn bisect_until_slow_build(sb: &Sandbox, slow: &str) -> Group {
     std::fs::write(sb.path("slow"), "").unwrap();
+    let _ = std::fs::remove_file(sb.path("started"));
+    let mut g = Group(bisect(sb, slow).process_group(0).spawn().unwrap());
+    let started = sb.path("started");
+    wait_for(&format!("commit {slow}'s build"), &mut g.0, || {
+        started.exists()
+    });
+    g
+}
+
+/// The bisect command line (stdout and stderr piped).
+fn bisect(sb: &Sandbox, slow: &str) -> Command {
     let plan = sb.write("plan.toml", PLAN);
     let mut c = sb.command();
     c.arg("bisect")
@@ -114,17 +126,34 @@ fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
         .args(["--seed", "7", "--cache"])
         .arg(sb.path("cache"))
         .env("BISECT_TEST_DIR", sb.dir.path())
+        .env("SLOW_COMMIT", slow)
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, as a terminal's foreground job.
-        .process_group(0);
-    let mut g = Group(c.spawn().unwrap());
-    let started = sb.path("started");
-    wait_for("commit 1's build", &mut g.0, || started.exists());
-    // The terminal's Ctrl-C: SIGINT to the whole group, build included.
+        .stderr(Stdio::piped());
+    c
+}
+
+/// The terminal's Ctrl-C: SIGINT to the whole group, build included; the
+/// bisection's output once it ended.
+fn ctrl_c(mut g: Group) -> std::process::Output {
+    use std::io::Read;
     killpg(Pid::from_raw(g.0.id() as i32), Signal::SIGINT).unwrap();
-    let child = std::mem::replace(&mut g.0, Command::new("true").spawn().unwrap());
-    let out = child.wait_with_output().unwrap();
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    g.0.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
+    g.0.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+    let status = g.0.wait().unwrap();
+    std::process::Output {
+        status,
+        stdout,
+        stderr,
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
+    let sb = Sandbox::sqlite();
+    let commits = repo(&sb.path("repo"));
+    // Commit 1 is the first midpoint.
+    let out = ctrl_c(bisect_until_slow_build(&sb, "1"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted"), "{err}");
@@ -151,6 +180,32 @@ fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
     );
     assert!(out.status.success(), "{err}");
     assert!(!err.contains("does not build"), "{err}");
+    assert!(
+        text.contains(&format!("first bad commit {}", &commits[2][..12])),
+        "{text}\n{err}"
+    );
+}
+
+#[test]
+fn ctrl_c_during_the_good_commits_build_is_an_interruption_too() {
+    let sb = Sandbox::sqlite();
+    let commits = repo(&sb.path("repo"));
+    let out = ctrl_c(bisect_until_slow_build(&sb, "0"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted before its first experiment; start it again"),
+        "{err}"
+    );
+    assert!(!err.contains("does not build"), "{err}");
+    // Started again, the good commit builds (no failure was kept).
+    std::fs::remove_file(sb.path("slow")).unwrap();
+    let out = bisect(&sb, "0").output().unwrap();
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
     assert!(
         text.contains(&format!("first bad commit {}", &commits[2][..12])),
         "{text}\n{err}"

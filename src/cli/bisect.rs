@@ -135,6 +135,16 @@ pub fn run(a: &BisectArgs, store: &Path) -> Result<ExitCode> {
         store.display()
     );
     match bisect::run(store, &p, &subject, &commits, &cancel)? {
+        // Its parameters are stored with its first experiment: one
+        // interrupted before it (building the good or bad end) is started
+        // again, not resumed.
+        Outcome::Interrupted if bisect::state::load(store, &p.id).is_err() => {
+            crate::sys::stderr::say!(
+                "sysdelta: bisect {} interrupted before its first experiment; start it again with the same command (its builds so far are kept)",
+                p.id
+            );
+            Ok(ExitCode::from(crate::runner::signals::INTERRUPTED as u8))
+        }
         Outcome::Interrupted => {
             crate::sys::stderr::say!(
                 "sysdelta: bisect {} interrupted; resume with: sysdelta bisect --resume {} --store {}",
