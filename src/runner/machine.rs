@@ -223,10 +223,10 @@ pub fn refuse_leftovers(store: &Path, resuming: Option<i64>, force: bool) -> Res
                 s.display()
             )));
         }
-        if let Left::Entered(peek::Entered {
-            id, name, config, ..
-        }) = &left
-        {
+        if let Left::Entered(e) = &left {
+            let peek::Entered {
+                id, name, config, ..
+            } = &**e;
             let msg = format!(
                 "experiment {id} ('{name}') in store {} was stopped inside config '{config}' and its teardown has not run; finish it with `sysdelta run --resume {id} --store {}`",
                 crate::store::pg::named(s),
@@ -253,7 +253,7 @@ enum Left {
     /// Its journal holds system changes (another store's: `restore`).
     Journal,
     /// An experiment stopped inside a config whose teardown has not run.
-    Entered(peek::Entered),
+    Entered(Box<peek::Entered>),
 }
 
 /// What a dead run left in store `s` (`own`: the run's own store, whose
@@ -292,7 +292,7 @@ fn left_in(s: &Path, own: bool, resuming: Option<i64>, between: &dyn Fn(&Path)) 
         });
     drop(lock);
     match entered {
-        Some(e) => Left::Entered(e),
+        Some(e) => Left::Entered(Box::new(e)),
         None => Left::Nothing,
     }
 }
