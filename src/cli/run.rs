@@ -439,15 +439,18 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
+    // Found before the data is handed to the report, which analyses it
+    // without a copy of its runs.
+    let without_success = runner::cells_without_success(&data);
     let mut gate_failed =
-        super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
+        super::report::print_report_as(store, data, &e.report, !e.no_report, brief)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
         crate::sys::stderr::say!("sysdelta: stopped: {why}");
     }
-    for cell in runner::cells_without_success(&data) {
+    for cell in without_success {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
     }
