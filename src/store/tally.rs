@@ -26,35 +26,23 @@ impl Store {
     pub fn cell_tallies(&self, exp: i64) -> Result<HashMap<(String, String), CellTally>> {
         self.flush_runs()?;
         let mut out: HashMap<(String, String), CellTally> = HashMap::new();
-        // Counted by the database: one row per cell, warm-up and status.
-        let groups = self.db.query(
-            "SELECT config, workload, warmup, status, COUNT(*) FROM runs
-             WHERE experiment_id = ?1 GROUP BY config, workload, warmup, status",
-            &vals![exp],
-            |r| {
-                let n: i64 = r.get(4)?;
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, n as usize))
-            },
-        )?;
-        for (config, workload, warmup, status, n) in groups {
-            let status: RunStatus = status;
-            let t = out.entry((config, workload)).or_default();
-            match (warmup, status == RunStatus::Ok) {
-                (true, _) => t.warmup += n,
-                (false, true) => t.measured_ok += n,
-                (false, false) => t.measured_failed += n,
-            }
-        }
-        // Streamed in run order, each cell keeping only its latest reason.
+        // One pass in run order along the runs' (experiment_id, block,
+        // seq) index: no sort, and no row kept past its own step.
         self.db.for_each(
-            "SELECT config, workload, warmup, reason FROM runs
-             WHERE experiment_id = ?1 AND reason IS NOT NULL ORDER BY block, seq",
+            "SELECT config, workload, warmup, status, reason FROM runs
+             WHERE experiment_id = ?1 ORDER BY block, seq",
             &vals![exp],
             |r| {
-                let warmup: bool = r.get(2)?;
-                if !warmup {
-                    let t = out.entry((r.get(0)?, r.get(1)?)).or_default();
-                    t.last_reason = r.get(3)?;
+                let (warmup, status): (bool, RunStatus) = (r.get(2)?, r.get(3)?);
+                let t = out.entry((r.get(0)?, r.get(1)?)).or_default();
+                match (warmup, status == RunStatus::Ok) {
+                    (true, _) => t.warmup += 1,
+                    (false, true) => t.measured_ok += 1,
+                    (false, false) => t.measured_failed += 1,
+                }
+                let reason: Option<String> = r.get(4)?;
+                if let (false, Some(reason)) = (warmup, reason) {
+                    t.last_reason = Some(reason);
                 }
                 Ok(())
             },
