@@ -38,12 +38,19 @@ use crate::store::{ExperimentInfo, StoredMetric, StoredRun};
 /// of resamples.
 pub const RESAMPLES: usize = 2000;
 
+/// The values a metric's state keeps: the first ones only, what Welch's
+/// interval reads while both sides are that small. Beyond them the state
+/// is its running moments and replicates, whatever the number of runs.
+const KEPT: usize = stats::welch::SMALL_CI_BELOW;
+
 /// One metric's state in one cell: what a check reads, kept up to date run
 /// by run, so a check passes over no values (only Welch's interval, below
-/// 5 runs a side, reads them).
+/// 5 runs a side, reads them), and its size does not grow with the runs.
 struct MetricState {
-    /// Its values, one per run that reported it, in run order.
-    values: Vec<f64>,
+    /// The runs that reported it.
+    n: usize,
+    /// Its first [`KEPT`] values, in run order.
+    kept: Vec<f64>,
     /// Their running mean and sum of squared deviations (Welford), for
     /// the expanded level.
     mean: f64,
@@ -58,7 +65,8 @@ struct MetricState {
 impl MetricState {
     fn new() -> MetricState {
         MetricState {
-            values: Vec::new(),
+            n: 0,
+            kept: Vec::new(),
             mean: 0.0,
             m2: 0.0,
             finite: true,
@@ -69,11 +77,14 @@ impl MetricState {
 
     /// Take in one run's value with the run's replicate weights.
     fn add(&mut self, x: f64, weights: &[u32]) {
-        self.values.push(x);
+        self.n += 1;
+        if self.kept.len() < KEPT {
+            self.kept.push(x);
+        }
         self.finite &= x.is_finite();
         self.negative |= x < 0.0;
         let d = x - self.mean;
-        self.mean += d / self.values.len() as f64;
+        self.mean += d / self.n as f64;
         self.m2 += d * (x - self.mean);
         self.replicates.add(x, weights);
     }
@@ -81,8 +92,8 @@ impl MetricState {
     /// (s^2 / (n mean^2), n), as `expanded_confidence` computes it from
     /// the values; None below 2 values or at a zero or non-finite mean.
     fn rel_var(&self) -> Option<(f64, f64)> {
-        let n = self.values.len() as f64;
-        (self.values.len() >= 2 && self.mean != 0.0 && self.mean.is_finite())
+        let n = self.n as f64;
+        (self.n >= 2 && self.mean != 0.0 && self.mean.is_finite())
             .then(|| (self.m2 / (n - 1.0) / (n * self.mean * self.mean), n))
     }
 }
@@ -322,13 +333,20 @@ impl Precision {
     /// None where the report has none.
     fn ratio_ci(&self, base: &MetricState, other: &MetricState) -> Option<(f64, f64)> {
         let conf = self.opts.confidence;
-        let (nb, no) = (base.values.len(), other.values.len());
+        let (nb, no) = (base.n, other.n);
         // As `stats::summary::summarize`: no mean with a non-finite value.
         if !base.finite || !other.finite || nb < 2 || no < 2 || base.mean == 0.0 {
             return None;
         }
         let (lo, hi) = if nb.min(no) < stats::welch::SMALL_CI_BELOW {
-            stats::welch::log_ratio_ci(&base.values, &other.values, conf)?
+            if nb == base.kept.len() && no == other.kept.len() {
+                stats::welch::log_ratio_ci(&base.kept, &other.kept, conf)?
+            } else {
+                // One side past the values kept (a cell whose runs
+                // mostly failed against one that ran): Welch's from the
+                // running moments, equal to the report's but for rounding.
+                welch_from_moments(base, other, conf)?
+            }
         } else {
             // `expanded_confidence`'s level, from the running moments.
             let level = match (base.rel_var(), other.rel_var()) {
@@ -341,6 +359,28 @@ impl Precision {
         // below -100% when no value is negative is a numerical failure.
         (base.negative || other.negative || lo >= 0.0).then_some((lo, hi))
     }
+}
+
+/// `stats::welch::log_ratio_ci` from each side's count, running mean and
+/// sum of squared deviations instead of its values (both sides finite, at
+/// least 2 runs, checked by the caller).
+fn welch_from_moments(base: &MetricState, other: &MetricState, conf: f64) -> Option<(f64, f64)> {
+    let (mb, mo) = (base.mean, other.mean);
+    if mb == 0.0 || mo == 0.0 || (mb > 0.0) != (mo > 0.0) || !(conf > 0.0 && conf < 1.0) {
+        return None;
+    }
+    let (nb, no) = (base.n as f64, other.n as f64);
+    let (vb, vo) = (base.m2 / (nb - 1.0), other.m2 / (no - 1.0));
+    let (rb, ro) = (vb / (nb * mb * mb), vo / (no * mo * mo));
+    let r = mo / mb;
+    let v = rb + ro;
+    if v == 0.0 {
+        return Some((r, r));
+    }
+    let df = v * v / (rb * rb / (nb - 1.0) + ro * ro / (no - 1.0));
+    let half = stats::special::t_quantile((1.0 + conf) / 2.0, df) * v.sqrt();
+    let (lo, hi) = ((r.ln() - half).exp(), (r.ln() + half).exp());
+    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
 }
 
 #[cfg(test)]

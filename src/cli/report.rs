@@ -118,19 +118,21 @@ pub fn print_report(
     f: &ReportFlags,
     stdout: bool,
 ) -> Result<bool> {
-    print_report_as(store, data, f, stdout, false)
+    print_analyzed(store, Cow::Borrowed(data), f, stdout, false)
 }
 
-/// [`print_report`]; `brief`: the text on stdout is `ab`'s short report
-/// (`report::brief`) where it applies.
+/// [`print_report`] of data handed over (analysed without a copy of its
+/// runs, as `report` does: the end of `run` holds one copy, not two);
+/// `brief`: the text on stdout is `ab`'s short report (`report::brief`)
+/// where it applies.
 pub fn print_report_as(
     store: &Store,
-    data: &crate::store::ExperimentData,
+    data: crate::store::ExperimentData,
     f: &ReportFlags,
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
-    print_analyzed(store, Cow::Borrowed(data), f, stdout, brief)
+    print_analyzed(store, Cow::Owned(data), f, stdout, brief)
 }
 
 /// [`print_report_as`] of data borrowed, or handed over (then analysed

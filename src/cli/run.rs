@@ -404,14 +404,13 @@ fn execute(
         crate::sys::stderr::say!("{}", crate::store::left_local_line(id, store_path, left));
         return Ok(ExitCode::from(crate::error::EXIT_ONLY_LOCAL));
     }
-    // Loaded once, for the counts, the report and the cells without a
-    // result. Counted as the report and `list` count (from the store,
-    // measured runs apart from warm-ups); the progress line counted every
-    // run.
-    let data = store.load(id)?;
-    let runs = &data.runs;
-    let ok = runs.iter().filter(|r| r.is_measured_ok()).count();
-    let warm = runs.iter().filter(|r| r.warmup).count();
+    // Counted as the report and `list` count (from the store, measured
+    // runs apart from warm-ups; the progress line counted every run), from
+    // a tally per cell: no sample is read unless a report is printed.
+    let tallies = store.cell_tallies(id)?;
+    let ok: usize = tallies.values().map(|t| t.measured_ok).sum();
+    let failed_runs: usize = tallies.values().map(|t| t.measured_failed).sum();
+    let warm: usize = tallies.values().map(|t| t.warmup).sum();
     // -q: the report (or the --fail-on line) is all a quiet run says,
     // unless something went wrong.
     if !e.quiet || outcome.status != ExperimentStatus::Complete {
@@ -419,7 +418,7 @@ fn execute(
             "sysdelta: experiment {id} {}: {ok} measured run{} ok, {} failed, {warm} warm-up; stored in {}",
             outcome.status,
             crate::words::plural(ok),
-            runs.len() - ok - warm,
+            failed_runs,
             store.shown()
         );
     }
@@ -439,15 +438,21 @@ fn execute(
         );
         return Ok(ExitCode::from(runner::signals::INTERRUPTED as u8));
     }
+    let without_success = runner::cells_without_success(&store.info(id)?, &tallies);
+    // Loaded only for a report or a gate, and handed over: the report
+    // analyses it without a copy of its runs.
+    let stdout = !e.no_report;
+    let wanted =
+        !super::report::outputs(&e.report, stdout).is_empty() || e.report.fail_on.is_some();
     let mut gate_failed =
-        super::report::print_report_as(store, &data, &e.report, !e.no_report, brief)?;
+        wanted && super::report::print_report_as(store, store.load(id)?, &e.report, stdout, brief)?;
     // A result is only a result where each cell has one: say which have
     // none, and fail.
     let mut failed = outcome.stopped.is_some();
     if let Some(why) = &outcome.stopped {
         crate::sys::stderr::say!("sysdelta: stopped: {why}");
     }
-    for cell in runner::cells_without_success(&data) {
+    for cell in without_success {
         crate::sys::stderr::say!("sysdelta: no successful run of {cell}");
         failed = true;
     }

@@ -5,6 +5,8 @@
 //! each slot in its config and does not care where the slots came from.
 
 use std::collections::{HashSet, VecDeque};
+use std::iter::Peekable;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Result;
@@ -28,8 +30,16 @@ pub(super) struct Blocks<'a> {
     /// run and the most blocks; blocks are added, as many at once as the
     /// runs so far say are needed, until each cell has its time.
     min_time: Option<(f64, u32)>,
-    /// The slots to run, in order.
-    pub queue: VecDeque<Slot>,
+    /// The planned slots not yet run (and on resume the blocks an
+    /// adaptive run had added), made a block at a time as they are
+    /// reached: a 10,000-block plan never holds its whole schedule.
+    planned: Peekable<Box<dyn Iterator<Item = Slot>>>,
+    /// How many slots `planned` held when made, for the progress total.
+    planned_len: usize,
+    /// Blocks `--min-time` added and not yet begun, made one at a time.
+    added: Range<u32>,
+    /// The slots of the added block under way.
+    queue: VecDeque<Slot>,
     /// The runs so far, for --min-time and --until: read from the store a
     /// block at a time, made at the first look.
     so_far: Option<SoFar>,
@@ -37,26 +47,33 @@ pub(super) struct Blocks<'a> {
 
 impl<'a> Blocks<'a> {
     /// The schedule of `plan` without the slots `done` (stored already).
-    pub fn new(plan: &'a Plan, done: &HashSet<(u32, u32)>) -> Blocks<'a> {
+    pub fn new(plan: &'a Plan, done: HashSet<(u32, u32)>) -> Blocks<'a> {
         let cells = plan.cells();
-        let slots = schedule::schedule(&cells, plan.runs, plan.warmup, plan.order, plan.seed);
-        let next_block = slots
+        let (runs, warmup, order, seed) = (plan.runs, plan.warmup, plan.order, plan.seed);
+        let planned_blocks = warmup + runs;
+        let next_block = done
             .iter()
-            .map(|s| s.block + 1)
-            .chain(done.iter().map(|d| d.0 + 1))
+            .map(|d| d.0 + 1)
+            .chain((planned_blocks > 0 && !cells.is_empty()).then_some(planned_blocks))
             .max()
             .unwrap_or(0);
         // Blocks an adaptive experiment added beyond the planned ones are
         // rebuilt too, so a block interrupted half-way is completed on resume.
-        let planned_blocks = plan.warmup + plan.runs;
-        let extra: Vec<Slot> = (planned_blocks..next_block)
-            .flat_map(|b| schedule::random_block(&cells, plan.seed, b, b < plan.warmup))
-            .collect();
-        let queue: VecDeque<Slot> = slots
-            .into_iter()
-            .chain(extra)
-            .filter(|s| !done.contains(&(s.block, s.seq)))
-            .collect();
+        let all = {
+            let cells = cells.clone();
+            move || {
+                let extra_cells = cells.clone();
+                schedule::slots(cells.clone(), runs, warmup, order, seed).chain(
+                    (planned_blocks..next_block).flat_map(move |b| {
+                        schedule::random_block(&extra_cells, seed, b, b < warmup)
+                    }),
+                )
+            }
+        };
+        // Counted once by walking the slots, not by keeping them.
+        let planned_len = all().filter(|s| !done.contains(&(s.block, s.seq))).count();
+        let remaining: Box<dyn Iterator<Item = Slot>> =
+            Box::new(all().filter(move |s| !done.contains(&(s.block, s.seq))));
         let adaptive = plan.overrides.until_ci.map(|target| {
             let max = plan
                 .overrides
@@ -80,7 +97,10 @@ impl<'a> Blocks<'a> {
             next_block,
             adaptive,
             min_time,
-            queue,
+            planned: remaining.peekable(),
+            planned_len,
+            added: 0..0,
+            queue: VecDeque::new(),
             so_far: None,
         }
     }
@@ -90,8 +110,48 @@ impl<'a> Blocks<'a> {
     pub fn total(&self, done: usize) -> usize {
         match self.adaptive {
             Some((_, max_blocks)) => (max_blocks as usize * self.cells.len()).saturating_sub(done),
-            None => self.queue.len(),
+            None => self.planned_len,
         }
+    }
+
+    /// The next slot to run, if one is scheduled (call [`Blocks::refill`]
+    /// first for the blocks the stopping rules add).
+    pub fn pop(&mut self) -> Option<Slot> {
+        if let Some(s) = self.planned.next() {
+            return Some(s);
+        }
+        self.begin_added_block();
+        self.queue.pop_front()
+    }
+
+    /// The block of the slot [`Blocks::pop`] gives next, if one is
+    /// scheduled: where a block ends.
+    pub fn next_block_of(&mut self) -> Option<u32> {
+        if let Some(s) = self.planned.peek() {
+            return Some(s.block);
+        }
+        self.begin_added_block();
+        self.queue.front().map(|s| s.block)
+    }
+
+    /// With the block under way run, the slots of the next block
+    /// `--min-time` added, if any.
+    fn begin_added_block(&mut self) {
+        if self.queue.is_empty() {
+            if let Some(b) = self.added.next() {
+                self.queue.extend(schedule::random_block(
+                    &self.cells,
+                    self.plan.seed,
+                    b,
+                    false,
+                ));
+            }
+        }
+    }
+
+    /// Whether a slot is scheduled.
+    fn has_slot(&mut self) -> bool {
+        self.next_block_of().is_some()
     }
 
     /// With the queue empty, the blocks `--min-time` or `--until` add, if
@@ -106,7 +166,7 @@ impl<'a> Blocks<'a> {
         progress: &mut Progress,
         runs_done: usize,
     ) -> Result<bool> {
-        if !self.queue.is_empty() {
+        if self.has_slot() {
             return Ok(true);
         }
         if let Some((secs, max_blocks)) = self.min_time {
@@ -170,16 +230,10 @@ impl<'a> Blocks<'a> {
             store.add_event(exp, "stop", &msg)?;
             return Ok(false);
         }
-        for b in next_block..next_block + add {
-            self.queue.extend(schedule::random_block(
-                &self.cells,
-                self.plan.seed,
-                b,
-                false,
-            ));
-        }
+        // Made a block at a time as they are reached (see `pop`).
+        self.added = next_block..next_block + add;
         self.next_block += add;
-        progress.set_total((runs_done + self.queue.len()) as u64);
+        progress.set_total((runs_done + add as usize * self.cells.len()) as u64);
         Ok(true)
     }
 
@@ -232,5 +286,49 @@ impl<'a> Blocks<'a> {
         ));
         debug_assert_eq!(self.queue.len(), self.cells.len());
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(order: &str) -> Plan {
+        let text = format!(
+            "runs = 300\nwarmup = 2\nseed = 9\norder = \"{order}\"\n\
+             [[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\n\
+             [[workload]]\nname = \"w\"\ncommand = \"true\"\n\
+             [[workload]]\nname = \"v\"\ncommand = \"true\"\n"
+        );
+        crate::plan::parse("t.toml", &text, &Default::default()).unwrap()
+    }
+
+    /// Slots made as they are reached run in the order, and the count,
+    /// of the whole schedule, less what the store holds already.
+    #[test]
+    fn slots_made_as_reached_are_the_schedule_less_those_done() {
+        for order in ["random-blocks", "sequential"] {
+            let p = plan(order);
+            let whole = schedule::schedule(&p.cells(), p.runs, p.warmup, p.order, p.seed);
+            let done: HashSet<(u32, u32)> =
+                whole.iter().step_by(7).map(|s| (s.block, s.seq)).collect();
+            let want: Vec<Slot> = whole
+                .iter()
+                .filter(|s| !done.contains(&(s.block, s.seq)))
+                .copied()
+                .collect();
+            let mut b = Blocks::new(&p, done);
+            assert_eq!(b.total(0), want.len(), "{order}");
+            let mut got = Vec::new();
+            while let Some(s) = b.pop() {
+                // The block the next slot is in is known before it runs.
+                assert_eq!(b.next_block_of(), want.get(got.len() + 1).map(|n| n.block));
+                got.push(s);
+                // Nothing is queued ahead: the planned slots are made one
+                // block (or slot) at a time.
+                assert!(b.queue.is_empty());
+            }
+            assert_eq!(got, want, "{order}");
+        }
     }
 }

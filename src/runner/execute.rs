@@ -49,7 +49,8 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
     // tables in batches (see store::runlog).
     store.log_runs()?;
     let done: HashSet<(u32, u32)> = store.done_slots(exp)?;
-    let mut blocks = Blocks::new(plan, &done);
+    let done_len = done.len();
+    let mut blocks = Blocks::new(plan, done);
 
     declare_metrics(store, exp, p)?;
     telemetry::before_first_block(store, exp, p)?;
@@ -61,7 +62,7 @@ pub fn execute(store: &Store, exp: i64, p: &mut Prepared, opts: &ExecOptions) ->
         plan,
         declared: HashSet::new(),
         noted: store.event_messages(exp, "skipped")?.into_iter().collect(),
-        progress: Progress::new(blocks.total(done.len()) as u64, opts.quiet),
+        progress: Progress::new(blocks.total(done_len) as u64, opts.quiet),
         current: None,
         runs_done: 0,
         runs_failed: 0,
@@ -164,16 +165,13 @@ impl Session<'_> {
             if !more {
                 break;
             }
-            let Some(slot) = blocks.queue.pop_front() else {
+            let Some(slot) = blocks.pop() else {
                 break;
             };
             if self.cancel.load(Ordering::SeqCst) {
                 break;
             }
-            let last_of_block = blocks
-                .queue
-                .front()
-                .is_none_or(|next| next.block != slot.block);
+            let last_of_block = blocks.next_block_of().is_none_or(|next| next != slot.block);
             if !self.run_one(p, &slot, last_of_block)? {
                 break;
             }

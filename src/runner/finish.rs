@@ -10,24 +10,21 @@ use std::collections::HashMap;
 
 /// The cells (config/workload) of an experiment without one successful
 /// measured run, each with its last failure: such an experiment has no
-/// result for them, and `run` exits non-zero. Of the data `run` loaded
-/// once for its counts and its report.
-pub fn cells_without_success(d: &crate::store::ExperimentData) -> Vec<String> {
+/// result for them, and `run` exits non-zero. Of the store's tally per
+/// cell (`Store::cell_tallies`), which reads no samples.
+pub fn cells_without_success(
+    info: &crate::store::ExperimentInfo,
+    tallies: &HashMap<(String, String), crate::store::CellTally>,
+) -> Vec<String> {
     let mut out = Vec::new();
-    for (c, w) in crate::monitor::control::distinct_cells(&d.info.configs, &d.info.workloads) {
-        let (c, w) = (&d.info.configs[c], &d.info.workloads[w]);
-        let runs: Vec<_> = d
-            .runs
-            .iter()
-            .filter(|r| &r.config == c && &r.workload == w && !r.warmup)
-            .collect();
-        if runs.iter().any(|r| r.status == RunStatus::Ok) {
+    for (c, w) in crate::monitor::control::distinct_cells(&info.configs, &info.workloads) {
+        let (c, w) = (&info.configs[c], &info.workloads[w]);
+        let tally = tallies.get(&(c.clone(), w.clone()));
+        if tally.is_some_and(|t| t.measured_ok > 0) {
             continue;
         }
-        let last = runs
-            .iter()
-            .rev()
-            .find_map(|r| r.reason.as_deref())
+        let last = tally
+            .and_then(|t| t.last_reason.as_deref())
             .map(|r| format!(" (last failure: {r})"))
             .unwrap_or_else(|| " (no measured run)".into());
         out.push(format!("{c}/{w}{last}"));

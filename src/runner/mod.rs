@@ -44,7 +44,7 @@ use crate::error::{bad, bad_all};
 use crate::metric::MetricSpec;
 use crate::monitor::Monitor;
 use crate::plan::{Plan, WorkloadDef, WorkloadKind};
-use crate::status::{ExperimentStatus, RunStatus};
+use crate::status::ExperimentStatus;
 use crate::store::{NewExperiment, RunRecord, Store};
 use crate::workload::command::CommandWorkload;
 use crate::workload::{RunOutcome, Workload};

@@ -50,26 +50,34 @@ pub fn schedule(
     order: Order,
     seed: u64,
 ) -> Vec<Slot> {
+    slots(cells.to_vec(), runs, warmup, order, seed).collect()
+}
+
+/// [`schedule`]'s slots, made as they are reached: a block (random-blocks)
+/// or a slot (sequential) at a time, so the runner never holds the whole
+/// schedule of a long plan.
+pub fn slots(
+    cells: Vec<(usize, usize)>,
+    runs: u32,
+    warmup: u32,
+    order: Order,
+    seed: u64,
+) -> Box<dyn Iterator<Item = Slot>> {
     let blocks = warmup + runs;
     match order {
-        Order::RandomBlocks => (0..blocks)
-            .flat_map(|b| random_block(cells, seed, b, b < warmup))
-            .collect(),
-        Order::Sequential => {
-            let mut v = Vec::new();
-            for (i, &(config, workload)) in cells.iter().enumerate() {
-                for b in 0..blocks {
-                    v.push(Slot {
-                        block: b,
-                        seq: i as u32,
-                        config,
-                        workload,
-                        warmup: b < warmup,
-                    });
-                }
-            }
-            v
+        Order::RandomBlocks => {
+            Box::new((0..blocks).flat_map(move |b| random_block(&cells, seed, b, b < warmup)))
         }
+        Order::Sequential => Box::new((0..cells.len()).flat_map(move |i| {
+            let (config, workload) = cells[i];
+            (0..blocks).map(move |b| Slot {
+                block: b,
+                seq: i as u32,
+                config,
+                workload,
+                warmup: b < warmup,
+            })
+        })),
     }
 }
 

@@ -42,6 +42,8 @@ pub use metric_runs::{MetricRun, MetricRuns};
 mod recent;
 pub mod runlog;
 pub mod schema;
+mod tally;
+pub use tally::CellTally;
 mod send;
 pub use send::{left_local_line, waiting_here, LeftLocal};
 pub mod whole;
