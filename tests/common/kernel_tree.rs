@@ -1,8 +1,10 @@
 //! A kernel git tree for tests that build kernels (`tests/kbuild.rs`, and
 //! a kernel bisection's test): the Debian `linux-source-6.1` tarball
-//! extracted and committed once, cached under `CARGO_TARGET_TMPDIR` keyed
-//! by the tarball's size and mtime (a newer package gives a new tree and
-//! the old one is removed), with patches committed on branches on top.
+//! extracted (less the sources of directories the fixture's kconfig
+//! compiles nothing from) and committed once, cached under
+//! `CARGO_TARGET_TMPDIR` keyed by the tarball's size and mtime and the
+//! pruning's version (a newer package or pruning gives a new tree and the
+//! old one is removed), with patches committed on branches on top.
 //! The build cache the tests give sysdelta (`XDG_CACHE_HOME`) is there
 //! too, so reruns build incrementally.
 
@@ -104,7 +106,7 @@ fn lock(path: &Path) -> nix::fcntl::Flock<std::fs::File> {
 pub fn tree() -> PathBuf {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(TARBALL).unwrap();
-    let key = format!("{}-{}", m.size(), m.mtime());
+    let key = format!("{}-{}-pruned{PRUNED_VERSION}", m.size(), m.mtime());
     let top = base().join("kernel-tree");
     std::fs::create_dir_all(&top).unwrap();
     let _l = lock(&top.join(".lock"));
@@ -127,6 +129,7 @@ pub fn tree() -> PathBuf {
         .status()
         .unwrap();
     assert!(st.success(), "extracting {TARBALL}");
+    prune(&part);
     git(&part, &["init", "-q", "-b", "main"]);
     // Debian's tarball ignores everything at its top level (`/*` in its
     // .gitignore): -f adds the source anyway.
@@ -134,6 +137,71 @@ pub fn tree() -> PathBuf {
     git(&part, &["commit", "-q", "-m", "linux-source-6.1"]);
     std::fs::rename(&part, &dir).unwrap();
     dir
+}
+
+/// Directories the tinyconfig fixture compiles nothing from: about 60% of
+/// the tarball's 1.4 GB (drivers/gpu alone is 460 MB). Their sources go
+/// before the tree is committed, which halves the `git add` and the
+/// build's checkout; their Kconfig, Makefile and Kbuild files stay, since
+/// Kconfig `source`s them all and make enters some of those directories
+/// (`obj-y += gpu/`) to find nothing to build. A kconfig that needs one
+/// of them fails to build here, loudly, rather than build something else.
+const PRUNED: &[&str] = &[
+    "Documentation",
+    "sound",
+    "samples",
+    "drivers/gpu",
+    // Not drivers/net itself: NET builds its loopback.o.
+    "drivers/net/ethernet",
+    "drivers/net/wireless",
+    "drivers/media",
+    "drivers/staging",
+    "drivers/scsi",
+    "drivers/usb",
+    "drivers/infiniband",
+    "arch/alpha",
+    "arch/arc",
+    "arch/arm",
+    "arch/arm64",
+    "arch/csky",
+    "arch/hexagon",
+    "arch/ia64",
+    "arch/loongarch",
+    "arch/m68k",
+    "arch/microblaze",
+    "arch/mips",
+    "arch/nios2",
+    "arch/openrisc",
+    "arch/parisc",
+    "arch/powerpc",
+    "arch/riscv",
+    "arch/s390",
+    "arch/sh",
+    "arch/sparc",
+    "arch/um",
+    "arch/xtensa",
+];
+
+/// Part of the tree's cache key: a change to [`PRUNED`] bumps it.
+const PRUNED_VERSION: u32 = 1;
+
+/// Delete the [`PRUNED`] directories' files in `dir`, except what
+/// Kconfig and make read.
+fn prune(dir: &Path) {
+    let present: Vec<&str> = PRUNED
+        .iter()
+        .copied()
+        .filter(|d| dir.join(d).is_dir())
+        .collect();
+    let st = Command::new("find")
+        .current_dir(dir)
+        .args(&present)
+        .args(["-type", "f"])
+        .args(["!", "-name", "Kconfig*", "!", "-name", "Makefile*"])
+        .args(["!", "-name", "Kbuild*", "-delete"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "pruning {}", dir.display());
 }
 
 /// Commit on branch `branch` (from `base`) the edits (file, text to find,
