@@ -67,6 +67,10 @@ pub fn missing_build_tools() -> Option<String> {
     None
 }
 
+/// git in `dir`, with no automatic gc: after the first commit's 36,000
+/// loose objects, `git commit` would start a background repack of the
+/// tree that competes with the kernel build for the CPU (the tests read
+/// the objects loose as well as packed).
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
@@ -76,6 +80,10 @@ fn git(dir: &Path, args: &[&str]) -> String {
             "user.name=sysdelta-test",
             "-c",
             "user.email=test@sysdelta.invalid",
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
         ])
         .args(args)
         .output()
@@ -106,7 +114,8 @@ fn lock(path: &Path) -> nix::fcntl::Flock<std::fs::File> {
 pub fn tree() -> PathBuf {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(TARBALL).unwrap();
-    let key = format!("{}-{}-pruned{PRUNED_VERSION}", m.size(), m.mtime());
+    let tarball = format!("{}-{}", m.size(), m.mtime());
+    let key = format!("{tarball}-pruned{PRUNED_VERSION}");
     let top = base().join("kernel-tree");
     std::fs::create_dir_all(&top).unwrap();
     let _l = lock(&top.join(".lock"));
@@ -114,9 +123,17 @@ pub fn tree() -> PathBuf {
     if dir.join(".git").is_dir() {
         return dir;
     }
-    // One prepared tree at a time: a tree of an older tarball goes.
+    // One prepared tree per tarball: a tree of an older tarball goes. A
+    // tree of this tarball pruned otherwise stays: another worktree
+    // sharing SYSDELTA_TEST_KERNEL_DIR may be building from it.
     for e in std::fs::read_dir(&top).unwrap().flatten() {
-        if e.path().is_dir() && e.file_name() != key.as_str() {
+        let name = e.file_name();
+        let this_tarball = name.to_str().is_some_and(|n| {
+            n == tarball
+                || n.strip_prefix(&tarball)
+                    .is_some_and(|r| r.starts_with("-pruned"))
+        });
+        if e.path().is_dir() && !this_tarball {
             std::fs::remove_dir_all(e.path()).unwrap();
         }
     }
