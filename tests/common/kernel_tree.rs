@@ -1,8 +1,10 @@
 //! A kernel git tree for tests that build kernels (`tests/kbuild.rs`, and
 //! a kernel bisection's test): the Debian `linux-source-6.1` tarball
-//! extracted and committed once, cached under `CARGO_TARGET_TMPDIR` keyed
-//! by the tarball's size and mtime (a newer package gives a new tree and
-//! the old one is removed), with patches committed on branches on top.
+//! extracted (less the sources of directories the fixture's kconfig
+//! compiles nothing from) and committed once, cached under
+//! `CARGO_TARGET_TMPDIR` keyed by the tarball's size and mtime and the
+//! pruning's version (a newer package or pruning gives a new tree and the
+//! old one is removed), with patches committed on branches on top.
 //! The build cache the tests give sysdelta (`XDG_CACHE_HOME`) is there
 //! too, so reruns build incrementally.
 
@@ -36,6 +38,22 @@ pub fn build_cache() -> PathBuf {
     d
 }
 
+/// A HOME for make (sysdelta passes make only PATH and HOME) in which
+/// ccache is off (`disable = true` in `.config/ccache/ccache.conf`): ccache
+/// then runs gcc and stores nothing. A test whose builds never repeat an
+/// object uses it: with a cold cache, ccache made the build of the
+/// fixture's `kernel/` 1.4 to 2.6 times slower (3 pairs side by side on a
+/// loaded 2-core machine: it preprocesses each file once more to hash it,
+/// then stores the object), and the second ref's build is incremental in
+/// the shared object directory anyway.
+pub fn home_without_ccache() -> PathBuf {
+    let home = build_cache().join("home-without-ccache");
+    let conf = home.join(".config/ccache");
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(conf.join("ccache.conf"), "disable = true\n").unwrap();
+    home
+}
+
 /// Why a kernel built from a tree cannot be booted here, if it cannot:
 /// what [`super::vm_missing`] or [`missing_build_tools`] names.
 pub fn missing() -> Option<String> {
@@ -65,6 +83,10 @@ pub fn missing_build_tools() -> Option<String> {
     None
 }
 
+/// git in `dir`, with no automatic gc: after the first commit's 36,000
+/// loose objects, `git commit` would start a background repack of the
+/// tree that competes with the kernel build for the CPU (the tests read
+/// the objects loose as well as packed).
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
@@ -74,6 +96,10 @@ fn git(dir: &Path, args: &[&str]) -> String {
             "user.name=sysdelta-test",
             "-c",
             "user.email=test@sysdelta.invalid",
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
         ])
         .args(args)
         .output()
@@ -104,7 +130,8 @@ fn lock(path: &Path) -> nix::fcntl::Flock<std::fs::File> {
 pub fn tree() -> PathBuf {
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(TARBALL).unwrap();
-    let key = format!("{}-{}", m.size(), m.mtime());
+    let tarball = format!("{}-{}", m.size(), m.mtime());
+    let key = format!("{tarball}-pruned{PRUNED_VERSION}");
     let top = base().join("kernel-tree");
     std::fs::create_dir_all(&top).unwrap();
     let _l = lock(&top.join(".lock"));
@@ -112,9 +139,17 @@ pub fn tree() -> PathBuf {
     if dir.join(".git").is_dir() {
         return dir;
     }
-    // One prepared tree at a time: a tree of an older tarball goes.
+    // One prepared tree per tarball: a tree of an older tarball goes. A
+    // tree of this tarball pruned otherwise stays: another worktree
+    // sharing SYSDELTA_TEST_KERNEL_DIR may be building from it.
     for e in std::fs::read_dir(&top).unwrap().flatten() {
-        if e.path().is_dir() && e.file_name() != key.as_str() {
+        let name = e.file_name();
+        let this_tarball = name.to_str().is_some_and(|n| {
+            n == tarball
+                || n.strip_prefix(&tarball)
+                    .is_some_and(|r| r.starts_with("-pruned"))
+        });
+        if e.path().is_dir() && !this_tarball {
             std::fs::remove_dir_all(e.path()).unwrap();
         }
     }
@@ -127,6 +162,7 @@ pub fn tree() -> PathBuf {
         .status()
         .unwrap();
     assert!(st.success(), "extracting {TARBALL}");
+    prune(&part);
     git(&part, &["init", "-q", "-b", "main"]);
     // Debian's tarball ignores everything at its top level (`/*` in its
     // .gitignore): -f adds the source anyway.
@@ -134,6 +170,71 @@ pub fn tree() -> PathBuf {
     git(&part, &["commit", "-q", "-m", "linux-source-6.1"]);
     std::fs::rename(&part, &dir).unwrap();
     dir
+}
+
+/// Directories the tinyconfig fixture compiles nothing from: about 60% of
+/// the tarball's 1.4 GB (drivers/gpu alone is 460 MB). Their sources go
+/// before the tree is committed, which halves the `git add` and the
+/// build's checkout; their Kconfig, Makefile and Kbuild files stay, since
+/// Kconfig `source`s them all and make enters some of those directories
+/// (`obj-y += gpu/`) to find nothing to build. A kconfig that needs one
+/// of them fails to build here, loudly, rather than build something else.
+const PRUNED: &[&str] = &[
+    "Documentation",
+    "sound",
+    "samples",
+    "drivers/gpu",
+    // Not drivers/net itself: NET builds its loopback.o.
+    "drivers/net/ethernet",
+    "drivers/net/wireless",
+    "drivers/media",
+    "drivers/staging",
+    "drivers/scsi",
+    "drivers/usb",
+    "drivers/infiniband",
+    "arch/alpha",
+    "arch/arc",
+    "arch/arm",
+    "arch/arm64",
+    "arch/csky",
+    "arch/hexagon",
+    "arch/ia64",
+    "arch/loongarch",
+    "arch/m68k",
+    "arch/microblaze",
+    "arch/mips",
+    "arch/nios2",
+    "arch/openrisc",
+    "arch/parisc",
+    "arch/powerpc",
+    "arch/riscv",
+    "arch/s390",
+    "arch/sh",
+    "arch/sparc",
+    "arch/um",
+    "arch/xtensa",
+];
+
+/// Part of the tree's cache key: a change to [`PRUNED`] bumps it.
+const PRUNED_VERSION: u32 = 1;
+
+/// Delete the [`PRUNED`] directories' files in `dir`, except what
+/// Kconfig and make read.
+fn prune(dir: &Path) {
+    let present: Vec<&str> = PRUNED
+        .iter()
+        .copied()
+        .filter(|d| dir.join(d).is_dir())
+        .collect();
+    let st = Command::new("find")
+        .current_dir(dir)
+        .args(&present)
+        .args(["-type", "f"])
+        .args(["!", "-name", "Kconfig*", "!", "-name", "Makefile*"])
+        .args(["!", "-name", "Kbuild*", "-delete"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "pruning {}", dir.display());
 }
 
 /// Commit on branch `branch` (from `base`) the edits (file, text to find,
