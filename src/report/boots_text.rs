@@ -82,7 +82,7 @@ pub fn header_line(a: &Analysis) -> String {
         },
         ascii(&i.order),
         i.seed,
-        super::header::runs_tally(a)
+        crate::words::runs_tally(a.runs_ok, a.runs_left_out, a.runs_failed)
     )
 }
 

@@ -93,7 +93,7 @@ fn head(a: &Analysis) -> String {
     let _ = writeln!(
         h,
         "runs: {per_cell} per cell{warm}; {}",
-        super::header::runs_tally(a)
+        crate::words::runs_tally(a.runs_ok, a.runs_left_out, a.runs_failed)
     );
     let correction = match a.correction {
         Correction::Holm => "Holm",

@@ -21,20 +21,6 @@ pub fn header(a: &Analysis) -> String {
     h
 }
 
-/// The runs' tally every format's header gives: "N ok, M failed", with
-/// the runs left out between them when there are any (those of a boot
-/// that failed its machine audit: they succeeded, but are not counted as
-/// ok, as the statistics do not use them).
-pub fn runs_tally(a: &Analysis) -> String {
-    match a.runs_left_out {
-        0 => format!("{} ok, {} failed", a.runs_ok, a.runs_failed),
-        n => format!(
-            "{} ok, {n} left out (machine audit failed), {} failed",
-            a.runs_ok, a.runs_failed
-        ),
-    }
-}
-
 /// What ran where: the experiment, the machine, its memory and clocks.
 fn machine(a: &Analysis) -> String {
     let i = &a.info;
@@ -125,7 +111,7 @@ fn runs_line(a: &Analysis) -> String {
         },
         ascii(&i.order),
         i.seed,
-        runs_tally(a)
+        crate::words::runs_tally(a.runs_ok, a.runs_left_out, a.runs_failed)
     )
 }
 

@@ -33,7 +33,7 @@ pub fn render(a: &Analysis) -> String {
         i.runs_per_cell,
         esc(&i.order),
         i.seed,
-        super::header::runs_tally(a),
+        crate::words::runs_tally(a.runs_ok, a.runs_left_out, a.runs_failed),
         esc(&a.baseline),
         a.confidence * 100.0,
         match a.correction {
