@@ -274,8 +274,13 @@ enum Left {
 /// held, before the reads (the tests' look at that moment).
 fn left_in(s: &Path, own: bool, resuming: Option<i64>, between: &dyn Fn(&Path)) -> Left {
     // Some(connection) for a team store; a server out of reach holds
-    // nothing this check can read (the journal is still looked at).
-    let team = crate::store::pg::pointer_url(s).map(|_| Store::connect_team(s).ok());
+    // nothing this check can read (the journal is still looked at). One a
+    // live run holds is in use, and not connected to.
+    let team = match crate::store::pg::pointer_url(s) {
+        None => None,
+        Some(_) if !matches!(Store::try_lock(s), Ok(Some(_))) => return Left::InUse,
+        Some(_) => Some(Store::connect_team(s).ok()),
+    };
     let lock = match team {
         Some(_) => Store::try_lock(s),
         None => Store::try_lock_shared(s),

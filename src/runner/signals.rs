@@ -47,3 +47,39 @@ pub fn install() -> anyhow::Result<Arc<AtomicBool>> {
         })?;
     Ok(cancel)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::Ordering;
+
+    /// The flag is set by the time the signal has been taken (its handler
+    /// run), not later by the thread: bisect reads it once, right after a
+    /// build's `wait` returns. Run in a child process of this test binary,
+    /// so the handlers installed stay out of the other tests.
+    #[test]
+    fn the_first_signal_sets_the_flag_before_it_returns() {
+        const CHILD: &str = "SYSDELTA_TEST_SIGNALS_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let cancel = install().unwrap();
+            // raise(): the handler runs on this thread before it returns.
+            assert_eq!(unsafe { libc::raise(libc::SIGINT) }, 0);
+            assert!(cancel.load(Ordering::SeqCst), "not set in the handler");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "runner::signals::tests::the_first_signal_sets_the_flag_before_it_returns",
+                "--test-threads=1",
+            ])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{said}");
+        // The test ran there (not filtered out), and the first signal
+        // asked for a clean stop, not an abort.
+        assert!(said.contains("1 passed"), "{said}");
+    }
+}
