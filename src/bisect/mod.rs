@@ -126,10 +126,7 @@ impl Walk<'_> {
     /// build too), and the bisection stops as interrupted, to be resumed.
     fn build(&self, commit: &str) -> Result<Option<Built>> {
         let built = self.subject.build(commit);
-        let ready = matches!(built, Ok(Built::Ready(_)));
-        if self.cancel.load(std::sync::atomic::Ordering::SeqCst)
-            || (!ready && subject::interrupted(self.cancel))
-        {
+        if subject::interrupted(self.cancel) {
             return Ok(None);
         }
         built.map(Some)

@@ -55,17 +55,11 @@ pub struct Userspace {
 
 /// Whether a build that did not succeed was stopped by our Ctrl-C
 /// (`cancel`), not by the commit. The terminal's SIGINT reaches sysdelta
-/// and the build at once, and the flag is set by sysdelta's signal thread,
-/// which a loaded machine may run after the build's shell has exited (with
-/// a status, e.g. 130 or make's 2, that reads like a failed build): so the
-/// flag is given a moment before a failure is believed.
+/// and the build at once, and the build's shell may exit with a status
+/// (e.g. 130 or make's 2) that reads like a failed build; `cancel` is set
+/// inside sysdelta's signal handler (`runner::signals::install`), which
+/// has run by the time the build's `wait` returns, so it is read once.
 pub fn interrupted(cancel: &AtomicBool) -> bool {
-    for _ in 0..50 {
-        if cancel.load(Ordering::SeqCst) {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
     cancel.load(Ordering::SeqCst)
 }
 

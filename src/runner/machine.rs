@@ -265,14 +265,25 @@ enum Left {
 /// its teardown run but not yet recorded. The lock is shared where the
 /// store is a file (read without a write: two runs starting at once do not
 /// take each other's look for a live run), exclusive for a team store's
-/// anchor (opening it folds a dead run's log and deferred writes, which
-/// are then read in the same state). `between` runs once the lock is held,
-/// before the reads (the tests' look at that moment).
+/// anchor (what a dead run here left, its log and deferred writes, is
+/// taken in under it and then read in the same state). A team store is
+/// connected before the lock is taken, not under it: the connect may wait
+/// its timeout (5 s) on a slow or unreachable server, where a run starting
+/// on that store waits a second for the lock (`store::lock::lock_waiting`)
+/// before it says the store is in use. `between` runs once the lock is
+/// held, before the reads (the tests' look at that moment).
 fn left_in(s: &Path, own: bool, resuming: Option<i64>, between: &dyn Fn(&Path)) -> Left {
-    let team = crate::store::pg::pointer_url(s).is_some();
+    // Some(connection) for a team store; a server out of reach holds
+    // nothing this check can read (the journal is still looked at). One a
+    // live run holds is in use, and not connected to.
+    let team = match crate::store::pg::pointer_url(s) {
+        None => None,
+        Some(_) if !matches!(Store::try_lock(s), Ok(Some(_))) => return Left::InUse,
+        Some(_) => Some(Store::connect_team(s).ok()),
+    };
     let lock = match team {
-        true => Store::try_lock(s),
-        false => Store::try_lock_shared(s),
+        Some(_) => Store::try_lock(s),
+        None => Store::try_lock_shared(s),
     };
     // A store that a live sysdelta holds is in use, not left behind (for
     // the own store, taking its lock then says so); a store that is not
@@ -284,7 +295,12 @@ fn left_in(s: &Path, own: bool, resuming: Option<i64>, between: &dyn Fn(&Path)) 
     if !own && journal_changed(s) {
         return Left::Journal;
     }
-    let entered = peek::entered_configs_locked(s, &lock)
+    let entered = match &team {
+        Some(Some(store)) => peek::entered_configs_of_team(store, &lock),
+        Some(None) => Vec::new(),
+        None => peek::entered_configs_locked(s, &lock),
+    };
+    let entered = entered
         .into_iter()
         .filter(|e| !(own && Some(e.id) == resuming))
         .find(|e| {
@@ -390,6 +406,55 @@ mod tests {
         let _live = Store::try_lock(&s).unwrap().unwrap();
         let left = left_in(&s, false, None, &|_| panic!("read a store in use"));
         assert!(matches!(left, Left::InUse));
+    }
+
+    /// The connect to a team store's server is made before the anchor's
+    /// lock is taken: a run starting on that store meanwhile does not
+    /// find it held (and say "in use") while the server is slow.
+    #[test]
+    fn a_team_store_is_connected_before_its_lock_is_taken() {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let anchor = dir.path().join("pg.store");
+        // A "server" that takes the connection, looks at the lock, and
+        // goes away: the connect then fails, as to a server out of reach.
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let port = server.local_addr().unwrap().port();
+        let url = format!("postgresql://u@127.0.0.1:{port}/d?sslmode=disable");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&anchor)
+            .unwrap()
+            .write_all(crate::store::pg::anchor_text(&url).as_bytes())
+            .unwrap();
+        let done = std::sync::Arc::new(AtomicBool::new(false));
+        let (a, d) = (anchor.clone(), done.clone());
+        let server = std::thread::spawn(move || loop {
+            match server.accept() {
+                Ok((conn, _)) => {
+                    let free = Store::try_lock(&a).unwrap().is_some();
+                    drop(conn);
+                    return Some(free);
+                }
+                Err(_) if d.load(Ordering::SeqCst) => return None,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        });
+        let looked = Cell::new(false);
+        let left = left_in(&anchor, false, None, &|_| looked.set(true));
+        done.store(true, Ordering::SeqCst);
+        let free = server.join().unwrap();
+        assert_eq!(free, Some(true), "the lock was free during the connect");
+        // The lock was taken after: the check still ran, and found nothing
+        // it could read on a server out of reach.
+        assert!(looked.get());
+        assert!(matches!(left, Left::Nothing));
+        assert!(Store::try_lock(&anchor).unwrap().is_some());
     }
 
     #[test]

@@ -32,29 +32,42 @@ impl Store {
     /// to a writer and to any command on a team store's anchor, and opened
     /// read-only for a reader of a store file.
     pub fn open(path: &Path, create: bool) -> Result<Store> {
-        Store::open_as(path, create, false)
+        Store::open_as(path, create)
     }
 
-    /// [`Store::open`] by a process that holds the store's lock already
-    /// (`_lock`, from [`Store::try_lock`]): what a dead run left (its run
-    /// log, a team store's deferred writes) is taken in under that lock,
-    /// where `open` would try to take the lock itself, find it held, and
-    /// leave them. The machine-wide check before a run reads another store
-    /// this way, so that what it reads is one state no other process changes.
-    pub fn open_locked(
-        path: &Path,
-        create: bool,
-        _lock: &nix::fcntl::Flock<std::fs::File>,
-    ) -> Result<Store> {
-        Store::open_as(path, create, true)
+    /// A team store (the anchor at `anchor`) connected, its schema
+    /// checked and migrated, but what a dead run here left not yet taken
+    /// in: the machine-wide check before a run connects first and takes
+    /// the anchor's lock only then ([`Store::take_in_left`]), as the
+    /// connect may wait up to its timeout on a slow or unreachable server
+    /// and a run starting on the store waits only a second for that lock
+    /// (`store::lock`).
+    pub fn connect_team(anchor: &Path) -> Result<Store> {
+        let url = pg::pointer_url(anchor).ok_or_else(|| {
+            bad(format!(
+                "{}: not a PostgreSQL store's anchor",
+                anchor.display()
+            ))
+        })?;
+        Store::check_trusted(anchor)?;
+        Store::connect_pg(anchor, &url, false)
     }
 
-    /// Open; `held`: this process holds the store's lock.
-    fn open_as(path: &Path, create: bool, held: bool) -> Result<Store> {
+    /// Take in what a dead run left for this team store (its run log and
+    /// deferred writes) by a process holding the anchor's lock (`_lock`,
+    /// from [`Store::try_lock`]), so that what it reads next is one state
+    /// no other process changes.
+    pub fn take_in_left(&self, _lock: &nix::fcntl::Flock<std::fs::File>) -> Result<()> {
+        self.fold_orphaned_log(true)?;
+        self.apply_deferred_file()
+    }
+
+    /// Open, as [`Store::open`] says; `create`: a writer's.
+    fn open_as(path: &Path, create: bool) -> Result<Store> {
         let trusted = Store::check_trusted(path);
         if let Some(url) = pg::pointer_url(path) {
             trusted?;
-            return Store::open_pg(path, &url, create, held);
+            return Store::open_pg(path, &url, create);
         }
         let untrusted = match trusted {
             Err(e) if create => return Err(e),
@@ -98,28 +111,31 @@ impl Store {
         .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
         let store = Store::with(Db::Sqlite(conn), path, read_only);
         store.check_and_migrate(create)?;
-        store.fold_orphaned_log(held)?;
+        store.fold_orphaned_log(false)?;
         Ok(store)
     }
 
     /// Open the PostgreSQL store `url`, anchored at `anchor` on this
     /// machine (see [`pg`]): connected, its schema checked and migrated as
-    /// a file's is, and what a dead run here left in the run log folded.
-    /// `held`: this process holds the anchor's lock already.
-    pub(super) fn open_pg(anchor: &Path, url: &str, create: bool, held: bool) -> Result<Store> {
+    /// a file's is, and what a dead run here left in the run log folded
+    /// and its deferred writes applied, each under the anchor's lock when
+    /// no live run holds it.
+    pub(super) fn open_pg(anchor: &Path, url: &str, create: bool) -> Result<Store> {
+        let store = Store::connect_pg(anchor, url, create)?;
+        store.fold_orphaned_log(false)?;
+        if let Some(_lock) = Store::try_lock(anchor).ok().flatten() {
+            store.apply_deferred_file()?;
+        }
+        Ok(store)
+    }
+
+    /// Connect to the PostgreSQL store `url` and check and migrate its
+    /// schema; nothing local (run log, deferred writes) is read yet.
+    fn connect_pg(anchor: &Path, url: &str, create: bool) -> Result<Store> {
         let url = pg::Url::parse(url)?;
         let conn = db::Pg::connect(url.config.clone(), url.shown.clone())?;
         let store = Store::with(Db::Pg(Box::new(conn)), anchor, None);
         store.check_and_migrate(create)?;
-        store.fold_orphaned_log(held)?;
-        // Applied under the lock: held already, or taken for it here.
-        let lock = match held {
-            true => None,
-            false => Store::try_lock(anchor).ok().flatten(),
-        };
-        if held || lock.is_some() {
-            store.apply_deferred_file()?;
-        }
         Ok(store)
     }
 

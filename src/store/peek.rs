@@ -12,7 +12,7 @@ use std::path::Path;
 
 use nix::fcntl::Flock;
 
-use super::read_only_connection;
+use super::{read_only_connection, Store};
 
 /// An experiment a run left inside a config, with its plan (to tell
 /// whether that config has a teardown still to run).
@@ -31,19 +31,30 @@ pub struct Entered {
 /// file cannot be read as a store: what cannot be read cannot be resumed
 /// either.
 pub fn entered_configs(path: &Path) -> Vec<Entered> {
-    entered_as(path, None)
+    entered_as(path)
 }
 
-/// [`entered_configs`] read by a process holding the store's lock (from
-/// [`super::Store::try_lock`]): nothing changes the experiments while they
-/// are read, and what a dead run left for a team store is taken in first.
-pub fn entered_configs_locked(path: &Path, lock: &Flock<File>) -> Vec<Entered> {
-    entered_as(path, Some(lock))
+/// [`entered_configs`] of a store file read by a process holding its
+/// lock (from [`super::Store::try_lock_shared`]): no run changes the
+/// experiments while they are read.
+pub fn entered_configs_locked(path: &Path, _lock: &Flock<File>) -> Vec<Entered> {
+    entered_as(path)
 }
 
-fn entered_as(path: &Path, lock: Option<&Flock<File>>) -> Vec<Entered> {
+/// [`entered_configs`] of a team store connected already
+/// ([`Store::connect_team`]) by a process that has since taken its
+/// anchor's lock (`lock`): what a dead run here left is taken in, then
+/// read, in one state no other process changes. Empty when that fails.
+pub fn entered_configs_of_team(store: &Store, lock: &Flock<File>) -> Vec<Entered> {
+    if store.take_in_left(lock).is_err() {
+        return Vec::new();
+    }
+    entered_in(&store.db, Some(&crate::monitor::fingerprint::hostname()))
+}
+
+fn entered_as(path: &Path) -> Vec<Entered> {
     if super::pg::pointer_url(path).is_some() {
-        return entered_on_server(path, lock);
+        return entered_on_server(path);
     }
     let Ok(conn) = read_only_connection(path) else {
         return Vec::new();
@@ -57,12 +68,8 @@ fn entered_as(path: &Path, lock: Option<&Flock<File>>) -> Vec<Entered> {
 /// dead run here left in the local run log, which is this machine's own,
 /// and applies the state writes it left deferred (its entered config may
 /// be only there).
-fn entered_on_server(anchor: &Path, lock: Option<&Flock<File>>) -> Vec<Entered> {
-    let opened = match lock {
-        Some(l) => super::Store::open_locked(anchor, false, l),
-        None => super::Store::open(anchor, false),
-    };
-    let Ok(store) = opened else {
+fn entered_on_server(anchor: &Path) -> Vec<Entered> {
+    let Ok(store) = Store::open(anchor, false) else {
         return Vec::new();
     };
     entered_in(&store.db, Some(&crate::monitor::fingerprint::hostname()))

@@ -315,6 +315,7 @@ mod tests {
             include_str!("fold.rs"),
             include_str!("write.rs"),
             include_str!("recent.rs"),
+            include_str!("tally.rs"),
         ] {
             for sql in statements(source) {
                 if whole_store.contains(&sql.as_str()) {
@@ -328,6 +329,20 @@ mod tests {
         }
         // The experiment's load, the fold's checks and the boots are there.
         assert!(checked >= 20, "{checked} statements checked");
+        // The tally at the end of a run walks the runs in run order along
+        // the (experiment_id, block, seq) index: no sort, whose cost would
+        // follow the runs (tally.rs).
+        let tally = statements(include_str!("tally.rs"));
+        assert_eq!(tally.len(), 1, "{tally:?}");
+        let steps = plan(&c, &tally[0]);
+        assert!(
+            steps.iter().all(|s| !s.contains("TEMP B-TREE"))
+                && steps
+                    .iter()
+                    .any(|s| s.starts_with("SEARCH runs USING INDEX")),
+            "{}\nsorts or reads no index: {steps:?}",
+            tally[0]
+        );
         let metrics = plan(
             &c,
             "SELECT m.workload FROM metrics m
