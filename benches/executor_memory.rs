@@ -24,7 +24,9 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+
+#[path = "common/peak.rs"]
+mod peak;
 
 const SMALL: u32 = 1_000;
 const LARGE: u32 = 10_000;
@@ -68,22 +70,7 @@ fn peak_mib(dir: &Path, runs: u32, report: bool) -> f64 {
         .stderr(std::fs::File::create(&err_path).unwrap())
         .spawn()
         .unwrap();
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0u64;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        let hwm = std::fs::read_to_string(&status_file)
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
-                line.split_whitespace().nth(1)?.parse::<u64>().ok()
-            })
-            .unwrap_or(0);
-        peak_kib = peak_kib.max(hwm);
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let (status, peak_kib) = peak::wait_with_peak(&mut child);
     assert!(
         status.success(),
         "{}",

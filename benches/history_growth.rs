@@ -39,6 +39,9 @@ use sysdelta::store::whole::WholeExperiment;
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 use sysdelta::workload::MetricSamples;
 
+#[path = "common/peak.rs"]
+mod peak;
+
 /// xorshift64: a fixed stream of uniforms in [0, 1).
 struct Noise(u64);
 impl Noise {
@@ -166,7 +169,6 @@ fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> Took {
         .spawn()
         .unwrap();
     let pid = child.id() as libc::pid_t;
-    let status_file = format!("/proc/{pid}/status");
     let mut peak_kib = 0u64;
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let (status, cpu) = loop {
@@ -179,13 +181,7 @@ fn history(bin: &Path, dir: &Path, store: &Path, args: &[&str]) -> Took {
             break (status, secs(ru.ru_utime) + secs(ru.ru_stime));
         }
         assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
-        let hwm = std::fs::read_to_string(&status_file)
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
-                line.split_whitespace().nth(1)?.parse::<u64>().ok()
-            })
-            .unwrap_or(0);
+        let hwm = peak::vm_hwm_kib(pid as u32);
         peak_kib = peak_kib.max(hwm);
         std::thread::sleep(std::time::Duration::from_millis(2));
     };

@@ -30,6 +30,9 @@ use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, SeriesRecord, Store};
 use sysdelta::workload::MetricSamples;
 
+#[path = "common/peak.rs"]
+mod peak;
+
 const METRICS: usize = 50;
 const CONFIGS: usize = 4;
 const RUNS: usize = 40;

@@ -117,22 +117,7 @@ fn report(dir: &Path, path: &Path) -> (f64, f64, f64) {
         .stderr(err)
         .spawn()
         .unwrap();
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak_kib = 0u64;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        let hwm = std::fs::read_to_string(&status_file)
-            .ok()
-            .and_then(|s| {
-                let line = s.lines().find(|l| l.starts_with("VmHWM:"))?.to_string();
-                line.split_whitespace().nth(1)?.parse::<u64>().ok()
-            })
-            .unwrap_or(0);
-        peak_kib = peak_kib.max(hwm);
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    };
+    let (status, peak_kib) = super::peak::wait_with_peak(&mut child);
     // The exit is seen up to 2 ms late.
     let s = t.elapsed().as_secs_f64();
     assert!(

@@ -365,22 +365,15 @@ impl Precision {
 /// sum of squared deviations instead of its values (both sides finite, at
 /// least 2 runs, checked by the caller).
 fn welch_from_moments(base: &MetricState, other: &MetricState, conf: f64) -> Option<(f64, f64)> {
-    let (mb, mo) = (base.mean, other.mean);
-    if mb == 0.0 || mo == 0.0 || (mb > 0.0) != (mo > 0.0) || !(conf > 0.0 && conf < 1.0) {
-        return None;
-    }
-    let (nb, no) = (base.n as f64, other.n as f64);
-    let (vb, vo) = (base.m2 / (nb - 1.0), other.m2 / (no - 1.0));
-    let (rb, ro) = (vb / (nb * mb * mb), vo / (no * mo * mo));
-    let r = mo / mb;
-    let v = rb + ro;
-    if v == 0.0 {
-        return Some((r, r));
-    }
-    let df = v * v / (rb * rb / (nb - 1.0) + ro * ro / (no - 1.0));
-    let half = stats::special::t_quantile((1.0 + conf) / 2.0, df) * v.sqrt();
-    let (lo, hi) = ((r.ln() - half).exp(), (r.ln() + half).exp());
-    (lo.is_finite() && hi.is_finite()).then_some((lo, hi))
+    let moments = |m: &MetricState| {
+        let n = m.n as f64;
+        stats::welch::Moments {
+            n,
+            mean: m.mean,
+            var: m.m2 / (n - 1.0),
+        }
+    };
+    stats::welch::log_ratio_ci_of(moments(base), moments(other), conf)
 }
 
 #[cfg(test)]

@@ -105,16 +105,45 @@ pub fn welch_test(base: &[f64], other: &[f64]) -> Option<Welch> {
 /// demand. Coverage at 2, 3, 4, 6 and 10 per side is measured by
 /// `stats::calibrate::small_coverage` under four noise shapes.
 pub fn log_ratio_ci(base: &[f64], other: &[f64], confidence: f64) -> Option<(f64, f64)> {
-    if !(usable(base) && usable(other) && confidence > 0.0 && confidence < 1.0) {
+    if !(usable(base) && usable(other)) {
         return None;
     }
     let (mb, vb) = mean_var(base);
     let (mo, vo) = mean_var(other);
-    if mb == 0.0 || mo == 0.0 || (mb > 0.0) != (mo > 0.0) {
+    log_ratio_ci_of(
+        Moments {
+            n: base.len() as f64,
+            mean: mb,
+            var: vb,
+        },
+        Moments {
+            n: other.len() as f64,
+            mean: mo,
+            var: vo,
+        },
+        confidence,
+    )
+}
+
+/// A side's count, mean and sample variance: all [`log_ratio_ci_of`]
+/// reads of its values (a running state keeps them without the values).
+#[derive(Clone, Copy, Debug)]
+pub struct Moments {
+    pub n: f64,
+    pub mean: f64,
+    pub var: f64,
+}
+
+/// [`log_ratio_ci`] from each side's moments (at least 2 finite values a
+/// side, checked by the caller); the same conditions give None.
+pub fn log_ratio_ci_of(base: Moments, other: Moments, confidence: f64) -> Option<(f64, f64)> {
+    let (mb, mo) = (base.mean, other.mean);
+    if !(confidence > 0.0 && confidence < 1.0) || mb == 0.0 || mo == 0.0 || (mb > 0.0) != (mo > 0.0)
+    {
         return None;
     }
-    let (nb, no) = (base.len() as f64, other.len() as f64);
-    let (rb, ro) = (vb / (nb * mb * mb), vo / (no * mo * mo));
+    let (nb, no) = (base.n, other.n);
+    let (rb, ro) = (base.var / (nb * mb * mb), other.var / (no * mo * mo));
     let r = mo / mb;
     let v = rb + ro;
     if v == 0.0 {
