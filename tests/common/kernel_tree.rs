@@ -3,8 +3,9 @@
 //! extracted (less the sources of directories the fixture's kconfig
 //! compiles nothing from) and committed once, cached under
 //! `CARGO_TARGET_TMPDIR` keyed by the tarball's size and mtime and the
-//! pruning's version (a newer package or pruning gives a new tree and the
-//! old one is removed), with patches committed on branches on top.
+//! pruning's version (a newer package gives a new tree and the old one is
+//! removed; a new pruning gives a new tree beside the old), with patches
+//! committed on branches on top.
 //! The build cache the tests give sysdelta (`XDG_CACHE_HOME`) is there
 //! too, so reruns build incrementally.
 
