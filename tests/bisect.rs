@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{note, Sandbox};
+use common::{git, note, Sandbox};
 
 /// Commits after the good one.
 const COMMITS: usize = 30;
@@ -31,17 +31,6 @@ command = "sh run.sh"
 shell = "none"
 metrics = [{ name = "value", regex = 'value: (?P<value>[0-9.]+)' }]
 "#;
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// A repository of 1 + COMMITS commits (returned oldest first): the shift
 /// starts at commit `culprit` (None: never), commit `broken` fails to

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Sandbox;
+use common::{git, Sandbox};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
@@ -37,17 +37,6 @@ command = "sh run.sh"
 shell = "none"
 metrics = [{ name = "value", regex = 'value: (?P<value>[0-9.]+)' }]
 "#;
-
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 /// Commits 0..=3, the level 1.5 from commit 2 on; oldest first.
 fn repo(dir: &Path) -> Vec<String> {

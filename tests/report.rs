@@ -12,6 +12,8 @@ mod common;
 #[path = "common/boots.rs"]
 mod kernels;
 
+#[path = "report/audit.rs"]
+mod audit;
 #[path = "report/benchstat_layout.rs"]
 mod benchstat_layout;
 #[path = "report/boots.rs"]
@@ -42,6 +44,8 @@ mod html_short_runs;
 mod html_summary_plot;
 #[path = "report/hyperfine_scripts.rs"]
 mod hyperfine_scripts;
+#[path = "report/json_files.rs"]
+mod json_files;
 #[path = "report/readable.rs"]
 mod readable;
 #[path = "report/schema.rs"]

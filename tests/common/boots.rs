@@ -1,7 +1,9 @@
 //! Stores of kernel experiments, made through the library as the runner
 //! makes them: boots begun, identified and ended, and each guest's runs
 //! recorded as rows naming their boot. Included by the tests that need it
-//! as `#[path = "common/boots.rs"] mod kernels;` next to `mod common;`.
+//! as `#[path = "common/boots.rs"] mod kernels;` next to `mod common;`:
+//! each such binary uses a part of it.
+#![allow(dead_code)]
 
 use std::path::Path;
 
@@ -143,4 +145,37 @@ pub fn store_with(path: &Path, kernels: &[Kernel], shape: &Shape) -> (Store, i64
     let store = Store::open(path, true).unwrap();
     let exp = experiment(&store, kernels, shape);
     (store, exp)
+}
+
+/// An A/A pair: two kernels at the same level.
+pub const AA: [Kernel; 2] = [
+    Kernel {
+        name: "k1",
+        level: 1.0,
+    },
+    Kernel {
+        name: "k2",
+        level: 1.0,
+    },
+];
+
+/// A seventh boot of `k2` (boot 6), on kexec, that ran 2 runs of 50 s (far
+/// from the others) and then failed its machine audit, as a kexec session
+/// records one.
+pub fn add_audit_failed_boot(store: &Store, exp: i64) {
+    let boot = store.begin_boot(exp, "k2", 6, 0, "kexec", 1.9e9).unwrap();
+    record(store, exp, 6, 0, "k2", boot, 50.0);
+    record(store, exp, 6, 1, "k2", boot, 50.0);
+    let reason = format!("{}: dmesg: 1 error", sysdelta::status::AUDIT_FAILED);
+    store
+        .end_boot(
+            boot,
+            &BootEnd {
+                ok: false,
+                reason: Some(reason),
+                runs: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
 }

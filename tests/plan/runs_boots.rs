@@ -4,21 +4,10 @@
 use crate::common;
 use crate::kernels;
 
-use kernels::{Kernel, Shape};
+use kernels::{Shape, AA};
 use sysdelta::analysis;
 use sysdelta::commands::plan_runs;
 use sysdelta::stats::power;
-
-const AA: [Kernel; 2] = [
-    Kernel {
-        name: "k1",
-        level: 1.0,
-    },
-    Kernel {
-        name: "k2",
-        level: 1.0,
-    },
-];
 
 fn plan(shape: &Shape, detect: f64) -> (common::Sandbox, plan_runs::RunPlan) {
     let sb = common::Sandbox::new();

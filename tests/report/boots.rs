@@ -5,7 +5,7 @@
 use crate::common;
 use crate::kernels;
 
-use kernels::{Kernel, Shape};
+use kernels::{Kernel, Shape, AA};
 use sysdelta::analysis::{self, Analysis, MetricAnalysis, Verdict};
 use sysdelta::stats;
 use sysdelta::store::{ExperimentData, Store};
@@ -47,17 +47,6 @@ fn run_values(data: &ExperimentData, config: &str, m: &str) -> Vec<f64> {
         .map(|r| r.samples[m][0])
         .collect()
 }
-
-const AA: [Kernel; 2] = [
-    Kernel {
-        name: "k1",
-        level: 1.0,
-    },
-    Kernel {
-        name: "k2",
-        level: 1.0,
-    },
-];
 
 #[test]
 fn the_boot_is_the_unit_and_its_ci_is_wider_than_a_per_run_ci() {
@@ -260,21 +249,7 @@ fn a_failed_boot_is_listed_and_its_runs_kept() {
 fn runs_of_a_boot_whose_audit_failed_are_kept_apart() {
     let sb = common::Sandbox::new();
     let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape(1));
-    let boot = store.begin_boot(exp, "k2", 6, 0, "kexec", 1.9e9).unwrap();
-    kernels::record(&store, exp, 6, 0, "k2", boot, 50.0);
-    kernels::record(&store, exp, 6, 1, "k2", boot, 50.0);
-    let reason = format!("{}: dmesg: 1 error", sysdelta::status::AUDIT_FAILED);
-    store
-        .end_boot(
-            boot,
-            &sysdelta::store::BootEnd {
-                ok: false,
-                reason: Some(reason),
-                runs: 2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    kernels::add_audit_failed_boot(&store, exp);
     let a = analyze(&store.load(exp).unwrap());
     // Six boots of k2 count, not seven; the 50 s runs are not in its mean.
     let k2 = &metric(&a, "wall").cells[1];

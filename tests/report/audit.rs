@@ -2,26 +2,13 @@
 //! stored, and every format counts and shows them as left out, never as
 //! ok runs, and no plot draws them (the statistics do not use them).
 
-#[macro_use]
-mod common;
-#[path = "common/boots.rs"]
-mod kernels;
+use crate::common;
+use crate::kernels;
 
-use kernels::{Kernel, Shape};
+use kernels::{Shape, AA};
 use sysdelta::analysis;
 use sysdelta::report::{self, Format, ReportOptions};
 use sysdelta::store::ExperimentData;
-
-const AA: [Kernel; 2] = [
-    Kernel {
-        name: "k1",
-        level: 1.0,
-    },
-    Kernel {
-        name: "k2",
-        level: 1.0,
-    },
-];
 
 /// 6 boots x 5 runs of each kernel, and a seventh boot of k2 whose audit
 /// failed after it ran 2 runs of 50 s.
@@ -36,21 +23,7 @@ fn data() -> (common::Sandbox, ExperimentData) {
         seed: 1,
     };
     let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape);
-    let boot = store.begin_boot(exp, "k2", 6, 0, "kexec", 1.9e9).unwrap();
-    kernels::record(&store, exp, 6, 0, "k2", boot, 50.0);
-    kernels::record(&store, exp, 6, 1, "k2", boot, 50.0);
-    let reason = format!("{}: dmesg: 1 error", sysdelta::status::AUDIT_FAILED);
-    store
-        .end_boot(
-            boot,
-            &sysdelta::store::BootEnd {
-                ok: false,
-                reason: Some(reason),
-                runs: 2,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    kernels::add_audit_failed_boot(&store, exp);
     let data = store.load(exp).unwrap();
     (sb, data)
 }

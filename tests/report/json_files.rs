@@ -4,8 +4,7 @@
 //! earlier one clobbered), and a stdout cut short ends the command with a
 //! non-zero status and one line on stderr saying the report is incomplete.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 use std::os::unix::process::CommandExt;
 use std::process::{Output, Stdio};
