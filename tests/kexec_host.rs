@@ -36,33 +36,7 @@ impl Hand {
             }
             false => 1,
         };
-        let st = state::State::create(&h.path("state")).unwrap();
-        let k = state::Kernel {
-            image: "/boot/vmlinuz".into(),
-            initrd: None,
-            release: "r".into(),
-            banner: "r".into(),
-            sha256: String::new(),
-            initrd_sha256: None,
-        };
-        st.write_session(&state::Session {
-            store: store_path,
-            experiment: exp,
-            plan_source: "plan.toml".into(),
-            plan_text: String::new(),
-            overrides: Default::default(),
-            cwd: None,
-            env: vec![],
-            start: k,
-            start_cmdline: String::new(),
-            hook_dir: h.path("hook"),
-            panic_s: 10,
-            audit_ignore: vec![],
-            boots: vec![],
-        })
-        .unwrap();
-        let unit = hook::unit_text(Path::new(bin()), &h.path("state")).unwrap();
-        hook::install(&h.path("hook"), &unit).unwrap();
+        kexec_session_by_hand(&h.path("state"), &h.path("hook"), &store_path, exp);
         Hand { exp, ..h }
     }
 

@@ -381,41 +381,15 @@ fn stop_removes_the_hook_and_the_state_and_interrupts_the_experiment() {
     if !is_root() {
         return skip("not root");
     }
-    use sysdelta::kexec::{hook, state};
+    use sysdelta::kexec::state;
     let b = Bench::new();
     let store_path = b.path("store.db");
     let exp = {
         let store = sysdelta::store::Store::open(&store_path, true).unwrap();
         create_experiment(&store, "kexec", &["a"], 0, &[])
     };
-    let st = state::State::create(&b.path("state")).unwrap();
-    let k = state::Kernel {
-        image: "/boot/vmlinuz".into(),
-        initrd: None,
-        release: "r".into(),
-        banner: "r".into(),
-        sha256: String::new(),
-        initrd_sha256: None,
-    };
-    st.write_session(&state::Session {
-        store: store_path.clone(),
-        experiment: exp,
-        plan_source: "plan.toml".into(),
-        plan_text: String::new(),
-        overrides: Default::default(),
-        cwd: None,
-        env: vec![],
-        start: k,
-        start_cmdline: String::new(),
-        hook_dir: b.path("hook"),
-        panic_s: 10,
-        audit_ignore: vec![],
-        boots: vec![],
-    })
-    .unwrap();
+    let st = kexec_session_by_hand(&b.path("state"), &b.path("hook"), &store_path, exp);
     st.append(&state::Step::Done { n: 0 }).unwrap();
-    let unit = hook::unit_text(Path::new(bin()), &b.path("state")).unwrap();
-    hook::install(&b.path("hook"), &unit).unwrap();
     assert!(!walk(&b.path("hook")).is_empty());
     let out = std::process::Command::new(bin())
         .args([

@@ -234,6 +234,47 @@ impl Sandbox {
     }
 }
 
+/// A kexec session made by hand, as `kexec start` leaves one: its state
+/// in `state` (an empty schedule, a placeholder kernel) for experiment
+/// `exp` of `store`, and the boot hook that resumes it installed in
+/// `hook` (which exists). Returns the state, for steps to be added.
+pub fn kexec_session_by_hand(
+    state: &Path,
+    hook: &Path,
+    store: &Path,
+    exp: i64,
+) -> sysdelta::kexec::state::State {
+    use sysdelta::kexec::{hook as boot_hook, state as s};
+    let st = s::State::create(state).unwrap();
+    let k = s::Kernel {
+        image: "/boot/vmlinuz".into(),
+        initrd: None,
+        release: "r".into(),
+        banner: "r".into(),
+        sha256: String::new(),
+        initrd_sha256: None,
+    };
+    st.write_session(&s::Session {
+        store: store.to_path_buf(),
+        experiment: exp,
+        plan_source: "plan.toml".into(),
+        plan_text: String::new(),
+        overrides: Default::default(),
+        cwd: None,
+        env: vec![],
+        start: k,
+        start_cmdline: String::new(),
+        hook_dir: hook.to_path_buf(),
+        panic_s: 10,
+        audit_ignore: vec![],
+        boots: vec![],
+    })
+    .unwrap();
+    let unit = boot_hook::unit_text(Path::new(bin()), state).unwrap();
+    boot_hook::install(hook, &unit).unwrap();
+    st
+}
+
 /// `git -C repo ARGS`, asserted to succeed: its stdout, trimmed.
 pub fn git(repo: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
