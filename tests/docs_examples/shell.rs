@@ -24,7 +24,7 @@ pub struct Block {
 /// is printed as a SKIP line when met; one that no doc holds any more
 /// fails the test, so the list stays true.
 pub const NOT_RUN: &[(&str, &str)] = &[
-    ("cargo run --release", "the release build this test is part of (about 4 minutes)"),
+    ("cargo run --release", "the release build this test is part of (about 2 minutes)"),
     ("cargo test --release", "the test suite this test is part of"),
     ("cargo install", "installs into ~/.cargo/bin"),
     ("-k 'up=/boot/vmlinuz", "boots kernels in QEMU as root for minutes (tests/vm_boot.rs, tests/kernel_runs.rs)"),
