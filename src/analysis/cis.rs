@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::boots::CellUnits;
-use super::model::{MetricAnalysis, Options, NOT_ESTIMABLE};
+use super::model::{CiMethod, MetricAnalysis, Options, NOT_ESTIMABLE};
 use crate::error::Error;
 use crate::stats;
 
@@ -62,6 +62,38 @@ pub(super) fn estimable(
              of means has no interval"
         )
     }))
+}
+
+/// True when a workload's bootstrap CIs may be left uncomputed because no
+/// output shows them (`Options::intervals` false): only where every one
+/// of its comparisons would certainly get a CI, so that every verdict
+/// (which needs one, `comparison::correct`) is what it would have been.
+/// That holds for the percentile interval (the default method) without a
+/// TOST margin, when both sides of every comparison have at least
+/// `stats::welch::SMALL_CI_BELOW` values (below, the cheap Welch interval
+/// is computed as always), all finite and above 0, and n times the
+/// largest is finite: every resampled mean is then finite and positive,
+/// so `bootstrap::ratio_ci` returns an interval, and it lies above 0, so
+/// [`possible`] accepts it. Decided per workload, as its cells are
+/// resampled jointly: a workload with one doubtful cell is resampled
+/// whole, exactly as when intervals are shown.
+pub(super) fn skippable(metrics: &[MetricAnalysis], of_workload: &[usize], opts: &Options) -> bool {
+    if opts.ci_method != CiMethod::Percentile || opts.equivalence.is_some() {
+        return false;
+    }
+    let certain = |values: &[f64]| {
+        let n = values.len();
+        let max = values.iter().copied().fold(0.0, f64::max);
+        n >= crate::stats::welch::SMALL_CI_BELOW
+            && values.iter().all(|&x| x.is_finite() && x > 0.0)
+            && (max * n as f64).is_finite()
+    };
+    of_workload.iter().all(|&mi| {
+        let cells = &metrics[mi].cells;
+        // A comparison needs both sides; a cell compared with nothing
+        // (a baseline alone) is never resampled for a CI of its own.
+        cells.len() < 2 || cells.iter().all(|c| certain(&c.values))
+    })
 }
 
 /// Each workload's metrics (indices, in order), workloads sorted by name:

@@ -86,7 +86,12 @@ pub(super) fn compare_all(
         .par_iter()
         .enumerate()
         .map(|(wi, (w, of_workload))| {
-            let means = cis::workload_means(shared, (wi, w, of_workload), units, configs, opts);
+            // Resampled only where a CI is shown, or may not exist.
+            let skip = !opts.intervals && cis::skippable(shared, of_workload, opts);
+            let means = match skip {
+                true => HashMap::new(),
+                false => cis::workload_means(shared, (wi, w, of_workload), units, configs, opts),
+            };
             of_workload
                 .iter()
                 .map(|&mi| (mi, compare_metric(&shared[mi], mi, &means, opts)))
@@ -140,8 +145,13 @@ fn compare_cell(
             }
             cmp.median_ratio = stats::hodges_lehmann::median_ratio(base, other);
             if base.len() >= 2 && other.len() >= 2 {
-                if let (Some(bm), Some(om)) = means {
-                    ratio_cis(&mut cmp, base, other, (bm, om), b.mean.signum(), opts);
+                match means {
+                    (Some(bm), Some(om)) => {
+                        ratio_cis(&mut cmp, base, other, (bm, om), b.mean.signum(), opts)
+                    }
+                    // Not resampled: `compare_all` skipped it, as no output
+                    // shows it and it certainly exists.
+                    _ => cmp.ci_skipped = !opts.intervals,
                 }
                 let by_boot = base_cell.boots.is_some() || cell.boots.is_some();
                 test(&mut cmp, base, other, by_boot, opts);
@@ -255,8 +265,9 @@ pub(super) fn correct(
         let dir = m.spec.direction;
         let c = &mut m.comparisons[*ci];
         c.p_adjusted = Some(padj);
-        c.verdict = match (c.delta_mean_pct, c.ratio_ci) {
-            (Some(d), Some(_)) => {
+        let ci = c.ratio_ci.is_some() || c.ci_skipped;
+        c.verdict = match (c.delta_mean_pct, ci) {
+            (Some(d), true) => {
                 // Welch's t is a test of the means: the delta's sign is its
                 // direction, and the rank shift has no say.
                 let shift = match c.test {

@@ -22,6 +22,13 @@ pub struct Options {
     pub ci_method: CiMethod,
     /// TOST margin as a fraction (0.01 for "is the overhead under 1%?").
     pub equivalence: Option<f64>,
+    /// Whether the CIs of the ratio of means are computed. False only
+    /// where no output shows them (benchstat's layout prints medians, the
+    /// verdict and the p): the bootstrap, most of such a report's time, is
+    /// then skipped wherever it cannot change a verdict
+    /// (`cis::certainly_estimable`), and the comparison says so
+    /// ([`Comparison::ci_skipped`]).
+    pub intervals: bool,
 }
 
 /// How p-values are corrected for testing many comparisons in one report.
@@ -53,6 +60,7 @@ impl Default for Options {
             correction: Correction::Holm,
             ci_method: CiMethod::Percentile,
             equivalence: None,
+            intervals: true,
         }
     }
 }
@@ -148,6 +156,11 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// Why the verdict is undefined, when it is.
     pub note: Option<String>,
+    /// True when `ratio_ci` was not computed because no output shows it
+    /// ([`Options::intervals`]) and it certainly exists: the verdict is
+    /// the one it would have allowed. Never in a report that prints CIs.
+    #[serde(skip)]
+    pub ci_skipped: bool,
 }
 
 fn is_rank(t: &stats::power::ReportTest) -> bool {
@@ -177,6 +190,7 @@ impl Comparison {
             ci_small_sample: false,
             verdict: Verdict::Undefined,
             note: None,
+            ci_skipped: false,
         }
     }
 }

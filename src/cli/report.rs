@@ -152,6 +152,12 @@ fn print_analyzed(
     if formats.is_empty() && f.fail_on.is_none() {
         return Ok(false);
     }
+    // benchstat's layout and the --fail-on gate show no CI of the mean:
+    // without another format the bootstrap is skipped where it cannot
+    // change a verdict (analysis::Options::intervals).
+    opts.analysis.intervals = formats
+        .iter()
+        .any(|(format, _)| *format != Format::Benchstat);
     // Analyzed once, however many formats are written.
     let x = match data {
         Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,

@@ -17,6 +17,7 @@
 //! `KiB/op`, ...) and `--time-unit` applies to it.
 
 use std::collections::{BTreeSet, HashMap};
+use std::rc::Rc;
 
 use regex::Regex;
 
@@ -84,44 +85,65 @@ fn metric_name(unit: &str) -> String {
     }
 }
 
-/// One result line, before its workload is named.
-struct GoResult {
-    config: String,
-    /// Where it stands, for errors: "PATH:LINE".
-    at: String,
+/// The values of [`IDENTITY_KEYS`] in force at a line; shared, as every
+/// result line under one `pkg:` line has the same.
+type KeyValues = [Option<Rc<str>>; 4];
+
+/// One result line, before its workload is named. It borrows from the
+/// file's text: thousands of lines cost no copy of their words.
+struct GoResult<'a> {
+    /// The config: its index in [`Imported::configs`].
+    config: usize,
+    /// Where it stands, for errors: the file's path and the line number.
+    path: &'a str,
+    line: usize,
     /// The full name (`Foo/sub-8`).
-    name: String,
-    /// The values of [`IDENTITY_KEYS`] in force at this line.
-    keys: [Option<String>; 4],
+    name: &'a str,
+    keys: KeyValues,
     /// (metric name, unit, value) per pair, in line order.
-    values: Vec<(String, String, f64)>,
+    values: Vec<(String, &'a str, f64)>,
+}
+
+impl GoResult<'_> {
+    /// "PATH:LINE", as errors name a line.
+    fn at(&self) -> String {
+        format!("{}:{}", self.path, self.line)
+    }
+}
+
+/// `key: value` lines (`pkg: example.com/a`, `cpu: ...`), compiled once.
+fn key_line() -> &'static Regex {
+    static KEY: std::sync::LazyLock<Regex> =
+        std::sync::LazyLock::new(|| Regex::new(r"^([a-z][^\s:]*):\s*(.*)$").expect("valid regex"));
+    &KEY
 }
 
 /// Parse one file as config `config` into `out` (its key lines into
 /// `imp`'s notes and fingerprint).
-fn parse_file(
+fn parse_file<'a>(
     imp: &mut Imported,
-    out: &mut Vec<GoResult>,
+    out: &mut Vec<GoResult<'a>>,
     config: &str,
-    path: &str,
-    text: &str,
+    path: &'a str,
+    text: &'a str,
 ) -> Result<(), Error> {
-    let name_re = Regex::new(r"^Benchmark(\S+)$").expect("valid regex");
-    let key_re = Regex::new(r"^([a-z][^\s:]*):\s*(.*)$").expect("valid regex");
-    let mut keys: [Option<String>; 4] = Default::default();
+    let mut keys: KeyValues = Default::default();
+    // About a result per line: grown once, not by doubling.
+    out.reserve(text.len() / 32);
     let found = out.len();
     imp.add_config(config);
+    let config_index = imp.configs.len() - 1;
     for (ln, line) in text.lines().enumerate() {
         let at = || format!("{path}:{}", ln + 1);
         let mut fields = line.split_whitespace();
         let Some(first) = fields.next() else { continue };
         if !first.starts_with("Benchmark") {
-            if let Some(c) = key_re.captures(line) {
+            if let Some(c) = key_line().captures(line) {
                 let (k, v) = (c[1].to_string(), c[2].trim().to_string());
                 imp.notes.push_str(&format!("{config}: {k}: {v}\n"));
                 if let Some(i) = IDENTITY_KEYS.iter().position(|x| *x == k) {
                     // A key line with no value unsets the key (benchfmt).
-                    keys[i] = Some(v.clone()).filter(|v| !v.is_empty());
+                    keys[i] = Some(v.as_str().into()).filter(|v: &Rc<str>| !v.is_empty());
                 }
                 if k == "cpu" {
                     imp.fingerprint.entry("cpu_model".into()).or_insert(v);
@@ -135,9 +157,11 @@ fn parse_file(
         if rest.is_empty() {
             continue; // the name line `go test -v` prints before the result
         }
-        let name = name_re
-            .captures(first)
-            .map(|c| c[1].to_string())
+        // `first` has no white space: `Benchmark` and a name of at least
+        // one character is the whole of benchfmt's rule.
+        let name = first
+            .strip_prefix("Benchmark")
+            .filter(|n| !n.is_empty())
             .ok_or_else(|| Error::bad(format!("{}: malformed benchmark name '{first}'", at())))?;
         let iters: u64 = rest[0].parse().map_err(|_| {
             Error::bad(format!(
@@ -159,22 +183,23 @@ fn parse_file(
                 at()
             )));
         }
-        let mut values: Vec<(String, String, f64)> = Vec::new();
+        let mut values: Vec<(String, &str, f64)> = Vec::with_capacity(pairs.len() / 2);
         for p in pairs.chunks(2) {
             let v = value(p[0], p[1]).map_err(|m| Error::bad(format!("{}: {m}", at())))?;
             let metric = metric_name(p[1]);
             if let Some((_, u, _)) = values.iter().find(|(m, _, _)| *m == metric) {
-                return Err(Error::bad(if u == p[1] {
+                return Err(Error::bad(if *u == p[1] {
                     format!("{}: unit '{u}' appears twice", at())
                 } else {
                     format!("{}: '{u}' and '{}' are both {metric}", at(), p[1])
                 }));
             }
-            values.push((metric, p[1].to_string(), v));
+            values.push((metric, p[1], v));
         }
         out.push(GoResult {
-            config: config.into(),
-            at: at(),
+            config: config_index,
+            path,
+            line: ln + 1,
             name,
             keys: keys.clone(),
             values,
@@ -211,7 +236,7 @@ fn workload_names(results: &[GoResult]) -> Vec<String> {
                 })
                 .collect();
             if keys.is_empty() {
-                r.name.clone()
+                r.name.to_string()
             } else {
                 format!("{} [{}]", r.name, keys.join(" "))
             }
@@ -224,28 +249,38 @@ fn workload_names(results: &[GoResult]) -> Vec<String> {
 /// there) is refused: its values could not be compared.
 fn assemble(imp: &mut Imported, results: Vec<GoResult>) -> Result<(), Error> {
     let names = workload_names(&results);
-    let mut units: HashMap<(String, String), String> = HashMap::new();
-    for (r, workload) in results.into_iter().zip(names) {
-        let mut samples = Vec::new();
-        for (metric, unit, v) in r.values {
-            let known = units
-                .entry((workload.clone(), metric.clone()))
-                .or_insert_with(|| unit.clone());
-            if *known != unit {
+    // Each (workload, metric)'s unit, as first written; declared in that
+    // order, once each.
+    let mut units: HashMap<(&str, &str), &str> = HashMap::new();
+    let mut first_seen = Vec::new();
+    for (r, workload) in results.iter().zip(&names) {
+        for (metric, unit, _) in &r.values {
+            let known = *units.entry((workload, metric)).or_insert_with(|| {
+                first_seen.push((workload.as_str(), metric.as_str(), *unit));
+                unit
+            });
+            if known != *unit {
                 return Err(Error::bad(format!(
                     "{}: {workload}'s {metric} is in '{unit}' here and in '{known}' before",
-                    r.at
+                    r.at()
                 )));
             }
-            imp.declare(&workload, MetricSpec::new(&metric, &unit, direction(&unit)));
-            samples.push(MetricSamples {
+        }
+    }
+    for (workload, metric, unit) in first_seen {
+        imp.declare(workload, MetricSpec::new(metric, unit, direction(unit)));
+    }
+    imp.runs.reserve(results.len());
+    for (r, workload) in results.into_iter().zip(names) {
+        let samples = (r.values.into_iter())
+            .map(|(metric, _, v)| MetricSamples {
                 metric,
                 values: vec![v],
-            });
-        }
+            })
+            .collect();
         imp.runs.push(ImportedRun {
-            config: r.config,
-            workload: workload.clone(),
+            config: imp.configs[r.config].clone(),
+            workload,
             samples,
             failure: None,
             exit_code: None,

