@@ -14,3 +14,5 @@ mod kernels;
 
 #[path = "user_counts/audit_counts.rs"]
 mod audit_counts;
+#[path = "user_counts/baselines.rs"]
+mod baselines;

@@ -1,6 +1,7 @@
 //! `sysdelta list`'s view: one row per stored experiment, with the runs
 //! counted as its report counts them (a kexec boot that failed its machine
-//! audit has its runs left out, not ok: `boots::counted_runs`). `report/`
+//! audit has its runs left out, not ok: `boots::counted_runs`) and the
+//! named baselines (`--save-baseline NAME`) that point at it. `report/`
 //! renders the rows without importing `store/`.
 
 use anyhow::Result;
@@ -25,10 +26,14 @@ pub struct ListRow {
     pub label: Option<String>,
     /// Baseline first.
     pub configs: Vec<String>,
+    /// The named baselines (`--save-baseline NAME`) that point at this
+    /// experiment now, by name.
+    pub named_baselines: Vec<String>,
 }
 
 /// Every stored experiment, oldest first.
 pub fn list(store: &Store) -> Result<Vec<ListRow>> {
+    let baselines = store.baselines()?;
     let mut out = Vec::new();
     for id in store.experiment_ids()? {
         let d = store.load(id)?;
@@ -45,6 +50,11 @@ pub fn list(store: &Store) -> Result<Vec<ListRow>> {
             host: i.host,
             label: i.label,
             configs: i.configs,
+            named_baselines: baselines
+                .iter()
+                .filter(|(_, ids)| ids.last() == Some(&id))
+                .map(|(name, _)| name.clone())
+                .collect(),
         });
     }
     Ok(out)

@@ -16,7 +16,9 @@ const WIDTH: usize = 80;
 /// sequence in a name is printed as `\x1b`, not sent to the terminal; a
 /// newline as `\n`, so each experiment stays one line). Below the table, a
 /// line per experiment with runs left out (a kexec boot that failed its
-/// machine audit) says how many, as its report's header does.
+/// machine audit) says how many, as its report's header does; then a line
+/// per named baseline (`--save-baseline NAME`) with the experiment it
+/// points at.
 pub fn render(rows: &[ListRow]) -> String {
     let created = |i: &ListRow| -> String {
         // "2026-11-26T16:16:48Z" -> "2026-11-26 16:16".
@@ -67,6 +69,12 @@ pub fn render(rows: &[ListRow]) -> String {
             crate::words::count(i.runs_left_out, "run"),
         );
     }
+    // Each named baseline and the experiment it points at now.
+    for i in rows {
+        for name in &i.named_baselines {
+            let _ = writeln!(out, "baseline {}: experiment {}", terminal_safe(name), i.id);
+        }
+    }
     terminal_safe_lines(&out)
 }
 
@@ -88,6 +96,8 @@ struct JsonRow<'a> {
     baseline: Option<&'a str>,
     /// Baseline first.
     configs: &'a [String],
+    /// The named baselines that point at this experiment now.
+    named_baselines: &'a [String],
 }
 
 /// `sysdelta list --format json`: a JSON array of experiments, oldest
@@ -105,6 +115,7 @@ pub fn json(rows: &[ListRow]) -> anyhow::Result<String> {
             label: i.label.as_deref(),
             baseline: i.configs.first().map(String::as_str),
             configs: &i.configs,
+            named_baselines: &i.named_baselines,
         })
         .collect();
     Ok(serde_json::to_string_pretty(&rows)? + "\n")
@@ -159,6 +170,7 @@ mod tests {
             host: host.into(),
             label: label.map(Into::into),
             configs: vec!["base".into(), "slow".into()],
+            named_baselines: Vec::new(),
         }
     }
 
@@ -178,14 +190,17 @@ mod tests {
 
     #[test]
     fn json_is_an_array_of_experiments_with_a_stable_shape() {
-        let v: serde_json::Value =
-            serde_json::from_str(&json(&[row(1, "vm", None)]).unwrap()).unwrap();
+        let one = ListRow {
+            named_baselines: vec!["main".into()],
+            ..row(1, "vm", None)
+        };
+        let v: serde_json::Value = serde_json::from_str(&json(&[one]).unwrap()).unwrap();
         assert_eq!(
             v,
             serde_json::json!([{
                 "id": 1, "created_at": "2026-11-26T16:16:48Z", "status": "complete",
                 "runs_ok": 20, "runs_left_out": 0, "host": "vm", "label": null, "baseline": "base",
-                "configs": ["base", "slow"]
+                "configs": ["base", "slow"], "named_baselines": ["main"]
             }])
         );
     }
