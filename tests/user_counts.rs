@@ -16,3 +16,5 @@ mod kernels;
 mod audit_counts;
 #[path = "user_counts/baselines.rs"]
 mod baselines;
+#[path = "user_counts/hyperfine_params.rs"]
+mod hyperfine_params;
