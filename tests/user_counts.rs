@@ -18,3 +18,5 @@ mod audit_counts;
 mod baselines;
 #[path = "user_counts/hyperfine_params.rs"]
 mod hyperfine_params;
+#[path = "user_counts/run_flags.rs"]
+mod run_flags;
