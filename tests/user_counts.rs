@@ -16,6 +16,8 @@ mod kernels;
 mod audit_counts;
 #[path = "user_counts/baselines.rs"]
 mod baselines;
+#[path = "user_counts/fail_on_metric.rs"]
+mod fail_on_metric;
 #[path = "user_counts/hyperfine_params.rs"]
 mod hyperfine_params;
 #[path = "user_counts/run_flags.rs"]
