@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn only_measured_ok_runs_that_exited_non_zero_count() {
         let ok = RunStatus::Ok;
-        let runs = vec![
+        let runs = [
             run("a", false, ok, Some(1)),
             run("a", false, ok, Some(2)),
             run("a", true, ok, Some(1)),

@@ -190,7 +190,7 @@ impl Store {
             let there: Option<i64> = value
                 .split_whitespace()
                 .filter_map(|i| i.parse().ok())
-                .last();
+                .next_back();
             if there == Some(dst) {
                 out.push(BaselineCopy::Same(name));
                 continue;

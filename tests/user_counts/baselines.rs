@@ -172,3 +172,33 @@ fn pull_carries_a_baseline_too() {
     );
     assert_eq!(pointed(&laptop, "main"), [1]);
 }
+
+/// A team's PostgreSQL store, as a CI job pushes to it: the baseline is
+/// made, then moved on, there too.
+#[test]
+fn push_to_a_team_store_carries_and_moves_the_baseline() {
+    let Some(sb) = common::Sandbox::postgresql() else {
+        return;
+    };
+    let local = sb.path("local.db");
+    let team = sb.store_arg();
+    let first = experiment(&local, "nightly 1");
+    save(&local, "main", first);
+    let (out, _) = ok(&sb, &local, &["push", "--to", &team]);
+    assert!(
+        out.contains("baseline main: now points at it there"),
+        "{out}"
+    );
+    let second = experiment(&local, "nightly 2");
+    save(&local, "main", second);
+    let (out, _) = ok(&sb, &local, &["push", "--to", &team]);
+    assert!(out.contains("baseline main: moved on to it there"), "{out}");
+    let there = pointed(&sb.store(), "main");
+    assert_eq!(there.len(), 2, "{there:?}");
+    let store = Store::open(&sb.store(), false).unwrap();
+    assert_eq!(store.baseline("main").unwrap(), there[1]);
+    assert_eq!(
+        store.uid(there[1]).unwrap(),
+        Store::open(&local, false).unwrap().uid(second).unwrap()
+    );
+}
