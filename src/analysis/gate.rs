@@ -4,7 +4,10 @@
 //! comparisons the report's correction is stated over): telemetry is
 //! corrected apart and says how the machine behaved, not whether the
 //! change cost anything. Nothing is re-tested here; a comparison fails the
-//! gate exactly when the report prints its verdict.
+//! gate exactly when the report prints its verdict. `--fail-on
+//! worse:wall,build/maxrss` gates on those metrics only: the others are
+//! still reported, and named on the gate's line, but do not fail it; the
+//! correction stays the whole family's, as the report states it.
 
 use super::{Analysis, Correction, Verdict};
 use crate::words::plural;
@@ -39,6 +42,83 @@ impl FailOn {
     }
 }
 
+/// `--fail-on VERDICT[:METRIC,...]`: the verdicts that fail the gate, and
+/// the metrics it gates on (`METRIC`, any workload's, or
+/// `WORKLOAD/METRIC`, as `--until-metric` and `history` name them);
+/// every headline metric when none is named.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Gate {
+    pub on: FailOn,
+    pub metrics: Vec<String>,
+}
+
+impl Gate {
+    /// The flag's value parsed; bad input naming what is wrong.
+    pub fn parse(s: &str) -> Result<Gate, crate::error::Error> {
+        use clap::ValueEnum as _;
+        let bad = |why: &str| {
+            crate::error::Error::bad(format!(
+                "'{s}': {why}; expected worse, better or any, optionally followed by \
+                 :METRIC[,METRIC...] (e.g. worse:wall or worse:build/wall,maxrss)"
+            ))
+        };
+        let (verdict, metrics) = match s.split_once(':') {
+            Some((v, m)) => (v, Some(m)),
+            None => (s, None),
+        };
+        let on = FailOn::from_str(verdict, true).map_err(|_| bad("no such verdict"))?;
+        let mut names = Vec::new();
+        if let Some(m) = metrics {
+            for name in m.split(',').map(str::trim) {
+                let ok = !name.is_empty()
+                    && name.split('/').count() <= 2
+                    && name.split('/').all(|p| !p.is_empty());
+                if !ok {
+                    return Err(bad(&format!("'{name}' is not METRIC or WORKLOAD/METRIC")));
+                }
+                if !names.iter().any(|n| n == name) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+        Ok(Gate { on, metrics: names })
+    }
+
+    /// The flag as a user writes it.
+    fn text(&self) -> String {
+        match self.metrics.is_empty() {
+            true => self.on.word().to_string(),
+            false => format!("{}:{}", self.on.word(), self.metrics.join(",")),
+        }
+    }
+
+    /// Whether `selector` names `workload`'s metric `metric`.
+    fn names(selector: &str, workload: &str, metric: &str) -> bool {
+        match selector.split_once('/') {
+            Some((w, m)) => w == workload && m == metric,
+            None => selector == metric,
+        }
+    }
+
+    /// Whether the gate counts `workload`'s metric `metric`.
+    fn gates(&self, workload: &str, metric: &str) -> bool {
+        self.metrics.is_empty()
+            || self
+                .metrics
+                .iter()
+                .any(|s| Gate::names(s, workload, metric))
+    }
+}
+
+impl From<FailOn> for Gate {
+    fn from(on: FailOn) -> Gate {
+        Gate {
+            on,
+            metrics: Vec::new(),
+        }
+    }
+}
+
 /// What the gate found: the line that states it, and whether it failed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GateResult {
@@ -48,25 +128,35 @@ pub struct GateResult {
     pub line: String,
 }
 
-/// Judge `a` under `rule`.
-pub fn judge(a: &Analysis, rule: FailOn) -> GateResult {
-    let mut hits = Vec::new();
+/// Judge `a` under `gate`. A metric the gate names that no headline
+/// comparison of `a` has fails it (a misspelt name must not pass a CI job
+/// by gating nothing), and the line says which and what there is.
+pub fn judge(a: &Analysis, gate: &Gate) -> GateResult {
+    let rule = gate.on;
+    // (gating?, "w/m worse in c +x%") of every comparison the rule hits.
+    let mut hits: Vec<(bool, String)> = Vec::new();
+    let mut headline: Vec<(&str, &str)> = Vec::new();
+    let mut gating = 0usize;
     for m in &a.metrics {
         if crate::monitor::is_telemetry_metric(&m.spec.name) {
             continue;
         }
+        headline.push((&m.workload, &m.spec.name));
+        let gated = gate.gates(&m.workload, &m.spec.name);
+        gating += if gated { m.comparisons.len() } else { 0 };
         for c in m.comparisons.iter().filter(|c| rule.hits(c.verdict)) {
             let delta = c
                 .delta_mean_pct
                 .map(|d| format!(" {d:+.1}%"))
                 .unwrap_or_default();
-            hits.push(format!(
+            let hit = format!(
                 "{}/{} {} in {}{delta}",
                 m.workload,
                 m.spec.name,
                 c.verdict.word(),
                 c.config
-            ));
+            );
+            hits.push((gated, hit));
         }
     }
     let family = match a.correction {
@@ -74,24 +164,55 @@ pub fn judge(a: &Analysis, rule: FailOn) -> GateResult {
         Correction::Bh => "Benjamini-Hochberg",
     };
     let n = a.n_comparisons;
-    let rule_text = format!(
+    let mut rule_text = format!(
         "--fail-on {}: alpha {} with {family} over the {n} headline comparison{} against {}",
-        rule.word(),
+        gate.text(),
         a.alpha,
         plural(n),
         a.baseline
     );
-    let failed = !hits.is_empty();
-    let line = if failed {
-        let shown: Vec<&str> = hits.iter().take(3).map(String::as_str).collect();
-        let more = match hits.len() {
+    if !gate.metrics.is_empty() {
+        rule_text.push_str(&format!(", {gating} of them gating"));
+    }
+    let unknown: Vec<&str> = gate
+        .metrics
+        .iter()
+        .filter(|s| !headline.iter().any(|(w, m)| Gate::names(s, w, m)))
+        .map(String::as_str)
+        .collect();
+    if !unknown.is_empty() {
+        let mut there: Vec<String> = headline.iter().map(|(w, m)| format!("{w}/{m}")).collect();
+        there.dedup();
+        return GateResult {
+            failed: true,
+            line: format!(
+                "{rule_text}: FAILED: no headline metric {} in this report (it has {})",
+                unknown.join(", "),
+                if there.is_empty() {
+                    "none".to_string()
+                } else {
+                    there.join(", ")
+                }
+            ),
+        };
+    }
+    let list = |v: Vec<&str>| {
+        let more = match v.len() {
             k if k > 3 => format!(" and {} more", k - 3),
             _ => String::new(),
         };
-        format!("{rule_text}: FAILED by {}{more}", shown.join("; "))
-    } else {
-        format!("{rule_text}: passed")
+        format!("{}{more}", v[..v.len().min(3)].join("; "))
     };
+    let failing: Vec<&str> = hits.iter().filter(|h| h.0).map(|h| h.1.as_str()).collect();
+    let other: Vec<&str> = hits.iter().filter(|h| !h.0).map(|h| h.1.as_str()).collect();
+    let failed = !failing.is_empty();
+    let mut line = match failed {
+        true => format!("{rule_text}: FAILED by {}", list(failing)),
+        false => format!("{rule_text}: passed"),
+    };
+    if !other.is_empty() {
+        line.push_str(&format!(" (not gating: {})", list(other)));
+    }
     GateResult { failed, line }
 }
 
@@ -108,5 +229,26 @@ mod tests {
         assert!(!FailOn::Better.hits(Verdict::Worse));
         assert!(FailOn::Any.hits(Verdict::Worse) && FailOn::Any.hits(Verdict::Better));
         assert!(!FailOn::Any.hits(Verdict::Undefined));
+    }
+
+    #[test]
+    fn the_flag_names_a_verdict_and_maybe_metrics() {
+        let g = Gate::parse("worse:wall, build/maxrss,wall").unwrap();
+        assert_eq!(g.on, FailOn::Worse);
+        assert_eq!(g.metrics, ["wall", "build/maxrss"]);
+        assert_eq!(g.text(), "worse:wall,build/maxrss");
+        assert!(g.gates("any", "wall") && g.gates("build", "maxrss"));
+        assert!(!g.gates("other", "maxrss") && !g.gates("build", "user"));
+        assert_eq!(Gate::parse("any").unwrap(), Gate::from(FailOn::Any));
+        assert!(Gate::parse("any").unwrap().gates("w", "x"));
+        for bad in [
+            "worst",
+            "worse:",
+            "worse:a,,b",
+            "worse:/wall",
+            "worse:a/b/c",
+        ] {
+            assert!(Gate::parse(bad).is_err(), "{bad}");
+        }
     }
 }

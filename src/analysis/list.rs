@@ -1,16 +1,61 @@
-//! `sysdelta list`'s view: one row per stored experiment. The store's own
-//! record of a listed experiment is the row (nothing is computed on it);
-//! it is named here so that `report/` renders it without importing
-//! `store/`.
+//! `sysdelta list`'s view: one row per stored experiment, with the runs
+//! counted as its report counts them (a kexec boot that failed its machine
+//! audit has its runs left out, not ok: `boots::counted_runs`) and the
+//! named baselines (`--save-baseline NAME`) that point at it. `report/`
+//! renders the rows without importing `store/`.
 
 use anyhow::Result;
 
+use crate::status::ExperimentStatus;
 use crate::store::Store;
 
 /// One stored experiment as `sysdelta list` shows it.
-pub use crate::store::ListedExperiment as ListRow;
+#[derive(Clone, Debug)]
+pub struct ListRow {
+    pub id: i64,
+    /// As stored: "2026-11-26T16:16:48Z".
+    pub created_at: String,
+    pub status: ExperimentStatus,
+    /// Successful measured runs (warm-ups aside) that the analysis counts:
+    /// the report's "ok".
+    pub runs_ok: usize,
+    /// Successful measured runs of a boot whose machine audit failed: the
+    /// report's "left out", not in `runs_ok`.
+    pub runs_left_out: usize,
+    pub host: String,
+    pub label: Option<String>,
+    /// Baseline first.
+    pub configs: Vec<String>,
+    /// The named baselines (`--save-baseline NAME`) that point at this
+    /// experiment now, by name.
+    pub named_baselines: Vec<String>,
+}
 
 /// Every stored experiment, oldest first.
 pub fn list(store: &Store) -> Result<Vec<ListRow>> {
-    store.listed()
+    let baselines = store.baselines()?;
+    let mut out = Vec::new();
+    for id in store.experiment_ids()? {
+        let d = store.load(id)?;
+        let (counted, _) = super::boots::counted_runs(&d);
+        let runs_ok = counted.len();
+        let measured = d.runs.iter().filter(|r| r.is_measured_ok()).count();
+        let i = d.info;
+        out.push(ListRow {
+            id: i.id,
+            created_at: i.created_at,
+            status: i.status,
+            runs_ok,
+            runs_left_out: measured - runs_ok,
+            host: i.host,
+            label: i.label,
+            configs: i.configs,
+            named_baselines: baselines
+                .iter()
+                .filter(|(_, ids)| ids.last() == Some(&id))
+                .map(|(name, _)| name.clone())
+                .collect(),
+        });
+    }
+    Ok(out)
 }

@@ -201,8 +201,8 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
         opts.alpha,
     ));
     warnings.extend(warnings::ci_warnings(&metrics));
-    warnings.extend(warnings::exit_status_warnings(&data.runs));
-    let (shell_startup, shell_warnings) = shell_cost::compute(data, &configs);
+    warnings.extend(warnings::exit_status_warnings(&measured));
+    let (shell_startup, shell_warnings) = shell_cost::compute(data, &measured, &configs);
     warnings.extend(shell_warnings);
     let unit_of_replication = unit_of_replication(data, &units);
     Ok(Analysis {

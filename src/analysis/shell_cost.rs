@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Event, ExperimentData};
+use crate::store::{Event, ExperimentData, StoredRun};
 
 /// The event kind the samples are stored under.
 pub const EVENT_KIND: &str = "shell_startup";
@@ -61,8 +61,15 @@ pub fn renamed(message: &str, config: &str, name: &str) -> Option<String> {
 
 /// The start-up per config (of `configs`, in their order) and shell, and
 /// the warnings; samples of one config and shell stored by several
-/// sessions (`--resume`) are pooled.
-pub fn compute(data: &ExperimentData, configs: &[String]) -> (Vec<ShellStartup>, Vec<String>) {
+/// sessions (`--resume`) are pooled. The workloads' wall times are those of
+/// `counted`, the runs the analysis counts (`boots::counted_runs`: not a
+/// boot's that failed its machine audit), so a share is of the median the
+/// table shows.
+pub fn compute(
+    data: &ExperimentData,
+    counted: &[&StoredRun],
+    configs: &[String],
+) -> (Vec<ShellStartup>, Vec<String>) {
     let mut pooled: Vec<Samples> = Vec::new();
     for e in data.events.iter().filter(|e| is_event(e)) {
         let Ok(s) = serde_json::from_str::<Samples>(&e.message) else {
@@ -87,7 +94,7 @@ pub fn compute(data: &ExperimentData, configs: &[String]) -> (Vec<ShellStartup>,
     // run per cell made W workloads cost W^2).
     let mut walls_of: std::collections::HashMap<(&str, &str), Vec<f64>> =
         std::collections::HashMap::new();
-    for r in data.runs.iter().filter(|r| r.is_measured_ok()) {
+    for r in counted {
         if let Some(w) = r.samples.get("wall").and_then(|v| v.first().copied()) {
             walls_of
                 .entry((r.config.as_str(), r.workload.as_str()))

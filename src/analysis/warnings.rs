@@ -11,12 +11,14 @@ use crate::store::StoredRun;
 /// command exited with a non-zero status (`-i`, as hyperfine warns): their
 /// times are a failing command's, which a reader must know before trusting
 /// them (the README's own `grep -q x FILE` failed every run silently).
-pub(super) fn exit_status_warnings(runs: &[StoredRun]) -> Vec<String> {
+/// `counted` are the runs the analysis counts (`boots::counted_runs`):
+/// those of a boot that failed its machine audit are left out here too, so
+/// "N of M measured runs" never counts runs the header calls left out.
+pub(super) fn exit_status_warnings(counted: &[&StoredRun]) -> Vec<String> {
     // (config, workload) -> (runs that exited non-zero, their statuses).
     let mut cells: BTreeMap<(&str, &str), (usize, Vec<i32>)> = BTreeMap::new();
-    let mut measured = 0usize;
-    for r in runs.iter().filter(|r| r.is_measured_ok()) {
-        measured += 1;
+    let measured = counted.len();
+    for r in counted {
         if let Some(code) = r.exit_code.filter(|c| *c != 0) {
             let cell = cells.entry((&r.config, &r.workload)).or_default();
             cell.0 += 1;
@@ -254,7 +256,7 @@ mod tests {
     #[test]
     fn only_measured_ok_runs_that_exited_non_zero_count() {
         let ok = RunStatus::Ok;
-        let runs = vec![
+        let runs = [
             run("a", false, ok, Some(1)),
             run("a", false, ok, Some(2)),
             run("a", true, ok, Some(1)),
@@ -262,13 +264,19 @@ mod tests {
             run("b", false, ok, Some(0)),
             run("b", false, ok, None),
         ];
-        let w = exit_status_warnings(&runs);
+        // As analyze gives them: what boots::counted_runs keeps.
+        let apart = Default::default();
+        let counted: Vec<&StoredRun> = runs
+            .iter()
+            .filter(|r| crate::analysis::boots::is_counted(r, &apart))
+            .collect();
+        let w = exit_status_warnings(&counted);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
             w[0].starts_with("2 of 4 measured runs exited with a non-zero status"),
             "{w:?}"
         );
         assert!(w[0].ends_with(": a/w: 2 (exit statuses 1, 2)"), "{w:?}");
-        assert!(exit_status_warnings(&runs[4..]).is_empty());
+        assert!(exit_status_warnings(&counted[2..]).is_empty());
     }
 }

@@ -134,9 +134,11 @@ pub struct ReportFlags {
     pub time_unit: Option<crate::report::units::TimeUnit>,
     /// Exit with status 3 when a headline comparison's verdict is worse
     /// (a regression), better, or either (any); a line on stderr states
-    /// the threshold and the family. For CI jobs.
-    #[arg(long, value_enum, value_name = "VERDICT")]
-    pub fail_on: Option<analysis::gate::FailOn>,
+    /// the threshold and the family. `worse:wall,build/maxrss` gates on
+    /// those metrics only (METRIC or WORKLOAD/METRIC): the others are
+    /// still reported but do not fail the job. For CI jobs.
+    #[arg(long, value_name = "VERDICT[:METRICS]", value_parser = analysis::gate::Gate::parse)]
+    pub fail_on: Option<analysis::gate::Gate>,
     #[command(flatten)]
     pub export: ExportFlags,
     #[command(flatten)]

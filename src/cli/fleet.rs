@@ -142,6 +142,9 @@ fn run_flags(flags: &[String]) -> Result<crate::overrides::Overrides> {
             .trim_start_matches("error: ");
         bad(format!("fleet run: the run flags after --: {first}"))
     })?;
+    // As each host's `run` would refuse them, after the fleet is stored.
+    super::args::report_options(&parsed.exec.report)?;
+    parsed.exec.report.benchstat.layout()?;
     Ok(overrides(&parsed.exec))
 }
 
@@ -355,6 +358,20 @@ mod tests {
             plan_again: plan.map(Path::to_path_buf),
             trust_stored_plan: trust,
             run_flags: flags.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn report_flags_each_hosts_run_would_refuse_are_refused_before_the_fleet_is_stored() {
+        let flags = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(run_flags(&flags(&["--runs", "3", "--row", ".name"])).is_ok());
+        for bad in [
+            &["--filter", "(bad"][..],
+            &["--row", ".unit"],
+            &["--alpha", "2"],
+        ] {
+            let e = run_flags(&flags(bad)).expect_err("refused");
+            assert!(crate::error::user_problems(&e).is_some(), "{bad:?}: {e:#}");
         }
     }
 

@@ -9,6 +9,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::bad;
+use crate::store::baselines::BaselineCopy;
 use crate::store::Store;
 
 #[derive(Args)]
@@ -73,6 +74,24 @@ fn selected(from: &Store, selected: &[String]) -> Result<Vec<i64>> {
     selected.iter().map(|s| from.resolve(s)).collect()
 }
 
+/// A line on stdout per baseline a copy carried, and a warning on stderr
+/// per one it left as the target had it.
+fn baseline_lines(done: &[BaselineCopy], to: &Store) {
+    for b in done {
+        match b {
+            BaselineCopy::Made(n) => println!("  baseline {n}: now points at it there"),
+            BaselineCopy::Moved(n) => println!("  baseline {n}: moved on to it there"),
+            BaselineCopy::Same(n) => println!("  baseline {n}: already points at it there"),
+            BaselineCopy::Kept { name, there } => crate::sys::stderr::say!(
+                "sysdelta: warning: baseline {name} not copied: in {} it points at experiment \
+                 {there}, which {name} here never pointed at; left as it is (docs/reports.md, \
+                 \"Baselines\")",
+                to.shown()
+            ),
+        }
+    }
+}
+
 /// Copy experiments `ids` of `from` into `to`, one line each.
 fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
     let ids = ids.to_vec();
@@ -94,6 +113,7 @@ fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
             }
         };
         println!("experiment {id}: {what}");
+        baseline_lines(&c.baselines, to);
     }
     crate::sys::stderr::say!(
         "sysdelta: {} -> {}: {new} new, {grown} grown, {same} already there",

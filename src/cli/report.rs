@@ -208,7 +208,7 @@ fn on_screen(text: String, format: Format, path: Option<&Path>) -> String {
 /// `--fail-on`'s verdict on `a`, its line said on stderr (after the
 /// report, where a CI log's reader finds it). True when it failed.
 pub fn gate(a: &analysis::Analysis, f: &ReportFlags) -> bool {
-    let Some(rule) = f.fail_on else {
+    let Some(rule) = &f.fail_on else {
         return false;
     };
     let g = analysis::gate::judge(a, rule);

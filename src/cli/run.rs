@@ -335,6 +335,10 @@ fn execute(
     brief: bool,
 ) -> Result<ExitCode> {
     let opts = report_options(&e.report)?;
+    // The benchstat layout's flags are read only by the report at the end
+    // (and by none under --no-report): a typo in them is refused now, not
+    // after the runs it would have wasted.
+    e.report.benchstat.layout()?;
     if let Some(b) = &opts.analysis.baseline {
         if plan.config_index(b).is_none() {
             return Err(bad(format!(

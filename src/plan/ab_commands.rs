@@ -16,6 +16,7 @@
 use super::ab_plan::{dedupe, hook_keys, name_after, plan_text, split_cleanups, Ab, ConfigText};
 use super::model::{Overrides, Plan};
 use super::scan::{Grid, Point};
+use super::scan_params::ScanParameters;
 use crate::error::Error;
 
 /// The plan of `ab 'CMD1' 'CMD2' ...`: one config per command (and per
@@ -93,7 +94,11 @@ pub(super) fn build(
     let baseline = baseline.map(|i| cfgs[i].name.clone());
     let (_, cleanups) = split_cleanups(ab.cleanups, &[])?;
     let keys = hook_keys(ab.setup, &cleanups, &each, baseline);
-    let text = ab.run.apply(plan_text(&cfgs, &[workload], &keys));
+    let mut params = ScanParameters::default();
+    for (c, (_, p)) in cfgs.iter().zip(&each) {
+        ScanParameters::add(&mut params.configs, &c.name, p);
+    }
+    let text = params.prepend_to(ab.run.apply(plan_text(&cfgs, &[workload], &keys)));
     super::load::parse("(ab)", &text, ov).map_err(|e| super::ab_errors::in_user_terms(e, &text))
 }
 

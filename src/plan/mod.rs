@@ -20,6 +20,7 @@ mod raw;
 mod raw_config;
 pub mod reach;
 pub mod scan;
+pub mod scan_params;
 pub mod shorthand;
 pub mod telemetry;
 

@@ -12,6 +12,7 @@ pub use super::ab_plan::{name_after, Ab, RunOptions};
 use super::model::{Overrides, Plan};
 use super::scan::Grid;
 pub use super::scan::Scan;
+use super::scan_params::ScanParameters;
 use crate::error::Error;
 
 /// One `--config NAME=SETUP` argument.
@@ -194,6 +195,11 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         workloads.extend(named);
     }
     dedupe(workloads.iter_mut().map(|w| &mut w.0));
+    // `each_command` has a point per workload, in their order.
+    let mut params = ScanParameters::default();
+    for (w, (_, p)) in workloads.iter().zip(&each_command) {
+        ScanParameters::add(&mut params.workloads, &w.0, p);
+    }
     if !config_grid.scans.is_empty() {
         let mut out = Vec::new();
         for c in cfgs {
@@ -205,6 +211,7 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
                 continue;
             }
             for p in g.points() {
+                ScanParameters::add(&mut params.configs, &Grid::name(&c.name, &p), &p);
                 out.push(ConfigText {
                     name: Grid::name(&c.name, &p),
                     setup: Grid::fill(&c.setup, &p),
@@ -226,7 +233,7 @@ pub fn build_ab(ab: &Ab, ov: &Overrides) -> Result<Plan, Error> {
         }
     };
     let keys = hook_keys(ab.setup, &hooks, &each_command, baseline);
-    let text = ab.run.apply(plan_text(&cfgs, &workloads, &keys));
+    let text = params.prepend_to(ab.run.apply(plan_text(&cfgs, &workloads, &keys)));
     super::load::parse("(ab)", &text, ov).map_err(|e| super::ab_errors::in_user_terms(e, &text))
 }
 

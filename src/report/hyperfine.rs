@@ -6,7 +6,9 @@
 //! hyperfine's `BenchmarkResult` (hyperfine 1.19, `src/benchmark/
 //! benchmark_result.rs`): `command`, `mean`, `stddev`, `median`, `user`,
 //! `system`, `min`, `max`, `times`, `memory_usage_byte`, `exit_codes`,
-//! `parameters`.
+//! `parameters` (for a result of `ab`'s `-P`/`-L` scans: each parameter's
+//! value, as hyperfine gives them, from what the stored plan recorded:
+//! `plan::scan_params`; absent otherwise, as in hyperfine).
 
 use std::collections::BTreeMap;
 
@@ -56,6 +58,8 @@ struct Result {
 /// their exit code, as hyperfine's `-i` keeps them.
 pub fn render(raw: &Raw) -> anyhow::Result<String> {
     let info = &raw.info;
+    // The values `ab`'s -P/-L scans gave each config or workload.
+    let scanned = crate::plan::scan_params::ScanParameters::of(&info.plan_text);
     let mut results = Vec::new();
     for w in &info.workloads {
         let Some((wall, unit)) = time_metric(raw, w) else {
@@ -102,7 +106,7 @@ pub fn render(raw: &Raw) -> anyhow::Result<String> {
                 times,
                 memory_usage_byte: rss,
                 exit_codes: runs.iter().map(|r| exit_code(r)).collect(),
-                parameters: BTreeMap::new(),
+                parameters: scanned.of_cell(c, w),
             });
         }
     }

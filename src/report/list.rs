@@ -14,7 +14,11 @@ const WIDTH: usize = 80;
 /// that does not fit in 80 columns ends in `+N` for the N not shown; no
 /// name is ever cut. Stored strings are shown terminal-safe (an escape
 /// sequence in a name is printed as `\x1b`, not sent to the terminal; a
-/// newline as `\n`, so each experiment stays one line).
+/// newline as `\n`, so each experiment stays one line). Below the table, a
+/// line per experiment with runs left out (a kexec boot that failed its
+/// machine audit) says how many, as its report's header does; then a line
+/// per named baseline (`--save-baseline NAME`) with the experiment it
+/// points at.
 pub fn render(rows: &[ListRow]) -> String {
     let created = |i: &ListRow| -> String {
         // "2026-11-26T16:16:48Z" -> "2026-11-26 16:16".
@@ -55,6 +59,22 @@ pub fn render(rows: &[ListRow]) -> String {
         let room = WIDTH.saturating_sub(head.chars().count());
         let _ = writeln!(out, "{head}{}", fit(&configs, room));
     }
+    // "ok" is the report's: runs of a boot that failed its machine audit
+    // are not in it, and are said here as the report's header says them.
+    for i in rows.iter().filter(|i| i.runs_left_out > 0) {
+        let _ = writeln!(
+            out,
+            "experiment {}: {} left out (machine audit failed), not counted as ok",
+            i.id,
+            crate::words::count(i.runs_left_out, "run"),
+        );
+    }
+    // Each named baseline and the experiment it points at now.
+    for i in rows {
+        for name in &i.named_baselines {
+            let _ = writeln!(out, "baseline {}: experiment {}", terminal_safe(name), i.id);
+        }
+    }
     terminal_safe_lines(&out)
 }
 
@@ -66,13 +86,18 @@ struct JsonRow<'a> {
     /// RFC 3339, UTC: "2026-11-26T16:16:48Z".
     created_at: &'a str,
     status: &'a str,
-    /// Successful measured runs, warm-ups aside.
+    /// Successful measured runs, warm-ups aside, that the report counts.
     runs_ok: usize,
+    /// Successful measured runs of a boot that failed its machine audit:
+    /// the report's "left out" (0 when none).
+    runs_left_out: usize,
     host: &'a str,
     label: Option<&'a str>,
     baseline: Option<&'a str>,
     /// Baseline first.
     configs: &'a [String],
+    /// The named baselines that point at this experiment now.
+    named_baselines: &'a [String],
 }
 
 /// `sysdelta list --format json`: a JSON array of experiments, oldest
@@ -85,10 +110,12 @@ pub fn json(rows: &[ListRow]) -> anyhow::Result<String> {
             created_at: &i.created_at,
             status: i.status.as_str(),
             runs_ok: i.runs_ok,
+            runs_left_out: i.runs_left_out,
             host: &i.host,
             label: i.label.as_deref(),
             baseline: i.configs.first().map(String::as_str),
             configs: &i.configs,
+            named_baselines: &i.named_baselines,
         })
         .collect();
     Ok(serde_json::to_string_pretty(&rows)? + "\n")
@@ -139,9 +166,11 @@ mod tests {
             created_at: "2026-11-26T16:16:48Z".into(),
             status: ExperimentStatus::Complete,
             runs_ok: 20,
+            runs_left_out: 0,
             host: host.into(),
             label: label.map(Into::into),
             configs: vec!["base".into(), "slow".into()],
+            named_baselines: Vec::new(),
         }
     }
 
@@ -161,14 +190,17 @@ mod tests {
 
     #[test]
     fn json_is_an_array_of_experiments_with_a_stable_shape() {
-        let v: serde_json::Value =
-            serde_json::from_str(&json(&[row(1, "vm", None)]).unwrap()).unwrap();
+        let one = ListRow {
+            named_baselines: vec!["main".into()],
+            ..row(1, "vm", None)
+        };
+        let v: serde_json::Value = serde_json::from_str(&json(&[one]).unwrap()).unwrap();
         assert_eq!(
             v,
             serde_json::json!([{
                 "id": 1, "created_at": "2026-11-26T16:16:48Z", "status": "complete",
-                "runs_ok": 20, "host": "vm", "label": null, "baseline": "base",
-                "configs": ["base", "slow"]
+                "runs_ok": 20, "runs_left_out": 0, "host": "vm", "label": null, "baseline": "base",
+                "configs": ["base", "slow"], "named_baselines": ["main"]
             }])
         );
     }

@@ -134,3 +134,107 @@ impl Store {
         Ok(ids.len().checked_sub(2).map(|i| ids[i]))
     }
 }
+
+/// What a copy of an experiment (`push`, `pull`) did with a named baseline
+/// that points at it in the store it was copied from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaselineCopy {
+    /// The target had no baseline of that name: it now points at the copy.
+    Made(String),
+    /// The target's baseline of that name pointed at an experiment the
+    /// source's had pointed at before (by uid): it moved on to the copy,
+    /// as it did in the source, keeping the ids it pointed at before.
+    Moved(String),
+    /// The target's baseline pointed at the copy already.
+    Same(String),
+    /// The target's baseline points at experiment `there` (its id in the
+    /// target), which the source's never did: left as it is, never
+    /// overwritten (two stores saved the name for different runs).
+    Kept { name: String, there: i64 },
+}
+
+impl Store {
+    /// Carry into `to` the baselines of `self` that point at experiment
+    /// `id` now, as pointing at `dst` (its copy in `to`); called inside
+    /// the copy's transaction of `to`. A name `to` has for another
+    /// experiment moves only when the source's name had pointed at that
+    /// experiment before (the source moved on from it, as `to` now does);
+    /// otherwise it is kept, and said. Names that are not baseline names
+    /// (the `meta` row is anyone's who can write the store) are not
+    /// carried.
+    pub(super) fn copy_baselines(
+        &self,
+        id: i64,
+        to: &Store,
+        dst: i64,
+    ) -> Result<Vec<BaselineCopy>> {
+        let mut out = Vec::new();
+        for (name, ids) in self.baselines()? {
+            if ids.last() != Some(&id) || check_name(&name).is_err() {
+                continue;
+            }
+            let key = format!("{PREFIX}{name}");
+            let value: Option<String> =
+                to.db
+                    .query_opt("SELECT value FROM meta WHERE key = ?1", &vals![&key], |r| {
+                        r.get(0)
+                    })?;
+            let Some(value) = value else {
+                to.db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?1, ?2)",
+                    &vals![&key, &dst.to_string()],
+                )?;
+                out.push(BaselineCopy::Made(name));
+                continue;
+            };
+            let there: Option<i64> = value
+                .split_whitespace()
+                .filter_map(|i| i.parse().ok())
+                .next_back();
+            if there == Some(dst) {
+                out.push(BaselineCopy::Same(name));
+                continue;
+            }
+            // The uids the source's name pointed at before this one.
+            let mut before = Vec::new();
+            for i in &ids[..ids.len() - 1] {
+                // An id whose experiment was since removed has no uid.
+                if let Ok(uid) = self.uid(*i) {
+                    before.push(uid);
+                }
+            }
+            let there_uid = match there {
+                Some(t) => to.uid(t).ok(),
+                None => None,
+            };
+            match (there, there_uid) {
+                (Some(_), Some(uid)) if before.contains(&uid) => {
+                    // Moved only from the value read: a name another
+                    // writer moved meanwhile is kept, not overwritten.
+                    let n = to.db.execute(
+                        "UPDATE meta SET value = value || ' ' || ?3 WHERE key = ?1 AND value = ?2",
+                        &vals![&key, &value, &dst.to_string()],
+                    )?;
+                    out.push(match n {
+                        1 => BaselineCopy::Moved(name),
+                        _ => BaselineCopy::Kept {
+                            name,
+                            there: there.unwrap_or_default(),
+                        },
+                    });
+                }
+                (Some(t), _) => out.push(BaselineCopy::Kept { name, there: t }),
+                // An empty or unreadable row: the name points nowhere, so
+                // the copy takes it (no experiment loses its name).
+                (None, _) => {
+                    to.db.execute(
+                        "UPDATE meta SET value = ?2 WHERE key = ?1",
+                        &vals![&key, &dst.to_string()],
+                    )?;
+                    out.push(BaselineCopy::Made(name));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -3,7 +3,9 @@
 //! second stores nothing new, and a copy after the experiment went on
 //! (a `--resume` since) adds the runs, boots and events it lacks and
 //! takes its status. Each experiment is copied in one transaction of the
-//! target: all of it or none.
+//! target: all of it or none, with the named baselines that point at it
+//! (`store::baselines`: one the target has for another experiment is
+//! never overwritten).
 //!
 //! Ids are the target's own (a team store's server hands them out); a
 //! run is known by (experiment, block, seq) as everywhere, a boot by
@@ -28,6 +30,9 @@ pub struct Copied {
     pub new: bool,
     /// Runs the target did not have.
     pub runs_added: usize,
+    /// The named baselines that point at it in the source, and what the
+    /// copy did with each in the target.
+    pub baselines: Vec<super::baselines::BaselineCopy>,
 }
 
 /// Every column of an experiment's row that a copy carries (the entered
@@ -177,10 +182,12 @@ impl Store {
                     )?;
                 }
             }
+            let baselines = self.copy_baselines(id, to, dst)?;
             Ok(Copied {
                 id: dst,
                 new,
                 runs_added,
+                baselines,
             })
         })
     }

@@ -29,7 +29,6 @@ mod fold;
 pub mod lock;
 mod on_host;
 mod open;
-pub use on_host::ListedExperiment;
 pub(crate) use open::read_only_connection;
 pub mod conninfo;
 mod connstring;

@@ -1,7 +1,7 @@
 //! Experiments by the host they ran on (the `--host NAME` filter of
-//! `compare` and `history`, and the fleet report's rows), and the rows of
-//! `sysdelta list`. An experiment's host is its name in a fleet, else the
-//! machine name it recorded ([`ExperimentInfo::ran_on`]).
+//! `compare` and `history`, and the fleet report's rows). An experiment's
+//! host is its name in a fleet, else the machine name it recorded
+//! ([`ExperimentInfo::ran_on`]).
 
 // The types and imports of the store, whose impl this file continues.
 use super::*;
@@ -14,21 +14,6 @@ impl ExperimentInfo {
     pub fn ran_on(&self) -> &str {
         self.fleet_host.as_deref().unwrap_or(&self.host)
     }
-}
-
-/// One stored experiment as `sysdelta list` shows it.
-#[derive(Clone, Debug)]
-pub struct ListedExperiment {
-    pub id: i64,
-    /// As stored: "2026-11-26T16:16:48Z".
-    pub created_at: String,
-    pub status: ExperimentStatus,
-    /// Successful measured runs (warm-ups aside): the report's "ok".
-    pub runs_ok: usize,
-    pub host: String,
-    pub label: Option<String>,
-    /// Baseline first.
-    pub configs: Vec<String>,
 }
 
 impl Store {
@@ -113,25 +98,5 @@ impl Store {
                     .join(", ")
             ))),
         }
-    }
-
-    /// Every stored experiment, oldest first, as `sysdelta list` shows it.
-    pub fn listed(&self) -> Result<Vec<ListedExperiment>> {
-        let mut out = Vec::new();
-        for id in self.experiment_ids()? {
-            let d = self.load(id)?;
-            let runs_ok = d.runs.iter().filter(|r| r.is_measured_ok()).count();
-            let i = d.info;
-            out.push(ListedExperiment {
-                id: i.id,
-                created_at: i.created_at,
-                status: i.status,
-                runs_ok,
-                host: i.host,
-                label: i.label,
-                configs: i.configs,
-            });
-        }
-        Ok(out)
     }
 }
