@@ -9,7 +9,11 @@
 //! - **sysdelta**: `sysdelta import gobench old new` into a fresh store,
 //!   then `sysdelta report --last`, two processes from exec to exit, timed
 //!   apart and together; and `report --format benchstat` (benchstat's
-//!   layout), timed, with each report's length in lines beside benchstat's.
+//!   layout: the same table benchstat prints, so it computes no bootstrap
+//!   interval of the mean, which it does not show), timed, with each
+//!   report's length in lines beside benchstat's. The same again into a
+//!   store that already holds an experiment (a CI job's, from its second
+//!   commit on), which skips making the store.
 //! - **benchstat**: `benchstat old new`, one process (`go install
 //!   golang.org/x/perf/cmd/benchstat@latest`; looked up in PATH, then in
 //!   `~/go/bin`). Without it the bench says so and times sysdelta alone.
@@ -77,10 +81,17 @@ fn timed(cmd: &mut Command) -> f64 {
     s
 }
 
-/// (import, report, report in benchstat's layout) seconds of one fresh store.
-fn sysdelta(dir: &Path, old: &Path, new: &Path) -> (f64, f64, f64) {
+/// (import, report, report in benchstat's layout) seconds, into a fresh
+/// store (`template` None: the first import, which makes the store) or
+/// into a copy of `template` (a store that already holds an experiment,
+/// as a CI job's does from its second commit on; copied before the clock
+/// starts).
+fn sysdelta(dir: &Path, old: &Path, new: &Path, template: Option<&Path>) -> (f64, f64, f64) {
     let store = dir.join("bench.db");
     let _ = std::fs::remove_file(&store);
+    if let Some(t) = template {
+        std::fs::copy(t, &store).unwrap();
+    }
     let bin = env!("CARGO_BIN_EXE_sysdelta");
     let import = timed(
         Command::new(bin)
@@ -114,38 +125,63 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// Each round's seconds: sysdelta's import, report and benchstat-layout
+/// report into a fresh store, the same into an existing one, and the peer's.
+#[derive(Default)]
+struct Rounds {
+    import: Vec<f64>,
+    report: Vec<f64>,
+    layout: Vec<f64>,
+    import_existing: Vec<f64>,
+    layout_existing: Vec<f64>,
+    peer: Vec<f64>,
+}
+
 fn main() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.txt");
     let new = dir.path().join("new.txt");
     std::fs::write(&old, go_output(1.0, 0x5eed)).unwrap();
     std::fs::write(&new, go_output(1.02, 0xfeed)).unwrap();
+    // The existing store: one import of the same files already in it.
+    let template = dir.path().join("template.db");
+    let made = Command::new(env!("CARGO_BIN_EXE_sysdelta"))
+        .args(["import", "gobench"])
+        .args([&old, &new])
+        .arg("--store")
+        .arg(&template)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
     let peer = benchstat();
     if peer.is_none() {
         println!("benchstat not found (go install golang.org/x/perf/cmd/benchstat@latest): timing sysdelta alone");
     }
-    let (mut imp, mut rep, mut both, mut bs, mut ratio) = (vec![], vec![], vec![], vec![], vec![]);
-    let (mut lay, mut lay_ratio) = (vec![], vec![]);
+    let mut r = Rounds::default();
     for round in 0..ROUNDS {
         let run_peer = || {
             peer.as_ref()
                 .map(|b| timed(Command::new(b).arg(&old).arg(&new)))
         };
-        let (p, (i, r, l)) = if round % 2 == 0 {
-            let s = sysdelta(dir.path(), &old, &new);
+        let ours = || {
+            let fresh = sysdelta(dir.path(), &old, &new, None);
+            let existing = sysdelta(dir.path(), &old, &new, Some(&template));
+            (fresh, existing)
+        };
+        let (p, ((i, rep, l), (ie, _, le))) = if round % 2 == 0 {
+            let s = ours();
             (run_peer(), s)
         } else {
             let p = run_peer();
-            (p, sysdelta(dir.path(), &old, &new))
+            (p, ours())
         };
-        imp.push(i);
-        rep.push(r);
-        both.push(i + r);
-        lay.push(i + l);
+        r.import.push(i);
+        r.report.push(rep);
+        r.layout.push(l);
+        r.import_existing.push(ie);
+        r.layout_existing.push(le);
         if let Some(p) = p {
-            bs.push(p);
-            ratio.push((i + r) / p);
-            lay_ratio.push((i + l) / p);
+            r.peer.push(p);
         }
     }
     println!(
@@ -153,18 +189,39 @@ fn main() {
     );
     let line = |name: &str, v: Vec<f64>| {
         let (m, lo, hi) = stats(v);
-        println!("  {name:<34} {m:.3} s  ({lo:.3}-{hi:.3})");
+        println!("  {name:<44} {m:.4} s  ({lo:.4}-{hi:.4})");
     };
-    line("sysdelta import", imp);
-    line("sysdelta report (target < 0.5 s)", rep);
-    line("sysdelta import + report", both);
-    line("sysdelta import + --format benchstat", lay);
-    if !bs.is_empty() {
-        line("benchstat (peer)", bs);
-        let (m, lo, hi) = stats(ratio);
-        println!("  ratio sysdelta / benchstat, pair by pair: {m:.2}x ({lo:.2}-{hi:.2})");
-        let (m, lo, hi) = stats(lay_ratio);
-        println!("  ratio with --format benchstat:            {m:.2}x ({lo:.2}-{hi:.2})");
+    let sum = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<f64>>();
+    line("sysdelta import (fresh store)", r.import.clone());
+    line("sysdelta report (target < 0.5 s)", r.report.clone());
+    line("sysdelta report --format benchstat", r.layout.clone());
+    line("sysdelta import + report", sum(&r.import, &r.report));
+    line(
+        "sysdelta import + --format benchstat",
+        sum(&r.import, &r.layout),
+    );
+    line(
+        "  the same into an existing store",
+        sum(&r.import_existing, &r.layout_existing),
+    );
+    if !r.peer.is_empty() {
+        line("benchstat (peer)", r.peer.clone());
+        let ratio = |ours: Vec<f64>| {
+            let v: Vec<f64> = ours.iter().zip(&r.peer).map(|(o, p)| o / p).collect();
+            stats(v)
+        };
+        for (name, ours) in [
+            ("import + report", sum(&r.import, &r.report)),
+            ("import + --format benchstat", sum(&r.import, &r.layout)),
+            (
+                "  into an existing store",
+                sum(&r.import_existing, &r.layout_existing),
+            ),
+        ] {
+            let (m, lo, hi) = ratio(ours);
+            println!("  ratio to benchstat, pair by pair: {name:<28} {m:.2}x ({lo:.2}-{hi:.2})");
+        }
+        println!("  (target: import + report no slower than 1.0x benchstat)");
     }
     // How long each report is, beside benchstat's own.
     let bin = env!("CARGO_BIN_EXE_sysdelta");

@@ -16,6 +16,8 @@ mod kernels;
 mod audit;
 #[path = "report/benchstat_layout.rs"]
 mod benchstat_layout;
+#[path = "report/benchstat_verdicts.rs"]
+mod benchstat_verdicts;
 #[path = "report/boots.rs"]
 mod boots;
 #[path = "report/ci_estimable.rs"]

@@ -19,8 +19,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::rc::Rc;
 
-use regex::Regex;
-
 use super::{Imported, ImportedRun};
 use crate::error::Error;
 use crate::metric::{Direction, MetricSpec};
@@ -111,11 +109,15 @@ impl GoResult<'_> {
     }
 }
 
-/// `key: value` lines (`pkg: example.com/a`, `cpu: ...`), compiled once.
-fn key_line() -> &'static Regex {
-    static KEY: std::sync::LazyLock<Regex> =
-        std::sync::LazyLock::new(|| Regex::new(r"^([a-z][^\s:]*):\s*(.*)$").expect("valid regex"));
-    &KEY
+/// A `key: value` line (`pkg: example.com/a`, `cpu: ...`) as (key, value
+/// trimmed): a key is a lower-case ASCII letter, then anything but white
+/// space and `:`, up to the line's first `:` (benchfmt's rule, which the
+/// regex `^([a-z][^\s:]*):\s*(.*)$` said before; a compiled regex cost
+/// more than parsing a whole file of results).
+fn key_line(line: &str) -> Option<(&str, &str)> {
+    let (key, value) = line.split_once(':')?;
+    let starts = key.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+    (starts && !key.contains(char::is_whitespace)).then(|| (key, value.trim()))
 }
 
 /// Parse one file as config `config` into `out` (its key lines into
@@ -133,13 +135,15 @@ fn parse_file<'a>(
     let found = out.len();
     imp.add_config(config);
     let config_index = imp.configs.len() - 1;
+    // A line's words after the name, in one buffer for every line.
+    let mut rest: Vec<&str> = Vec::new();
     for (ln, line) in text.lines().enumerate() {
         let at = || format!("{path}:{}", ln + 1);
         let mut fields = line.split_whitespace();
         let Some(first) = fields.next() else { continue };
         if !first.starts_with("Benchmark") {
-            if let Some(c) = key_line().captures(line) {
-                let (k, v) = (c[1].to_string(), c[2].trim().to_string());
+            if let Some((k, v)) = key_line(line) {
+                let (k, v) = (k.to_string(), v.to_string());
                 imp.notes.push_str(&format!("{config}: {k}: {v}\n"));
                 if let Some(i) = IDENTITY_KEYS.iter().position(|x| *x == k) {
                     // A key line with no value unsets the key (benchfmt).
@@ -153,7 +157,8 @@ fn parse_file<'a>(
             }
             continue;
         }
-        let rest: Vec<&str> = fields.collect();
+        rest.clear();
+        rest.extend(fields);
         if rest.is_empty() {
             continue; // the name line `go test -v` prints before the result
         }
@@ -362,6 +367,34 @@ mod tests {
         let t = "BenchmarkFoo  1  100 ns/op  1e-7 sec/op\n";
         let e = parse(&[("x.txt".into(), t.into())]).unwrap_err();
         assert!(e.to_string().contains("are both sec/op"), "{e}");
+    }
+
+    /// Key lines as benchfmt (and the regex this parser once used) reads
+    /// them: a lower-case first letter, no white space or `:` in the key,
+    /// the value trimmed; anything else is not a key line.
+    #[test]
+    fn key_lines_are_read_as_benchfmt_reads_them() {
+        assert_eq!(
+            key_line("pkg: example.com/a"),
+            Some(("pkg", "example.com/a"))
+        );
+        assert_eq!(
+            key_line("cpu:  Intel(R) Xeon  "),
+            Some(("cpu", "Intel(R) Xeon"))
+        );
+        assert_eq!(key_line("goos:"), Some(("goos", "")));
+        assert_eq!(key_line("a.b-c: x: y"), Some(("a.b-c", "x: y")));
+        for not in [
+            "PASS",
+            "Pkg: x",
+            "my key: x",
+            " pkg: x",
+            "1pkg: x",
+            ": x",
+            "ok  	x	1s",
+        ] {
+            assert_eq!(key_line(not), None, "{not}");
+        }
     }
 
     #[test]
