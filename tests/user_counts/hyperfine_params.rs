@@ -3,10 +3,7 @@
 //! `hyperfine --export-json` does, so scripts that group results by
 //! parameter (hyperfine's `plot_parametrized.py`) read it.
 
-use std::path::Path;
-use std::process::Command;
-
-use crate::common::{self, stderr, Sandbox};
+use crate::common::{stderr, Sandbox};
 
 /// `ab ARGS --export-hyperfine FILE`, quiet, no report: the export's
 /// results.
@@ -84,40 +81,4 @@ fn a_scan_of_the_command_under_configs_gives_each_config_the_value() {
         let n = if command.ends_with('1') { "1" } else { "2" };
         assert_eq!(p, &serde_json::json!({ "n": n }), "{command}");
     }
-}
-
-/// hyperfine's `scripts/plot_parametrized.py` (from the commit the other
-/// scripts of tests/reference/hyperfine/ are, where a copy of it is put;
-/// the test skips without one) plots the export of a `-L` scan, as it
-/// plots `hyperfine -L t ... --export-json`.
-#[test]
-fn hyperfines_plot_parametrized_reads_the_export() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/reference/hyperfine/plot_parametrized.py");
-    if !script.exists() {
-        common::skip("plot_parametrized.py: no copy in tests/reference/hyperfine/");
-        return;
-    }
-    let Some(py) = ["python3", "/usr/bin/python3"].into_iter().find(|p| {
-        Command::new(p)
-            .args(["-c", "import matplotlib"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }) else {
-        common::skip("plot_parametrized.py: no python3 with matplotlib");
-        return;
-    };
-    let sb = Sandbox::new();
-    results(&sb, &["sleep {t}", "-L", "t", "0.001,0.002,0.003"]);
-    let png = sb.path("p.png");
-    let out = Command::new(py)
-        .arg(&script)
-        .arg(sb.path("hf.json"))
-        .arg("-o")
-        .arg(&png)
-        .env("MPLBACKEND", "Agg")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
 }
