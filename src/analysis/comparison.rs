@@ -94,7 +94,7 @@ pub(super) fn compare_all(
             };
             of_workload
                 .iter()
-                .map(|&mi| (mi, compare_metric(&shared[mi], mi, &means, opts)))
+                .map(|&mi| (mi, compare_metric(&shared[mi], mi, (&means, skip), opts)))
                 .collect()
         })
         .collect();
@@ -114,24 +114,31 @@ pub(super) fn compare_all(
 }
 
 /// Metric `mi`'s configs against its baseline; `means` hold its
-/// workload's resampled means by (metric index, config index).
+/// workload's resampled means by (metric index, config index), and
+/// whether they were skipped (`cis::skippable`: no output shows a CI,
+/// and every one of the workload's exists).
 fn compare_metric(
     m: &MetricAnalysis,
     mi: usize,
-    means: &HashMap<(usize, usize), Vec<f64>>,
+    (means, skipped): (&HashMap<(usize, usize), Vec<f64>>, bool),
     opts: &Options,
 ) -> Vec<Comparison> {
     (1..m.cells.len())
-        .map(|ci| compare_cell(m, ci, (means.get(&(mi, 0)), means.get(&(mi, ci))), opts))
+        .map(|ci| {
+            let pair = (means.get(&(mi, 0)), means.get(&(mi, ci)));
+            compare_cell(m, ci, pair, skipped, opts)
+        })
         .collect()
 }
 
 /// Config `ci` of `m` against its baseline (cell 0); `means` are the two
-/// cells' bootstrap means, when resampled.
+/// cells' bootstrap means, when resampled; `skipped`: not resampled, as
+/// no output shows the CI and it certainly exists.
 fn compare_cell(
     m: &MetricAnalysis,
     ci: usize,
     means: (Option<&Vec<f64>>, Option<&Vec<f64>>),
+    skipped: bool,
     opts: &Options,
 ) -> Comparison {
     let (base_cell, cell) = (&m.cells[0], &m.cells[ci]);
@@ -149,9 +156,7 @@ fn compare_cell(
                     (Some(bm), Some(om)) => {
                         ratio_cis(&mut cmp, base, other, (bm, om), b.mean.signum(), opts)
                     }
-                    // Not resampled: `compare_all` skipped it, as no output
-                    // shows it and it certainly exists.
-                    _ => cmp.ci_skipped = !opts.intervals,
+                    _ => cmp.ci_skipped = skipped,
                 }
                 let by_boot = base_cell.boots.is_some() || cell.boots.is_some();
                 test(&mut cmp, base, other, by_boot, opts);

@@ -26,7 +26,7 @@ pub struct Options {
     /// where no output shows them (benchstat's layout prints medians, the
     /// verdict and the p): the bootstrap, most of such a report's time, is
     /// then skipped wherever it cannot change a verdict
-    /// (`cis::certainly_estimable`), and the comparison says so
+    /// (`cis::skippable`), and the comparison says so
     /// ([`Comparison::ci_skipped`]).
     pub intervals: bool,
 }

@@ -266,8 +266,8 @@ const SHARED_TABLES_MAX: usize = 64;
 /// report's time), and the rank test and the Hodges-Lehmann interval both
 /// read it. The values are those [`exact_cdf_table`] makes (bit for bit:
 /// the same counts, summed and divided the same way). None for larger
-/// sizes, and once [`SHARED_TABLES_MAX`] sizes are kept (the caller then
-/// computes its own).
+/// sizes; once [`SHARED_TABLES_MAX`] sizes are kept, a new size's table
+/// is made for its caller and not kept.
 pub fn shared_cdf_table(n1: usize, n2: usize) -> Option<std::sync::Arc<[f64]>> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex, OnceLock};
@@ -279,12 +279,20 @@ pub fn shared_cdf_table(n1: usize, n2: usize) -> Option<std::sync::Arc<[f64]>> {
     // The distribution depends on the two sizes, not on which side is which.
     let key = (n1.min(n2), n1.max(n2));
     let tables = TABLES.get_or_init(Default::default);
-    if let Some(t) = tables.lock().ok()?.get(&key) {
+    // A panic elsewhere while holding the lock leaves the tables whole
+    // (an insert of a finished table): use them, never fall back silently
+    // to another method.
+    let lock = || {
+        tables
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if let Some(t) = lock().get(&key) {
         return Some(t.clone());
     }
     // Made outside the lock: two threads may both make it; one is kept.
     let table: Arc<[f64]> = exact_cdf_table(key.0, key.1, key.0 * key.1)?.into();
-    let mut kept = tables.lock().ok()?;
+    let mut kept = lock();
     if kept.len() < SHARED_TABLES_MAX {
         kept.entry(key).or_insert_with(|| table.clone());
     }

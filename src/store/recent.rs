@@ -48,7 +48,12 @@ impl Store {
             }
             let index = index
                 .get_or_insert_with(|| ids.iter().enumerate().map(|(i, &id)| (id, i)).collect());
-            index.get(&run_id).copied()
+            let found = index.get(&run_id).copied();
+            // Past a run without samples (a failed one) the cursor follows.
+            if let Some(i) = found {
+                cursor = i;
+            }
+            found
         };
         self.db.for_each(
             // Ordered along the runs index and the samples key, so SQLite
