@@ -178,7 +178,7 @@ fn pull_carries_a_baseline_too() {
 #[test]
 fn push_to_a_team_store_carries_and_moves_the_baseline() {
     let Some(sb) = common::Sandbox::postgresql() else {
-        return;
+        return common::skip("push_to_a_team_store_carries_and_moves_the_baseline: no PostgreSQL");
     };
     let local = sb.path("local.db");
     let team = sb.store_arg();
