@@ -74,19 +74,28 @@ fn selected(from: &Store, selected: &[String]) -> Result<Vec<i64>> {
     selected.iter().map(|s| from.resolve(s)).collect()
 }
 
-/// A line on stdout per baseline a copy carried, and a warning on stderr
-/// per one it left as the target had it.
-fn baseline_lines(done: &[BaselineCopy], to: &Store) {
+/// The stores of one copy, as its lines name them.
+struct Ends<'a> {
+    from: &'a Store,
+    to: &'a Store,
+}
+
+/// A line on stdout per baseline a copy of experiment `id` (`copy` in
+/// the target) carried, and a warning on stderr per one it left as the
+/// target had it, naming both stores (a pull's target is the user's, a
+/// push's the other one: no "here" or "there").
+fn baseline_lines(done: &[BaselineCopy], ends: &Ends, id: i64, copy: i64) {
     for b in done {
         match b {
             BaselineCopy::Made(n) => println!("  baseline {n}: now points at it there"),
             BaselineCopy::Moved(n) => println!("  baseline {n}: moved on to it there"),
             BaselineCopy::Same(n) => println!("  baseline {n}: already points at it there"),
             BaselineCopy::Kept { name, there } => crate::sys::stderr::say!(
-                "sysdelta: warning: baseline {name} not copied: in {} it points at experiment \
-                 {there}, which {name} here never pointed at; left as it is (docs/reports.md, \
-                 \"Baselines\")",
-                to.shown()
+                "sysdelta: warning: baseline {name} left as it is in {}, where it points at \
+                 experiment {there}: in {} it points at experiment {id} (copied as {copy}), \
+                 and never pointed at that experiment (docs/reports.md, \"Baselines\")",
+                ends.to.shown(),
+                ends.from.shown()
             ),
         }
     }
@@ -94,6 +103,7 @@ fn baseline_lines(done: &[BaselineCopy], to: &Store) {
 
 /// Copy experiments `ids` of `from` into `to`, one line each.
 fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
+    let ends = Ends { from, to };
     let ids = ids.to_vec();
     let (mut new, mut grown, mut same) = (0, 0, 0);
     for id in ids {
@@ -113,7 +123,7 @@ fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
             }
         };
         println!("experiment {id}: {what}");
-        baseline_lines(&c.baselines, to);
+        baseline_lines(&c.baselines, &ends, id, c.id);
     }
     crate::sys::stderr::say!(
         "sysdelta: {} -> {}: {new} new, {grown} grown, {same} already there",

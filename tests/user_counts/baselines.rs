@@ -137,8 +137,10 @@ fn a_baseline_the_target_saved_for_another_experiment_is_not_overwritten() {
     assert!(o.status.success(), "the experiment is copied: {err}");
     assert!(
         err.contains(&format!(
-            "baseline main not copied: in {} it points at experiment {theirs}, which main here never pointed at",
-            team.display()
+            "warning: baseline main left as it is in {}, where it points at experiment {theirs}: \
+             in {} it points at experiment {mine} (copied as 2), and never pointed at that experiment",
+            team.display(),
+            local.display()
         )),
         "{err}"
     );
