@@ -144,20 +144,38 @@ pub enum BaselineCopy {
     /// The target's baseline of that name pointed at an experiment the
     /// source's had pointed at before (by uid): it moved on to the copy,
     /// as it did in the source, keeping the ids it pointed at before.
+    /// Only where the copy may follow the source's history
+    /// ([`Moves::FollowSource`]).
     Moved(String),
     /// The target's baseline pointed at the copy already.
     Same(String),
     /// The target's baseline points at experiment `there` (its id in the
-    /// target), which the source's never did: left as it is, never
-    /// overwritten (two stores saved the name for different runs).
+    /// target), another than the copy: left as it is, never overwritten
+    /// (two stores saved the name for different runs, or a pull, which
+    /// never moves a name the target has).
     Kept { name: String, there: i64 },
+}
+
+/// Whether a copy may move on a name the target has for another
+/// experiment, following the source's history of the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moves {
+    /// `push`: the source is the user's own store, and so is the history
+    /// of its names; the target's name moves on where the source's did.
+    FollowSource,
+    /// `pull`: the source's `meta` row is anyone's who can write that
+    /// store, and the target is the user's own, whose names a CI job
+    /// gates against (`--against-baseline main --fail-on`): a name the
+    /// target has is never moved, only names it lacks are made.
+    Never,
 }
 
 impl Store {
     /// Carry into `to` the baselines of `self` that point at experiment
     /// `id` now, as pointing at `dst` (its copy in `to`); called inside
-    /// the copy's transaction of `to`. A name `to` has for another
-    /// experiment moves only when the source's name had pointed at that
+    /// the copy's transaction of `to`. A name `to` lacks is made; one it
+    /// has for another experiment moves on only under
+    /// [`Moves::FollowSource`], when the source's name had pointed at that
     /// experiment before (the source moved on from it, as `to` now does);
     /// otherwise it is kept, and said. Names that are not baseline names
     /// (the `meta` row is anyone's who can write the store) are not
@@ -167,6 +185,7 @@ impl Store {
         id: i64,
         to: &Store,
         dst: i64,
+        moves: Moves,
     ) -> Result<Vec<BaselineCopy>> {
         let mut out = Vec::new();
         for (name, ids) in self.baselines()? {
@@ -208,7 +227,7 @@ impl Store {
                 None => None,
             };
             match (there, there_uid) {
-                (Some(_), Some(uid)) if before.contains(&uid) => {
+                (Some(_), Some(uid)) if moves == Moves::FollowSource && before.contains(&uid) => {
                     // Moved only from the value read: a name another
                     // writer moved meanwhile is kept, not overwritten.
                     let n = to.db.execute(

@@ -1,7 +1,9 @@
 //! Named baselines (`--save-baseline NAME`) where a user looks for them:
 //! `sysdelta list` shows them, and `push`/`pull` carry a baseline with the
-//! experiment it names, moving the target's name on as the source's moved,
-//! never over one the target saved for another experiment.
+//! experiment it names: `push` moves the target's name on as the source's
+//! moved, never over one the target saved for another experiment; `pull`
+//! never moves a name the user's store has, whatever the team store's
+//! history of it says.
 
 use crate::common;
 
@@ -173,6 +175,53 @@ fn pull_carries_a_baseline_too() {
         "{out}"
     );
     assert_eq!(pointed(&laptop, "main"), [1]);
+}
+
+/// The team store's `meta` row is anyone's who can write that store: a
+/// history there that claims the user's baseline moved on from their
+/// experiment to another must not repoint the user's own `main` (which
+/// `--against-baseline main --fail-on` gates against) on a pull.
+#[test]
+fn pull_never_moves_a_baseline_the_local_store_has() {
+    let sb = common::Sandbox::sqlite();
+    let (local, team) = (sb.store(), sb.path("team.db"));
+    experiment(&team, "someone else's, so ids differ");
+    let mine = experiment(&local, "mine");
+    save(&local, "main", mine);
+    ok(&sb, &local, &["push", "--to", team.to_str().unwrap()]);
+    assert_eq!(pointed(&team, "main"), [2], "the copy of {mine} is 2 there");
+    // Someone who can write the team store points its main on from the
+    // copy of mine to an experiment of theirs.
+    let theirs = experiment(&team, "theirs");
+    save(&team, "main", theirs);
+    assert_eq!(pointed(&team, "main"), [2, theirs]);
+
+    let o = run(&sb, &local, &["pull", "--from", team.to_str().unwrap()]);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "the experiments are copied: {err}");
+    assert!(
+        err.contains(&format!(
+            "warning: baseline main left as it is in {}, where it points at experiment {mine}: \
+             in {} it points at experiment {theirs} (copied as 3), and a pull never moves a \
+             name the store it copies into has",
+            local.display(),
+            team.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        !common::stdout(&o).contains("moved on"),
+        "{}",
+        common::stdout(&o)
+    );
+    assert_eq!(pointed(&local, "main"), [mine], "left as it was");
+    let store = Store::open(&local, false).unwrap();
+    assert_eq!(store.experiment_ids().unwrap().len(), 3, "all copied");
+    let (list, _) = ok(&sb, &local, &["list"]);
+    assert!(
+        list.contains(&format!("baseline main: experiment {mine}\n")),
+        "{list}"
+    );
 }
 
 /// A team's PostgreSQL store, as a CI job pushes to it: the baseline is
