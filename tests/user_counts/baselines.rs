@@ -253,3 +253,83 @@ fn push_to_a_team_store_carries_and_moves_the_baseline() {
         Store::open(&local, false).unwrap().uid(second).unwrap()
     );
 }
+
+/// Two hosts push a name to a team's PostgreSQL store at once: the push
+/// whose copy finds the name made by the other between its read and its
+/// write keeps the other's, says so, and still copies its experiment (a
+/// unique-key error rolled the whole copy back). The other host is held
+/// in its transaction here until the push waits on its row, so the race
+/// is met every time.
+#[test]
+fn a_name_made_meanwhile_on_a_team_store_is_kept_and_the_push_goes_through() {
+    let Some(sb) = common::Sandbox::postgresql() else {
+        return common::skip("a_name_made_meanwhile_on_a_team_store_...: no PostgreSQL");
+    };
+    let local = sb.path("local.db");
+    let mine = experiment(&local, "mine");
+    save(&local, "main", mine);
+    let other = experiment(&sb.store(), "the other host's");
+    let pg = sb.pg.as_ref().unwrap();
+    let mut other_host = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    let mut tx = other_host.transaction().unwrap();
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('baseline:main', $1)",
+        &[&other.to_string()],
+    )
+    .unwrap();
+
+    let (out, err) = (sb.path("push.out"), sb.path("push.err"));
+    let mut push = common::procs::KillOnDrop(
+        std::process::Command::new(common::bin())
+            .arg("--store")
+            .arg(&local)
+            .args(["push", "--to", &sb.store_arg()])
+            .env("SYSDELTA_RUN_DIR", sb.run_dir())
+            .env("SYSDELTA_STATE_DIR", sb.state_dir())
+            .current_dir(sb.dir.path())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    // The push has read no name, and its insert waits on the other's.
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO meta%'";
+    // Not a timing: a bound on a hang (the push stuck somewhere else).
+    let hang = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while pg.psql(waiting) == "0" {
+        assert!(
+            std::time::Instant::now() < hang,
+            "the push never waited on the name"
+        );
+        if let Some(status) = push.0.try_wait().unwrap() {
+            panic!(
+                "the push ended ({status}) before it met the other host's name: {}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    tx.commit().unwrap();
+    let status = push.0.wait().unwrap();
+    let (out, err) = (
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&err).unwrap(),
+    );
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("experiment 1: stored as 2"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "warning: baseline main left as it is in {}, where it points at experiment {other}: \
+             in {} it points at experiment {mine} (copied as 2)",
+            Store::open(&sb.store(), false).unwrap().shown(),
+            local.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        pointed(&sb.store(), "main"),
+        [other],
+        "the other's, as made"
+    );
+}
