@@ -69,12 +69,13 @@ impl Gate {
         let on = FailOn::from_str(verdict, true).map_err(|_| bad("no such verdict"))?;
         let mut names = Vec::new();
         if let Some(m) = metrics {
+            // No rule on '/': metric and workload names may hold any
+            // number of them (Go's `sec/op`, a sub-benchmark `Enc/json-2`,
+            // an `ab` workload named after a path), so a name is matched
+            // whole against each comparison (see `names`), never split.
             for name in m.split(',').map(str::trim) {
-                let ok = !name.is_empty()
-                    && name.split('/').count() <= 2
-                    && name.split('/').all(|p| !p.is_empty());
-                if !ok {
-                    return Err(bad(&format!("'{name}' is not METRIC or WORKLOAD/METRIC")));
+                if name.is_empty() {
+                    return Err(bad("an empty name is not METRIC or WORKLOAD/METRIC"));
                 }
                 if !names.iter().any(|n| n == name) {
                     names.push(name.to_string());
@@ -92,12 +93,18 @@ impl Gate {
         }
     }
 
-    /// Whether `selector` names `workload`'s metric `metric`.
+    /// Whether `selector` names `workload`'s metric `metric`: it is the
+    /// metric's name (that metric of every workload) or `WORKLOAD/METRIC`
+    /// exactly, as `--until-metric` matches. A selector that is both
+    /// (`sec/op` where a workload `sec` has a metric `op`) names both:
+    /// a gate that counts one comparison too many can fail a job it need
+    /// not, one that counts too few could pass a regression.
     fn names(selector: &str, workload: &str, metric: &str) -> bool {
-        match selector.split_once('/') {
-            Some((w, m)) => w == workload && m == metric,
-            None => selector == metric,
-        }
+        selector == metric
+            || selector
+                .strip_prefix(workload)
+                .and_then(|rest| rest.strip_prefix('/'))
+                == Some(metric)
     }
 
     /// Whether the gate counts `workload`'s metric `metric`.
@@ -241,14 +248,27 @@ mod tests {
         assert!(!g.gates("other", "maxrss") && !g.gates("build", "user"));
         assert_eq!(Gate::parse("any").unwrap(), Gate::from(FailOn::Any));
         assert!(Gate::parse("any").unwrap().gates("w", "x"));
-        for bad in [
-            "worst",
-            "worse:",
-            "worse:a,,b",
-            "worse:/wall",
-            "worse:a/b/c",
-        ] {
+        for bad in ["worst", "worse:", "worse:a,,b", "worse: ,wall"] {
             assert!(Gate::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn names_with_slashes_are_matched_whole() {
+        let g = Gate::parse("worse:sec/op,Enc/json-2/B/op").unwrap();
+        assert_eq!(g.metrics, ["sec/op", "Enc/json-2/B/op"]);
+        // Go's metric of every workload, a sub-benchmark's metric.
+        assert!(g.gates("Dec-2", "sec/op") && g.gates("Enc/json-2", "sec/op"));
+        assert!(g.gates("Enc/json-2", "B/op"));
+        assert!(!g.gates("Dec-2", "B/op") && !g.gates("Enc/json-2", "allocs/op"));
+        // Not a prefix or a part of either name.
+        assert!(!g.gates("Enc", "json-2/B") && !g.gates("sec", "opx"));
+        // Both readings of an ambiguous selector gate.
+        let g = Gate::parse("any:sec/op").unwrap();
+        assert!(g.gates("sec", "op") && g.gates("w", "sec/op"));
+        // A workload `Enc` with a metric `json-2/B/op` is that name too.
+        assert!(Gate::parse("any:Enc/json-2/B/op")
+            .unwrap()
+            .gates("Enc", "json-2/B/op"));
     }
 }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::Args;
 
 use crate::error::bad;
-use crate::store::baselines::BaselineCopy;
+use crate::store::baselines::{BaselineCopy, Moves};
 use crate::store::Store;
 
 #[derive(Args)]
@@ -43,7 +43,8 @@ pub fn push(a: &PushArgs, store: &Path) -> Result<()> {
     let from = Store::open(store, false)?;
     let ids = selected(&from, &a.experiment)?;
     let to = Store::open(&location(&a.to)?, true)?;
-    copy(&from, &to, &ids)
+    // The names' history is the pusher's own: the target's move on with it.
+    copy(&from, &to, &ids, Moves::FollowSource)
 }
 
 /// `pull`: from `--from` into the store at `store`.
@@ -51,7 +52,9 @@ pub fn pull(a: &PullArgs, store: &Path) -> Result<()> {
     let from = Store::open(&location(&a.from)?, false)?;
     let ids = selected(&from, &a.experiment)?;
     let to = Store::open(store, true)?;
-    copy(&from, &to, &ids)
+    // The source's history of a name is anyone's who can write that
+    // store: it moves none of the user's own (docs/reports.md, "Baselines").
+    copy(&from, &to, &ids, Moves::Never)
 }
 
 /// A store named on the command line, as [`Store::open`] takes it.
@@ -74,30 +77,48 @@ fn selected(from: &Store, selected: &[String]) -> Result<Vec<i64>> {
     selected.iter().map(|s| from.resolve(s)).collect()
 }
 
-/// A line on stdout per baseline a copy carried, and a warning on stderr
-/// per one it left as the target had it.
-fn baseline_lines(done: &[BaselineCopy], to: &Store) {
+/// The stores of one copy, as its lines name them.
+struct Ends<'a> {
+    from: &'a Store,
+    to: &'a Store,
+    moves: Moves,
+}
+
+/// A line on stdout per baseline a copy of experiment `id` (`copy` in
+/// the target) carried, and a warning on stderr per one it left as the
+/// target had it, naming both stores (a pull's target is the user's, a
+/// push's the other one: no "here" or "there").
+fn baseline_lines(done: &[BaselineCopy], ends: &Ends, id: i64, copy: i64) {
     for b in done {
         match b {
             BaselineCopy::Made(n) => println!("  baseline {n}: now points at it there"),
             BaselineCopy::Moved(n) => println!("  baseline {n}: moved on to it there"),
             BaselineCopy::Same(n) => println!("  baseline {n}: already points at it there"),
-            BaselineCopy::Kept { name, there } => crate::sys::stderr::say!(
-                "sysdelta: warning: baseline {name} not copied: in {} it points at experiment \
-                 {there}, which {name} here never pointed at; left as it is (docs/reports.md, \
-                 \"Baselines\")",
-                to.shown()
-            ),
+            BaselineCopy::Kept { name, there } => {
+                let why = match ends.moves {
+                    Moves::FollowSource => "and never pointed at that experiment",
+                    Moves::Never => "and a pull never moves a name the store it copies into has",
+                };
+                crate::sys::stderr::say!(
+                    "sysdelta: warning: baseline {name} left as it is in {}, where it points at \
+                     experiment {there}: in {} it points at experiment {id} (copied as {copy}), \
+                     {why} (docs/reports.md, \"Baselines\")",
+                    ends.to.shown(),
+                    ends.from.shown()
+                )
+            }
         }
     }
 }
 
-/// Copy experiments `ids` of `from` into `to`, one line each.
-fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
+/// Copy experiments `ids` of `from` into `to`, one line each, moving on
+/// the target's baselines as `moves` allows.
+fn copy(from: &Store, to: &Store, ids: &[i64], moves: Moves) -> Result<()> {
+    let ends = Ends { from, to, moves };
     let ids = ids.to_vec();
     let (mut new, mut grown, mut same) = (0, 0, 0);
     for id in ids {
-        let c = from.copy_experiment(id, to)?;
+        let c = from.copy_experiment_with(id, to, moves)?;
         let what = match (c.new, c.runs_added) {
             (true, n) => {
                 new += 1;
@@ -113,7 +134,7 @@ fn copy(from: &Store, to: &Store, ids: &[i64]) -> Result<()> {
             }
         };
         println!("experiment {id}: {what}");
-        baseline_lines(&c.baselines, to);
+        baseline_lines(&c.baselines, &ends, id, c.id);
     }
     crate::sys::stderr::say!(
         "sysdelta: {} -> {}: {new} new, {grown} grown, {same} already there",

@@ -144,20 +144,43 @@ pub enum BaselineCopy {
     /// The target's baseline of that name pointed at an experiment the
     /// source's had pointed at before (by uid): it moved on to the copy,
     /// as it did in the source, keeping the ids it pointed at before.
+    /// Only where the copy may follow the source's history
+    /// ([`Moves::FollowSource`]).
     Moved(String),
     /// The target's baseline pointed at the copy already.
     Same(String),
     /// The target's baseline points at experiment `there` (its id in the
-    /// target), which the source's never did: left as it is, never
-    /// overwritten (two stores saved the name for different runs).
+    /// target), another than the copy: left as it is, never overwritten
+    /// (two stores saved the name for different runs, or a pull, which
+    /// never moves a name the target has).
     Kept { name: String, there: i64 },
 }
+
+/// Whether a copy may move on a name the target has for another
+/// experiment, following the source's history of the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moves {
+    /// `push`: the source is the user's own store, and so is the history
+    /// of its names; the target's name moves on where the source's did.
+    FollowSource,
+    /// `pull`: the source's `meta` row is anyone's who can write that
+    /// store, and the target is the user's own, whose names a CI job
+    /// gates against (`--against-baseline main --fail-on`): a name the
+    /// target has is never moved, only names it lacks are made.
+    Never,
+}
+
+/// How often a name's row is read when another writer changes it between
+/// the read and a write (a push from another host) before the copy gives
+/// up (and is rolled back).
+const RACE_RETRIES: usize = 3;
 
 impl Store {
     /// Carry into `to` the baselines of `self` that point at experiment
     /// `id` now, as pointing at `dst` (its copy in `to`); called inside
-    /// the copy's transaction of `to`. A name `to` has for another
-    /// experiment moves only when the source's name had pointed at that
+    /// the copy's transaction of `to`. A name `to` lacks is made; one it
+    /// has for another experiment moves on only under
+    /// [`Moves::FollowSource`], when the source's name had pointed at that
     /// experiment before (the source moved on from it, as `to` now does);
     /// otherwise it is kept, and said. Names that are not baseline names
     /// (the `meta` row is anyone's who can write the store) are not
@@ -167,74 +190,101 @@ impl Store {
         id: i64,
         to: &Store,
         dst: i64,
+        moves: Moves,
     ) -> Result<Vec<BaselineCopy>> {
         let mut out = Vec::new();
         for (name, ids) in self.baselines()? {
             if ids.last() != Some(&id) || check_name(&name).is_err() {
                 continue;
             }
-            let key = format!("{PREFIX}{name}");
-            let value: Option<String> =
-                to.db
-                    .query_opt("SELECT value FROM meta WHERE key = ?1", &vals![&key], |r| {
-                        r.get(0)
-                    })?;
-            let Some(value) = value else {
-                to.db.execute(
-                    "INSERT INTO meta (key, value) VALUES (?1, ?2)",
-                    &vals![&key, &dst.to_string()],
-                )?;
-                out.push(BaselineCopy::Made(name));
-                continue;
-            };
-            let there: Option<i64> = value
-                .split_whitespace()
-                .filter_map(|i| i.parse().ok())
-                .next_back();
-            if there == Some(dst) {
-                out.push(BaselineCopy::Same(name));
-                continue;
-            }
-            // The uids the source's name pointed at before this one.
-            let mut before = Vec::new();
-            for i in &ids[..ids.len() - 1] {
-                // An id whose experiment was since removed has no uid.
-                if let Ok(uid) = self.uid(*i) {
-                    before.push(uid);
+            let mut done = None;
+            for _ in 0..RACE_RETRIES {
+                done = self.carry(&name, &ids, to, dst, moves)?;
+                if done.is_some() {
+                    break;
                 }
             }
-            let there_uid = match there {
-                Some(t) => to.uid(t).ok(),
-                None => None,
-            };
-            match (there, there_uid) {
-                (Some(_), Some(uid)) if before.contains(&uid) => {
-                    // Moved only from the value read: a name another
-                    // writer moved meanwhile is kept, not overwritten.
-                    let n = to.db.execute(
-                        "UPDATE meta SET value = value || ' ' || ?3 WHERE key = ?1 AND value = ?2",
-                        &vals![&key, &value, &dst.to_string()],
-                    )?;
-                    out.push(match n {
-                        1 => BaselineCopy::Moved(name),
-                        _ => BaselineCopy::Kept {
-                            name,
-                            there: there.unwrap_or_default(),
-                        },
-                    });
-                }
-                (Some(t), _) => out.push(BaselineCopy::Kept { name, there: t }),
-                // An empty or unreadable row: the name points nowhere, so
-                // the copy takes it (no experiment loses its name).
-                (None, _) => {
-                    to.db.execute(
-                        "UPDATE meta SET value = ?2 WHERE key = ?1",
-                        &vals![&key, &dst.to_string()],
-                    )?;
-                    out.push(BaselineCopy::Made(name));
-                }
-            }
+            // Never met in practice: each retry needs another writer's
+            // change in between. The copy is rolled back, to be run again.
+            out.push(done.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "baseline {name} in {} was changed by another writer {RACE_RETRIES} times \
+                     while this copy read it; the experiment was not copied, copy it again",
+                    to.shown()
+                )
+            })?);
         }
         Ok(out)
+    }
+
+    /// One try of carrying the source's baseline `name` (which has pointed
+    /// at `ids`) into `to` as pointing at `dst`: what it did, or None when
+    /// another writer changed the name in `to` between the read and the
+    /// write (each write is conditional on the row as read, so nobody's
+    /// change is overwritten), to be read again.
+    fn carry(
+        &self,
+        name: &str,
+        ids: &[i64],
+        to: &Store,
+        dst: i64,
+        moves: Moves,
+    ) -> Result<Option<BaselineCopy>> {
+        let key = format!("{PREFIX}{name}");
+        let value: Option<String> =
+            to.db
+                .query_opt("SELECT value FROM meta WHERE key = ?1", &vals![&key], |r| {
+                    r.get(0)
+                })?;
+        let Some(value) = value else {
+            // Made now, unless another writer made it since the read (a
+            // unique-key error would roll the whole copy back).
+            let made: Option<String> = to.db.query_opt(
+                "INSERT INTO meta (key, value) VALUES (?1, ?2)
+                 ON CONFLICT (key) DO NOTHING RETURNING key",
+                &vals![&key, &dst.to_string()],
+                |r| r.get(0),
+            )?;
+            return Ok(made.map(|_| BaselineCopy::Made(name.to_string())));
+        };
+        let name = name.to_string();
+        let there: Option<i64> = value
+            .split_whitespace()
+            .filter_map(|i| i.parse().ok())
+            .next_back();
+        let Some(there) = there else {
+            // An empty or unreadable row: the name points nowhere, so the
+            // copy takes it (no experiment loses its name).
+            let n = to.db.execute(
+                "UPDATE meta SET value = ?3 WHERE key = ?1 AND value = ?2",
+                &vals![&key, &value, &dst.to_string()],
+            )?;
+            return Ok((n == 1).then_some(BaselineCopy::Made(name)));
+        };
+        if there == dst {
+            return Ok(Some(BaselineCopy::Same(name)));
+        }
+        if moves == Moves::Never || !self.pointed_before(ids, to, there) {
+            return Ok(Some(BaselineCopy::Kept { name, there }));
+        }
+        // Moved only from the value read: a name another writer moved
+        // meanwhile is read again, not overwritten.
+        let n = to.db.execute(
+            "UPDATE meta SET value = value || ' ' || ?3 WHERE key = ?1 AND value = ?2",
+            &vals![&key, &value, &dst.to_string()],
+        )?;
+        Ok((n == 1).then_some(BaselineCopy::Moved(name)))
+    }
+
+    /// Whether experiment `there` of `to` is one the source's name pointed
+    /// at before its current one (`ids`, oldest first), by uid.
+    fn pointed_before(&self, ids: &[i64], to: &Store, there: i64) -> bool {
+        let Ok(uid) = to.uid(there) else {
+            return false;
+        };
+        // An id whose experiment was since removed has no uid.
+        ids[..ids.len().saturating_sub(1)]
+            .iter()
+            .any(|i| self.uid(*i).is_ok_and(|u| u == uid))
     }
 }

@@ -5,7 +5,8 @@
 //! takes its status. Each experiment is copied in one transaction of the
 //! target: all of it or none, with the named baselines that point at it
 //! (`store::baselines`: one the target has for another experiment is
-//! never overwritten).
+//! never overwritten, and moves on only where the caller lets the
+//! source's history move it: `push`, not `pull`).
 //!
 //! Ids are the target's own (a team store's server hands them out); a
 //! run is known by (experiment, block, seq) as everywhere, a boot by
@@ -16,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 
+use super::baselines::Moves;
 use super::db::vals;
 use super::runlog::RunRow;
 use super::Store;
@@ -47,8 +49,16 @@ impl Store {
             .value("SELECT uid FROM experiments WHERE id = ?1", &vals![id])
     }
 
-    /// Copy experiment `id` of `self` into `to`; see the module docs.
+    /// Copy experiment `id` of `self` into `to`; see the module docs. A
+    /// named baseline `to` has is never moved ([`Moves::Never`], as
+    /// `pull`); [`Store::copy_experiment_with`] says otherwise.
     pub fn copy_experiment(&self, id: i64, to: &Store) -> Result<Copied> {
+        self.copy_experiment_with(id, to, Moves::Never)
+    }
+
+    /// [`Store::copy_experiment`], the baselines `to` has moved on as
+    /// `moves` allows (`push`: [`Moves::FollowSource`]).
+    pub fn copy_experiment_with(&self, id: i64, to: &Store, moves: Moves) -> Result<Copied> {
         let data = self.load(id)?;
         let uid = self.uid(id)?;
         // The experiment's row as text and numbers, column by column.
@@ -182,7 +192,7 @@ impl Store {
                     )?;
                 }
             }
-            let baselines = self.copy_baselines(id, to, dst)?;
+            let baselines = self.copy_baselines(id, to, dst, moves)?;
             Ok(Copied {
                 id: dst,
                 new,

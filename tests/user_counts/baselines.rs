@@ -1,7 +1,9 @@
 //! Named baselines (`--save-baseline NAME`) where a user looks for them:
 //! `sysdelta list` shows them, and `push`/`pull` carry a baseline with the
-//! experiment it names, moving the target's name on as the source's moved,
-//! never over one the target saved for another experiment.
+//! experiment it names: `push` moves the target's name on as the source's
+//! moved, never over one the target saved for another experiment; `pull`
+//! never moves a name the user's store has, whatever the team store's
+//! history of it says.
 
 use crate::common;
 
@@ -137,8 +139,10 @@ fn a_baseline_the_target_saved_for_another_experiment_is_not_overwritten() {
     assert!(o.status.success(), "the experiment is copied: {err}");
     assert!(
         err.contains(&format!(
-            "baseline main not copied: in {} it points at experiment {theirs}, which main here never pointed at",
-            team.display()
+            "warning: baseline main left as it is in {}, where it points at experiment {theirs}: \
+             in {} it points at experiment {mine} (copied as 2), and never pointed at that experiment",
+            team.display(),
+            local.display()
         )),
         "{err}"
     );
@@ -173,12 +177,59 @@ fn pull_carries_a_baseline_too() {
     assert_eq!(pointed(&laptop, "main"), [1]);
 }
 
+/// The team store's `meta` row is anyone's who can write that store: a
+/// history there that claims the user's baseline moved on from their
+/// experiment to another must not repoint the user's own `main` (which
+/// `--against-baseline main --fail-on` gates against) on a pull.
+#[test]
+fn pull_never_moves_a_baseline_the_local_store_has() {
+    let sb = common::Sandbox::sqlite();
+    let (local, team) = (sb.store(), sb.path("team.db"));
+    experiment(&team, "someone else's, so ids differ");
+    let mine = experiment(&local, "mine");
+    save(&local, "main", mine);
+    ok(&sb, &local, &["push", "--to", team.to_str().unwrap()]);
+    assert_eq!(pointed(&team, "main"), [2], "the copy of {mine} is 2 there");
+    // Someone who can write the team store points its main on from the
+    // copy of mine to an experiment of theirs.
+    let theirs = experiment(&team, "theirs");
+    save(&team, "main", theirs);
+    assert_eq!(pointed(&team, "main"), [2, theirs]);
+
+    let o = run(&sb, &local, &["pull", "--from", team.to_str().unwrap()]);
+    let err = common::stderr(&o);
+    assert!(o.status.success(), "the experiments are copied: {err}");
+    assert!(
+        err.contains(&format!(
+            "warning: baseline main left as it is in {}, where it points at experiment {mine}: \
+             in {} it points at experiment {theirs} (copied as 3), and a pull never moves a \
+             name the store it copies into has",
+            local.display(),
+            team.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        !common::stdout(&o).contains("moved on"),
+        "{}",
+        common::stdout(&o)
+    );
+    assert_eq!(pointed(&local, "main"), [mine], "left as it was");
+    let store = Store::open(&local, false).unwrap();
+    assert_eq!(store.experiment_ids().unwrap().len(), 3, "all copied");
+    let (list, _) = ok(&sb, &local, &["list"]);
+    assert!(
+        list.contains(&format!("baseline main: experiment {mine}\n")),
+        "{list}"
+    );
+}
+
 /// A team's PostgreSQL store, as a CI job pushes to it: the baseline is
 /// made, then moved on, there too.
 #[test]
 fn push_to_a_team_store_carries_and_moves_the_baseline() {
     let Some(sb) = common::Sandbox::postgresql() else {
-        return;
+        return common::skip("push_to_a_team_store_carries_and_moves_the_baseline: no PostgreSQL");
     };
     let local = sb.path("local.db");
     let team = sb.store_arg();
@@ -200,5 +251,85 @@ fn push_to_a_team_store_carries_and_moves_the_baseline() {
     assert_eq!(
         store.uid(there[1]).unwrap(),
         Store::open(&local, false).unwrap().uid(second).unwrap()
+    );
+}
+
+/// Two hosts push a name to a team's PostgreSQL store at once: the push
+/// whose copy finds the name made by the other between its read and its
+/// write keeps the other's, says so, and still copies its experiment (a
+/// unique-key error rolled the whole copy back). The other host is held
+/// in its transaction here until the push waits on its row, so the race
+/// is met every time.
+#[test]
+fn a_name_made_meanwhile_on_a_team_store_is_kept_and_the_push_goes_through() {
+    let Some(sb) = common::Sandbox::postgresql() else {
+        return common::skip("a_name_made_meanwhile_on_a_team_store_...: no PostgreSQL");
+    };
+    let local = sb.path("local.db");
+    let mine = experiment(&local, "mine");
+    save(&local, "main", mine);
+    let other = experiment(&sb.store(), "the other host's");
+    let pg = sb.pg.as_ref().unwrap();
+    let mut other_host = postgres::Client::connect(&pg.url(), postgres::NoTls).unwrap();
+    let mut tx = other_host.transaction().unwrap();
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('baseline:main', $1)",
+        &[&other.to_string()],
+    )
+    .unwrap();
+
+    let (out, err) = (sb.path("push.out"), sb.path("push.err"));
+    let mut push = common::procs::KillOnDrop(
+        std::process::Command::new(common::bin())
+            .arg("--store")
+            .arg(&local)
+            .args(["push", "--to", &sb.store_arg()])
+            .env("SYSDELTA_RUN_DIR", sb.run_dir())
+            .env("SYSDELTA_STATE_DIR", sb.state_dir())
+            .current_dir(sb.dir.path())
+            .stdout(std::fs::File::create(&out).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    // The push has read no name, and its insert waits on the other's.
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO meta%'";
+    // Not a timing: a bound on a hang (the push stuck somewhere else).
+    let hang = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while pg.psql(waiting) == "0" {
+        assert!(
+            std::time::Instant::now() < hang,
+            "the push never waited on the name"
+        );
+        if let Some(status) = push.0.try_wait().unwrap() {
+            panic!(
+                "the push ended ({status}) before it met the other host's name: {}",
+                std::fs::read_to_string(&err).unwrap()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    tx.commit().unwrap();
+    let status = push.0.wait().unwrap();
+    let (out, err) = (
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&err).unwrap(),
+    );
+    assert!(status.success(), "{out}{err}");
+    assert!(out.contains("experiment 1: stored as 2"), "{out}");
+    assert!(
+        err.contains(&format!(
+            "warning: baseline main left as it is in {}, where it points at experiment {other}: \
+             in {} it points at experiment {mine} (copied as 2)",
+            Store::open(&sb.store(), false).unwrap().shown(),
+            local.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(
+        pointed(&sb.store(), "main"),
+        [other],
+        "the other's, as made"
     );
 }

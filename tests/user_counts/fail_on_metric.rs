@@ -115,3 +115,88 @@ fn a_misspelt_metric_fails_the_gate_and_a_bad_flag_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{}", common::stderr(&out));
     assert!(stderr(&out).contains("is not METRIC or WORKLOAD/METRIC"));
 }
+
+/// Go benchmark output of one config, as `go test -bench -count 10
+/// -benchmem` prints it: `Dec-2` takes `dec` ns/op; the sub-benchmark
+/// `Enc/json-2` 400 ns/op and `enc_bytes` B/op (a little jitter in each,
+/// as real runs have), 3 allocs/op always.
+fn gobench(dec: f64, enc_bytes: f64) -> String {
+    let mut out = String::from("goos: linux\ngoarch: amd64\npkg: example.com/codec\n");
+    for i in 0..10 {
+        let jitter = 1.0 + f64::from((i * 7) % 11) * 0.002;
+        out.push_str(&format!(
+            "BenchmarkDec-2   \t  100000\t {:.1} ns/op\n",
+            dec * jitter
+        ));
+        out.push_str(&format!(
+            "BenchmarkEnc/json-2   \t  100000\t {:.1} ns/op\t {:.0} B/op\t 3 allocs/op\n",
+            400.0 * (1.0 + f64::from((i * 5) % 9) * 0.002),
+            enc_bytes + f64::from((i * 3) % 7)
+        ));
+    }
+    out.push_str("PASS\nok  \texample.com/codec\t3.210s\n");
+    out
+}
+
+/// A gobench import gates on Go's metrics and sub-benchmarks, whose names
+/// hold '/': `worse:sec/op` is the metric `sec/op` of every benchmark,
+/// `worse:Enc/json-2/sec/op` that one benchmark's. The new side makes
+/// `Dec-2` 20% slower and `Enc/json-2` allocate 20% more bytes.
+#[test]
+fn go_metrics_and_sub_benchmarks_are_named_whole() {
+    let sb = Sandbox::new();
+    let (old, new) = (sb.path("old.txt"), sb.path("new.txt"));
+    std::fs::write(&old, gobench(1000.0, 1000.0)).unwrap();
+    std::fs::write(&new, gobench(1200.0, 1200.0)).unwrap();
+    let out = sb.run(&[
+        "import",
+        "gobench",
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    // Every benchmark's time: Dec-2's regression fails it; Enc/json-2's
+    // bytes are reported beside it but do not gate.
+    let (code, line, _) = gated(&sb, "worse:sec/op");
+    assert_eq!(code, Some(3), "{line}");
+    assert!(
+        line.contains(", 2 of them gating: FAILED by Dec-2/sec/op worse in new +"),
+        "{line}"
+    );
+    assert!(
+        line.contains("(not gating: Enc/json-2/B/op worse in new +"),
+        "{line}"
+    );
+
+    // One sub-benchmark's time, which did not move: the job passes,
+    // though both regressions are named on the line.
+    let (code, line, _) = gated(&sb, "worse:Enc/json-2/sec/op");
+    assert_eq!(code, Some(0), "{line}");
+    assert!(
+        line.contains(", 1 of them gating: passed (not gating: "),
+        "{line}"
+    );
+    assert!(line.contains("Dec-2/sec/op worse in new +"), "{line}");
+    assert!(line.contains("Enc/json-2/B/op worse in new +"), "{line}");
+
+    // A regression in B/op fails a gate that names it, and only that one.
+    for (rule, code_wanted) in [
+        ("worse:allocs/op", 0),
+        ("worse:Enc/json-2/allocs/op,Enc/json-2/sec/op", 0),
+        ("worse:B/op", 3),
+        ("worse:Enc/json-2/B/op", 3),
+        ("worse:Dec-2/sec/op", 3),
+    ] {
+        let (code, line, _) = gated(&sb, rule);
+        assert_eq!(code, Some(code_wanted), "{rule}: {line}");
+    }
+
+    // A name no benchmark has, slashes or not, still fails the gate.
+    let (code, line, _) = gated(&sb, "worse:Enc/json-2/ns/op");
+    assert_eq!(code, Some(3), "{line}");
+    assert!(
+        line.contains("no headline metric Enc/json-2/ns/op in this report"),
+        "{line}"
+    );
+}
