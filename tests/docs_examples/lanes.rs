@@ -27,7 +27,7 @@ pub const EXCLUSIVE: &[&str] = &["transparent_hugepage"];
 const LANES: usize = 4;
 
 /// One block to run: where it is in the docs, its script, and whether it
-/// must run alone.
+/// changes shared state (and so runs in the lane of such blocks).
 pub struct Job {
     pub at: String,
     pub script: String,
