@@ -172,7 +172,7 @@ impl Machine {
     /// server's absence costs, only that it ends and what it leaves, each
     /// connection attempt to the blackholed server then waits 1 s, not 5:
     /// `restore`, `list` and the run's end each try more than once, which
-    /// was 40 of the test's 60 s. (A TCP connect on this namespace's `lo`
+    /// was 30 of the test's 60 s. (A TCP connect on this namespace's `lo`
     /// is answered by the kernel at once while the server is there.)
     fn connecting_within_1s(mut self) -> Machine {
         self.url.push_str("?connect_timeout=1");
