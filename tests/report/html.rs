@@ -237,6 +237,11 @@ fn html_renders_in_headless_chromium() {
 /// top symbols and the differential view, as the text report does.
 #[test]
 fn html_shows_profiles_when_recorded() {
+    // No monitors-off control (docs/monitors.md): this test reads the
+    // Profiles section, and the control's 40 CPU-bound probe runs were
+    // most of its time (35 s of a 35 s run here; 84 s beside the other
+    // tests). The overhead line and the control are
+    // html_short_runs.rs's.
     let sb = Sandbox::new();
     let plan = sb.write(
         "plan.toml",
@@ -245,6 +250,7 @@ name = "profiled"
 runs = 2
 monitors = ["profile"]
 monitor_interval = "100ms"
+monitor_control = false
 [[config]]
 name = "a"
 [[config]]
