@@ -159,6 +159,23 @@ pub const AA: [Kernel; 2] = [
     },
 ];
 
+/// The A/A kexec session the audit tests read: 6 boots x 5 runs of each
+/// kernel (20% spread between boots, 2% between runs), and the seventh,
+/// audit-failed boot of k2 ([`add_audit_failed_boot`]).
+pub fn aa_with_audit_failed_boot(path: &Path) -> (Store, i64) {
+    let shape = Shape {
+        boots: 6,
+        runs: 5,
+        sd_boot: 0.2,
+        sd_run: 0.02,
+        accel: "kexec",
+        seed: 1,
+    };
+    let (store, exp) = store_with(path, &AA, &shape);
+    add_audit_failed_boot(&store, exp);
+    (store, exp)
+}
+
 /// A seventh boot of `k2` (boot 6), on kexec, that ran 2 runs of 50 s (far
 /// from the others) and then failed its machine audit, as a kexec session
 /// records one.

@@ -180,6 +180,21 @@ impl Sandbox {
         p
     }
 
+    /// Go benchmark output `old` and `new` written here as old.txt and
+    /// new.txt and imported (`sysdelta import gobench`) into the store,
+    /// which must succeed; their paths.
+    pub fn import_go(&self, old: &str, new: &str) -> (PathBuf, PathBuf) {
+        let (old, new) = (self.write("old.txt", old), self.write("new.txt", new));
+        let out = self.run(&[
+            "import",
+            "gobench",
+            old.to_str().unwrap(),
+            new.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        (old, new)
+    }
+
     /// The sandbox's own run directory (`SYSDELTA_RUN_DIR`: the machine
     /// lock and the register of stores, `/run/sysdelta` by default), so
     /// that tests running side by side do not see each other's stores;

@@ -14,16 +14,7 @@ use sysdelta::store::ExperimentData;
 /// failed after it ran 2 runs of 50 s.
 fn data() -> (common::Sandbox, ExperimentData) {
     let sb = common::Sandbox::new();
-    let shape = Shape {
-        boots: 6,
-        runs: 5,
-        sd_boot: 0.2,
-        sd_run: 0.02,
-        accel: "kexec",
-        seed: 1,
-    };
-    let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape);
-    kernels::add_audit_failed_boot(&store, exp);
+    let (store, exp) = kernels::aa_with_audit_failed_boot(&sb.store());
     let data = store.load(exp).unwrap();
     (sb, data)
 }

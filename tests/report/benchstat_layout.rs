@@ -35,15 +35,7 @@ fn go_file(json: &[u32], gob: &[u32]) -> String {
 /// A store holding old.txt and new.txt imported; their paths.
 fn imported() -> (Sandbox, PathBuf, PathBuf) {
     let sb = Sandbox::new();
-    let old = sb.write("old.txt", &go_file(&JSON_OLD, &GOB_OLD));
-    let new = sb.write("new.txt", &go_file(&JSON_NEW, &GOB_NEW));
-    let out = sb.run(&[
-        "import",
-        "gobench",
-        old.to_str().unwrap(),
-        new.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    let (old, new) = sb.import_go(&go_file(&JSON_OLD, &GOB_OLD), &go_file(&JSON_NEW, &GOB_NEW));
     (sb, old, new)
 }
 

@@ -59,15 +59,7 @@ fn vs_base<'a>(layout: &'a str, unit: &str, workload: &str) -> &'a str {
 #[test]
 fn benchstats_layout_judges_as_the_full_report() {
     let sb = Sandbox::new();
-    let old = sb.write("old.txt", &go_output(0));
-    let new = sb.write("new.txt", &go_output(1));
-    let out = sb.run(&[
-        "import",
-        "gobench",
-        old.to_str().unwrap(),
-        new.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    sb.import_go(&go_output(0), &go_output(1));
     let json = sb.run(&["report", "--last", "--format", "json"]);
     assert!(json.status.success(), "{}", stderr(&json));
     let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();

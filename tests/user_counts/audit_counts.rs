@@ -6,7 +6,6 @@
 use crate::common;
 use crate::kernels;
 
-use kernels::{Shape, AA};
 use sysdelta::analysis::shell_cost;
 use sysdelta::store::boots::BootEnd;
 use sysdelta::store::runlog::RunRow;
@@ -73,16 +72,7 @@ fn exited_boot(
 /// audit-failed boot of k2 with 2 runs that exited 3. Counted: 61 ok, 4
 /// left out, 1 exited non-zero.
 fn store(sb: &common::Sandbox) -> i64 {
-    let shape = Shape {
-        boots: 6,
-        runs: 5,
-        sd_boot: 0.2,
-        sd_run: 0.02,
-        accel: "kexec",
-        seed: 1,
-    };
-    let (store, exp) = kernels::store_with(&sb.store(), &AA, &shape);
-    kernels::add_audit_failed_boot(&store, exp);
+    let (store, exp) = kernels::aa_with_audit_failed_boot(&sb.store());
     exited_boot(&store, exp, 7, "k1", 1, 1, false);
     exited_boot(&store, exp, 8, "k2", 2, 3, true);
     exp

@@ -145,16 +145,7 @@ fn gobench(dec: f64, enc_bytes: f64) -> String {
 #[test]
 fn go_metrics_and_sub_benchmarks_are_named_whole() {
     let sb = Sandbox::new();
-    let (old, new) = (sb.path("old.txt"), sb.path("new.txt"));
-    std::fs::write(&old, gobench(1000.0, 1000.0)).unwrap();
-    std::fs::write(&new, gobench(1200.0, 1200.0)).unwrap();
-    let out = sb.run(&[
-        "import",
-        "gobench",
-        old.to_str().unwrap(),
-        new.to_str().unwrap(),
-    ]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    sb.import_go(&gobench(1000.0, 1000.0), &gobench(1200.0, 1200.0));
 
     // Every benchmark's time: Dec-2's regression fails it; Enc/json-2's
     // bytes are reported beside it but do not gate.
