@@ -161,7 +161,7 @@ pub(crate) fn is_counted(r: &StoredRun, apart: &std::collections::HashSet<i64>) 
 /// The measured ok runs the analysis counts, and a warning when some are
 /// left out: those of a boot whose machine audit failed
 /// ([`audit_failed_boots`]), stored but not counted.
-pub(crate) fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<String>) {
+pub fn counted_runs(data: &ExperimentData) -> (Vec<&StoredRun>, Option<String>) {
     let apart = audit_failed_boots(data);
     let (kept, left): (Vec<&StoredRun>, Vec<&StoredRun>) = data
         .runs

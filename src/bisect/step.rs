@@ -140,17 +140,20 @@ pub fn run_round(
 
 /// Each side's units: one value a run (the median of its samples of the
 /// metric), or, when the runs ran in booted kernels, one a boot (the
-/// median of its runs' values): the unit of replication.
+/// median of its runs' values): the unit of replication. Only the runs a
+/// report counts (`analysis::boots::counted_runs`: not those of a kexec
+/// boot that failed its machine audit), so a step judges what its
+/// experiment's report shows.
 fn units_of(data: &ExperimentData, p: &Params, sides: &[Side], ran: bool) -> Result<Round> {
+    let (counted, _) = crate::analysis::boots::counted_runs(data);
     let mut units = Vec::new();
     for s in sides {
         let name = config_name(s.role, s.commit);
         let mut per_boot: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
         let mut values = Vec::new();
-        for r in data
-            .runs
+        for r in counted
             .iter()
-            .filter(|r| r.is_measured_ok() && r.config == name && r.workload == p.workload)
+            .filter(|r| r.config == name && r.workload == p.workload)
         {
             let Some(v) = r.samples.get(&p.metric).and_then(|xs| median(xs)) else {
                 continue;
@@ -191,4 +194,106 @@ fn median(xs: &[f64]) -> Option<f64> {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::metric::MetricSamples;
+    use crate::overrides::{Order, Overrides};
+    use crate::store::boots::BootEnd;
+    use crate::store::{NewExperiment, RunRecord, RunResult};
+
+    /// A step's units are the runs its experiment's report counts: a kexec
+    /// boot that failed its machine audit is left out, as the report's
+    /// header and every other count leave it out.
+    #[test]
+    fn a_boot_that_failed_its_audit_is_no_unit_of_a_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db"), true).unwrap();
+        let (good, bad) = ("a".repeat(40), "b".repeat(40));
+        let configs = vec![config_name("good", &good), config_name("bad", &bad)];
+        let (overrides, fingerprint) = (Overrides::default(), BTreeMap::new());
+        let exp = store
+            .create_experiment(&NewExperiment {
+                name: "bisect",
+                label: None,
+                plan_source: "test",
+                plan_text: "",
+                overrides: &overrides,
+                host: "h",
+                fingerprint: &fingerprint,
+                seed: 0,
+                order: Order::Sequential,
+                runs: 2,
+                warmup: 0,
+                baseline: &configs[0],
+                configs: configs.clone(),
+                workloads: vec!["w".into()],
+            })
+            .unwrap();
+        // Two boots a config, one run each; the bad side's second boot
+        // (a run of 50, far from the rest) fails its audit.
+        for (block, wall) in [(0u32, [1.0, 2.0]), (1, [1.1, 50.0])] {
+            for (pos, config) in configs.iter().enumerate() {
+                let boot = store
+                    .begin_boot(exp, config, block, pos as u32, "kexec", 1.9e9)
+                    .unwrap();
+                let samples = [MetricSamples {
+                    metric: "wall".into(),
+                    values: vec![wall[pos]],
+                }];
+                let rec = RunRecord {
+                    experiment_id: exp,
+                    block,
+                    seq: pos as u32,
+                    config,
+                    workload: "w",
+                    warmup: false,
+                    started_at: 0.0,
+                    result: RunResult::Ok(&samples),
+                    series: &[],
+                    profile: &[],
+                };
+                let mut row = crate::store::runlog::RunRow::of(&rec).unwrap();
+                row.boot = Some(boot);
+                store.record_row(row).unwrap();
+                let failed = block == 1 && pos == 1;
+                let reason = format!("{}: dmesg: 1 error", crate::status::AUDIT_FAILED);
+                let end = BootEnd {
+                    ok: !failed,
+                    reason: failed.then_some(reason),
+                    runs: 1,
+                    ..Default::default()
+                };
+                store.end_boot(boot, &end).unwrap();
+            }
+        }
+        let p = Params {
+            id: "0a1b2c3d".into(),
+            repo: dir.path().into(),
+            good: good.clone(),
+            bad: bad.clone(),
+            build: None,
+            config_template: None,
+            workload: "w".into(),
+            metric: "wall".into(),
+            workloads_toml: String::new(),
+            budget: 2,
+            round: 2,
+            alpha: 0.05,
+            seed: 0,
+            fixed_runs: None,
+            cache: dir.path().into(),
+        };
+        let sides = [("good", &good), ("bad", &bad)].map(|(role, commit)| Side {
+            role,
+            commit,
+            dir: dir.path(),
+        });
+        let round = units_of(&store.load(exp).unwrap(), &p, &sides, false).unwrap();
+        assert_eq!(round.units, vec![vec![1.0, 1.1], vec![2.0]]);
+    }
 }
