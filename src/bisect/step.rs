@@ -198,11 +198,9 @@ fn median(xs: &[f64]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use crate::metric::MetricSamples;
-    use crate::overrides::{Order, Overrides};
+    use crate::overrides::Order;
     use crate::store::boots::BootEnd;
     use crate::store::{NewExperiment, RunRecord, RunResult};
 
@@ -215,16 +213,15 @@ mod tests {
         let store = Store::open(&dir.path().join("s.db"), true).unwrap();
         let (good, bad) = ("a".repeat(40), "b".repeat(40));
         let configs = vec![config_name("good", &good), config_name("bad", &bad)];
-        let (overrides, fingerprint) = (Overrides::default(), BTreeMap::new());
         let exp = store
             .create_experiment(&NewExperiment {
                 name: "bisect",
                 label: None,
                 plan_source: "test",
                 plan_text: "",
-                overrides: &overrides,
+                overrides: &Default::default(),
                 host: "h",
-                fingerprint: &fingerprint,
+                fingerprint: &Default::default(),
                 seed: 0,
                 order: Order::Sequential,
                 runs: 2,

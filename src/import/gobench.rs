@@ -147,7 +147,7 @@ fn parse_file<'a>(
                 imp.notes.push_str(&format!("{config}: {k}: {v}\n"));
                 if let Some(i) = IDENTITY_KEYS.iter().position(|x| *x == k) {
                     // A key line with no value unsets the key (benchfmt).
-                    keys[i] = Some(v.as_str().into()).filter(|v: &Rc<str>| !v.is_empty());
+                    keys[i] = (!v.is_empty()).then(|| v.as_str().into());
                 }
                 if k == "cpu" {
                     imp.fingerprint.entry("cpu_model".into()).or_insert(v);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use nix::sys::signal::Signal;
-use sysdelta::metric::MetricSpec;
+use sysdelta::metric::{MetricSamples, MetricSpec};
 use sysdelta::plan::{Order, Overrides};
 use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 
@@ -443,6 +443,24 @@ pub fn run_record<'a>(
         series: &[],
         profile: &[],
     }
+}
+
+/// Record the measured run of `config` at (`block`, `seq`) of experiment
+/// `exp`'s workload `w` as ok with `samples`, started at second `block`
+/// (so the runs' order in time is the blocks').
+pub fn record_ok(
+    store: &Store,
+    exp: i64,
+    (block, seq): (u32, u32),
+    config: &str,
+    samples: &[MetricSamples],
+) {
+    store
+        .record_run(&RunRecord {
+            started_at: f64::from(block),
+            ..run_record(exp, block, seq, config, RunResult::Ok(samples))
+        })
+        .unwrap();
 }
 
 /// The headless browser the HTML tests render in, or None after printing

@@ -5,9 +5,9 @@
 
 use crate::common;
 
-use common::{comparison, create_experiment, run_record, stdout, Sandbox};
+use common::{comparison, create_experiment, record_ok, stdout, Sandbox};
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::store::{RunRecord, RunResult, Store};
+use sysdelta::store::Store;
 use sysdelta::workload::MetricSamples;
 
 const RUNS: u32 = 30;
@@ -49,12 +49,7 @@ fn store_with_mostly_zero_metric(sb: &Sandbox) {
                     values: vec![-50.0 + (i * 3.0) % 7.0 * 0.1 - if b { 1.0 } else { 0.0 }],
                 },
             ];
-            store
-                .record_run(&RunRecord {
-                    started_at: f64::from(block),
-                    ..run_record(id, block, seq as u32, config, RunResult::Ok(&samples))
-                })
-                .unwrap();
+            record_ok(&store, id, (block, seq as u32), config, &samples);
         }
     }
     store

@@ -8,9 +8,9 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{chromium, create_experiment, run_record, stderr, Sandbox};
+use common::{chromium, create_experiment, record_ok, stderr, Sandbox};
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::store::{RunRecord, RunResult, Store};
+use sysdelta::store::Store;
 use sysdelta::workload::MetricSamples;
 
 const RUNS: u32 = 30;
@@ -50,12 +50,7 @@ fn store(sb: &Sandbox) -> Vec<(&'static str, Vec<f64>, Vec<f64>)> {
                     values: vec![faults],
                 },
             ];
-            store
-                .record_run(&RunRecord {
-                    started_at: f64::from(block),
-                    ..run_record(id, block, seq as u32, config, RunResult::Ok(&samples))
-                })
-                .unwrap();
+            record_ok(&store, id, (block, seq as u32), config, &samples);
         }
     }
     store

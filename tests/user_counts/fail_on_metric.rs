@@ -3,10 +3,10 @@
 //! the gate's line, but does not fail the job; a misspelt metric fails it
 //! rather than gate nothing.
 
-use crate::common::{self, create_experiment, run_record, stderr, stdout, Sandbox};
+use crate::common::{self, create_experiment, record_ok, stderr, stdout, Sandbox};
 
 use sysdelta::metric::{Direction, MetricSpec};
-use sysdelta::store::{RunRecord, RunResult, Store};
+use sysdelta::store::Store;
 use sysdelta::workload::MetricSamples;
 
 const RUNS: u32 = 20;
@@ -34,12 +34,7 @@ fn store(sb: &Sandbox) {
                     values: vec![1000.0 + f64::from((block * 5 + seq as u32) % 9)],
                 },
             ];
-            store
-                .record_run(&RunRecord {
-                    started_at: f64::from(block),
-                    ..run_record(id, block, seq as u32, config, RunResult::Ok(&samples))
-                })
-                .unwrap();
+            record_ok(&store, id, (block, seq as u32), config, &samples);
         }
     }
     store
