@@ -11,5 +11,7 @@ mod common;
 
 #[path = "import/formats.rs"]
 mod formats;
+#[path = "import/report_flag.rs"]
+mod report_flag;
 #[path = "import/validation.rs"]
 mod validation;

@@ -2,10 +2,13 @@
 //! results, checked whole, then stored as one experiment.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
 
+use super::args::{report_options, ReportFlags};
+use super::report::{check_exports, gate_code, print_report_as};
 use crate::error::Error;
 use crate::import;
 use crate::store::Store;
@@ -23,8 +26,8 @@ fn formats() -> clap::builder::PossibleValuesParser {
 #[derive(Args)]
 pub struct ImportArgs {
     /// What the files hold.
-    #[arg(value_parser = formats())]
-    pub format: String,
+    #[arg(value_name = "FORMAT", value_parser = formats())]
+    pub what: String,
     /// The files to import.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
@@ -34,28 +37,67 @@ pub struct ImportArgs {
     /// hyperfine: the workload name of the imported `wall` metric.
     #[arg(long, default_value = "hyperfine")]
     pub workload: String,
+    /// Then print the new experiment's report, as `sysdelta report` with
+    /// the options below would (stdout is the report; the id is on the
+    /// line on stderr): one command for a CI job, `--fail-on` included.
+    #[arg(long)]
+    pub report: bool,
+    #[command(flatten, next_help_heading = "Report options (with --report)")]
+    pub flags: ReportFlags,
 }
 
-/// `sysdelta import`; prints the new experiment's id.
-pub fn run(a: &ImportArgs, store_path: &Path) -> Result<()> {
+/// `import`'s command as clap builds it, with each report option
+/// ([`ReportFlags`]) needing `--report`: they would otherwise be taken
+/// and ignored.
+pub fn report_needs_flag(cmd: clap::Command) -> clap::Command {
+    use clap::Args as _;
+    let flags = ReportFlags::augment_args(clap::Command::new("report"));
+    let ids: Vec<String> = (flags.get_arguments())
+        .map(|a| a.get_id().to_string())
+        .collect();
+    ids.iter()
+        .fold(cmd, |c, id| c.mut_arg(id, |a| a.requires("report")))
+}
+
+/// `sysdelta import`; prints the new experiment's id, or with `--report`
+/// its report (exit status 3 when `--fail-on`'s gate fails).
+pub fn run(a: &ImportArgs, store_path: &Path) -> Result<ExitCode> {
+    // Report options that cannot work are refused before anything is
+    // stored: an export's directory, benchstat's layout.
+    if a.report {
+        check_exports(&a.flags)?;
+        a.flags.benchstat.layout()?;
+        report_options(&a.flags)?;
+    }
     let mut files = Vec::new();
     for f in &a.files {
         files.push((f.display().to_string(), import::read(f)?));
     }
-    let importer = import::find(&a.format).expect("clap takes only registered formats");
+    let importer = import::find(&a.what).expect("clap takes only registered formats");
     let options = import::ImportOptions {
         workload: &a.workload,
     };
     let imp = (importer.parse)(&files, &options).map_err(Error::into_bad_input)?;
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
     let store = Store::open(store_path, true)?;
-    let id = import::store(&store, &imp, a.label.as_deref(), &names.join(", "))?;
-    crate::sys::stderr::say!(
-        "sysdelta: imported {} of {} as experiment {id} in {}",
-        crate::words::count(imp.runs.len(), "run"),
-        crate::words::count(imp.configs.len(), "config"),
-        store_path.display()
-    );
-    println!("{id}");
-    Ok(())
+    let (label, source) = (a.label.as_deref(), names.join(", "));
+    let say = |id: i64| {
+        crate::sys::stderr::say!(
+            "sysdelta: imported {} of {} as experiment {id} in {}",
+            crate::words::count(imp.runs.len(), "run"),
+            crate::words::count(imp.configs.len(), "config"),
+            store_path.display()
+        )
+    };
+    if !a.report {
+        let id = import::store(&store, &imp, label, &source)?;
+        say(id);
+        println!("{id}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The runs just written are reported as they are, not read back.
+    let data = import::store_loaded(&store, &imp, label, &source)?;
+    say(data.info.id);
+    drop(imp);
+    print_report_as(&store, data, &a.flags, true, false).map(gate_code)
 }

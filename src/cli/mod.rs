@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches as _, Parser, Subcommand};
 
 pub mod args;
 pub mod baseline;
@@ -156,7 +156,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::List(a) => report::list(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Compare(a) => report::compare(&a, store),
         Cmd::History(a) => report::history(&a, store),
-        Cmd::Import(a) => import::run(&a, store).map(|()| ExitCode::SUCCESS),
+        Cmd::Import(a) => import::run(&a, store),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Fleet(a) => fleet::run(&a, store),
@@ -201,6 +201,14 @@ fn store_location(given: Option<PathBuf>) -> Result<PathBuf> {
     crate::store::pg::path_of(&named)
 }
 
+/// The command line as parsed, helped, completed and documented: the
+/// derived [`Cli`] with the rules its derive cannot say (on `import`,
+/// report options need `--report`).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory as _;
+    Cli::command().mut_subcommand("import", import::report_needs_flag)
+}
+
 /// The whole program: parse, run, end with the exit code the outcome calls
 /// for.
 pub fn main() -> ExitCode {
@@ -212,7 +220,7 @@ pub fn main() -> ExitCode {
     // password.
     crate::store::conninfo::take_secrets_from_environment();
     quiet_on_broken_pipe();
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     let result = dispatch(cli);
     // Reaped here, the launcher's CPU time counts as sysdelta's children's.
     crate::process::stop_launcher();

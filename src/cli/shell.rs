@@ -3,13 +3,12 @@
 //! clap_mangen), so they never fall behind a new flag.
 
 use anyhow::Result;
-use clap::CommandFactory;
 
 use super::output::emit;
 
 /// The completion script for `shell`, on stdout.
 pub fn completions(shell: clap_complete::Shell) -> Result<()> {
-    let full = super::Cli::command();
+    let full = super::command();
     // Without the hidden subcommands (the guest's): clap_complete offers
     // every subcommand it is given.
     let mut cmd = clap::Command::new("sysdelta")
@@ -25,7 +24,7 @@ pub fn completions(shell: clap_complete::Shell) -> Result<()> {
 /// (`sysdelta-run(1)`, as git's pages), on stdout:
 /// `sysdelta man > sysdelta.1; man -l sysdelta.1`.
 pub fn man(sub: Option<&str>) -> Result<()> {
-    let mut cmd = super::Cli::command();
+    let mut cmd = super::command();
     cmd.build();
     let page = match sub {
         None => cmd,

@@ -24,7 +24,7 @@ use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
 use crate::overrides::{Order, Overrides};
 use crate::store::whole::WholeExperiment;
-use crate::store::{NewExperiment, RunRecord, RunResult, Store};
+use crate::store::{ExperimentData, NewExperiment, RunRecord, RunResult, Store};
 
 /// What `sysdelta import` was given besides the format and the files.
 #[derive(Clone, Debug)]
@@ -179,6 +179,29 @@ pub fn read(path: &Path) -> Result<String> {
 /// in file order as blocks 0, 1, 2, ... (order `sequential`), so the
 /// run-sequence plots show the order the tool used.
 pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -> Result<i64> {
+    store_as(store, imp, label, source, Store::insert_whole)
+}
+
+/// [`store`], returning the stored experiment as [`Store::load`] would
+/// read it back (its runs not read back: see
+/// [`Store::insert_whole_loaded`]), for a report in the same process.
+pub fn store_loaded(
+    store: &Store,
+    imp: &Imported,
+    label: Option<&str>,
+    source: &str,
+) -> Result<ExperimentData> {
+    store_as(store, imp, label, source, Store::insert_whole_loaded)
+}
+
+/// `imp` as one whole experiment, stored by `insert`.
+fn store_as<T>(
+    store: &Store,
+    imp: &Imported,
+    label: Option<&str>,
+    source: &str,
+    insert: impl FnOnce(&Store, &WholeExperiment) -> Result<T>,
+) -> Result<T> {
     if imp.runs.is_empty() {
         return Err(bad(format!("{source}: no results to import")));
     }
@@ -225,7 +248,7 @@ pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -
             format!("samples {note}: not measured by sysdelta (run order as in the file, no randomized interleaving)"),
         )],
     };
-    store.insert_whole(&whole)
+    insert(store, &whole)
 }
 
 /// The record of the `i`th imported run (block `i`).

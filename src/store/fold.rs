@@ -372,7 +372,7 @@ impl Store {
         if rows.is_empty() {
             return Ok(());
         }
-        self.in_transaction(|| self.insert_rows(rows))
+        self.in_transaction(|| self.insert_rows(rows).map(drop))
     }
 
     /// Run `f` inside BEGIN ... COMMIT; roll back if either fails.

@@ -137,9 +137,15 @@ impl Store {
     /// Everything stored about one experiment.
     pub fn load(&self, id: i64) -> Result<ExperimentData> {
         self.flush_runs()?;
+        let mut data = self.load_without_runs(id)?;
+        data.runs = self.runs_from_block(id, 0)?;
+        Ok(data)
+    }
+
+    /// [`Store::load`] but for the runs (left empty).
+    pub(super) fn load_without_runs(&self, id: i64) -> Result<ExperimentData> {
         let info = self.info(id)?;
         let metrics = self.metrics(id)?;
-        let runs = self.runs_from_block(id, 0)?;
         let events = self.db.query(
             "SELECT at, kind, message FROM events WHERE experiment_id = ?1 ORDER BY id",
             &vals![id],
@@ -154,7 +160,7 @@ impl Store {
         Ok(ExperimentData {
             info,
             metrics,
-            runs,
+            runs: Vec::new(),
             events,
             series: self.series(id)?,
             profiles: self.profile_totals(id)?,

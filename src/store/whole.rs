@@ -9,10 +9,12 @@
 
 use anyhow::Result;
 
+use std::collections::BTreeMap;
+
 use super::db::vals;
 use super::runlog::RunRow;
 use super::write::insert_experiment;
-use super::{NewExperiment, RunRecord, Store};
+use super::{ExperimentData, NewExperiment, RunRecord, RunStatus, Store, StoredRun};
 use crate::metric::MetricSpec;
 
 /// Everything an imported experiment stores.
@@ -33,6 +35,31 @@ impl Store {
     /// Store `w` as one `complete` experiment in one transaction; returns
     /// its id. Every run is checked before anything is written.
     pub fn insert_whole(&self, w: &WholeExperiment) -> Result<i64> {
+        self.insert_whole_rows(w).map(|(id, _)| id)
+    }
+
+    /// [`Store::insert_whole`], returning what [`Store::load`] of the new
+    /// experiment returns without reading its runs back: they are the
+    /// rows just written, each with the id it was given (`import
+    /// --report` reports what it stored in the same process). Its info,
+    /// metrics and events are read back, as they hold what the database
+    /// filled in (id, times).
+    pub fn insert_whole_loaded(&self, w: &WholeExperiment) -> Result<ExperimentData> {
+        let (id, written) = self.insert_whole_rows(w)?;
+        let mut runs: Vec<StoredRun> = written
+            .into_iter()
+            .filter_map(|(row, id)| Some(stored_run(row, id?)))
+            .collect::<Result<_>>()?;
+        // As load orders them (the runs' (experiment_id, block, seq) key).
+        runs.sort_by_key(|r| (r.block, r.seq));
+        let mut data = self.load_without_runs(id)?;
+        data.runs = runs;
+        Ok(data)
+    }
+
+    /// The work of [`Store::insert_whole`]: the new id, and each row
+    /// written with the id it was given (None: it was already stored).
+    fn insert_whole_rows(&self, w: &WholeExperiment) -> Result<(i64, Vec<(RunRow, Option<i64>)>)> {
         // Sized once: collecting through a Result grows the vector by
         // doubling, and copying 6,000 rows over and over cost an import a
         // tenth of its time.
@@ -54,11 +81,41 @@ impl Store {
                 row.experiment_id = id;
             }
             // Many runs at once: batched on PostgreSQL, prepared once on SQLite.
-            self.insert_rows(&rows)?;
+            let ids = self.insert_rows(&rows)?;
             for (kind, message) in &w.events {
                 self.add_event(id, kind, message)?;
             }
-            Ok(id)
+            Ok((id, ids))
         })
+        .map(|(id, ids)| (id, rows.into_iter().zip(ids).collect()))
     }
+}
+
+/// The run `row`, stored as `id`, as [`Store::load`] reads it back: every
+/// column as written, the samples by metric in their order.
+fn stored_run(row: RunRow, id: i64) -> Result<StoredRun> {
+    let status = RunStatus::parse(&row.status)
+        .ok_or_else(|| anyhow::anyhow!("unknown status '{}'", row.status))?;
+    let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for (metric, bits) in row.samples {
+        samples
+            .entry(metric)
+            .or_default()
+            .extend(bits.into_iter().map(f64::from_bits));
+    }
+    Ok(StoredRun {
+        id,
+        block: row.block,
+        seq: row.seq,
+        config: row.config,
+        workload: row.workload,
+        warmup: row.warmup,
+        status,
+        reason: row.reason,
+        stderr_tail: row.stderr_tail,
+        exit_code: row.exit_code,
+        started_at: row.started_at,
+        samples,
+        boot_id: row.boot,
+    })
 }

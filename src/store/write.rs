@@ -132,16 +132,17 @@ impl Store {
     /// the server, a few hundred runs go in one multi-row insert and their
     /// samples in a few more: a fold then costs a few round trips, not
     /// several per run. SQLite, in this process, takes them one by one.
-    pub(super) fn insert_rows(&self, rows: &[runlog::RunRow]) -> Result<()> {
+    /// Returns each row's new id, None where it was already stored.
+    pub(super) fn insert_rows(&self, all: &[runlog::RunRow]) -> Result<Vec<Option<i64>>> {
         if let Db::Sqlite(conn) = &self.db {
-            return self.insert_rows_sqlite(conn, rows);
+            return self.insert_rows_sqlite(conn, all);
         }
+        let mut ids = vec![None; all.len()];
         // A run twice in one statement would map both rows to one id (and
         // its samples twice): keep the first, as insert_row would.
         let mut seen = std::collections::HashSet::new();
-        let rows: Vec<&runlog::RunRow> = rows
-            .iter()
-            .filter(|r| seen.insert((r.experiment_id, r.block, r.seq)))
+        let rows: Vec<(usize, &runlog::RunRow)> = (all.iter().enumerate())
+            .filter(|(_, r)| seen.insert((r.experiment_id, r.block, r.seq)))
             .collect();
         // 12 parameters a run, 4 a sample: far below PostgreSQL's 65535.
         for chunk in rows.chunks(500) {
@@ -150,7 +151,7 @@ impl Store {
                  reason, stderr_tail, exit_code, started_at, boot_id) VALUES ",
             );
             let mut params = Vec::with_capacity(chunk.len() * 12);
-            for (i, r) in chunk.iter().enumerate() {
+            for (i, (_, r)) in chunk.iter().enumerate() {
                 sql.push_str(if i == 0 { "(" } else { ", (" });
                 let p: Vec<String> = (1..=12).map(|k| format!("?{}", i * 12 + k)).collect();
                 sql.push_str(&p.join(", "));
@@ -168,10 +169,11 @@ impl Store {
                 .into_iter()
                 .collect();
             let mut samples = Vec::new();
-            for &r in chunk {
+            for &(at, r) in chunk {
                 let Some(&id) = stored.get(&(r.experiment_id, r.block, r.seq)) else {
                     continue;
                 };
+                ids[at] = Some(id);
                 for (metric, values) in &r.samples {
                     for (i, v) in values.iter().enumerate() {
                         samples.push((id, metric.as_str(), i, f64::from_bits(*v)));
@@ -197,7 +199,7 @@ impl Store {
                 self.db.query_once(&sql, &params, |_| Ok(()))?;
             }
         }
-        Ok(())
+        Ok(ids)
     }
 
     /// SQLite's [`Store::insert_rows`]: what [`Store::insert_row`] does
@@ -210,7 +212,7 @@ impl Store {
         &self,
         conn: &rusqlite::Connection,
         rows: &[runlog::RunRow],
-    ) -> Result<()> {
+    ) -> Result<Vec<Option<i64>>> {
         let mut run = conn.prepare_cached(
             "INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status,
              reason, stderr_tail, exit_code, started_at, boot_id)
@@ -218,11 +220,14 @@ impl Store {
              ON CONFLICT (experiment_id, block, seq) DO NOTHING",
         )?;
         let mut sample = conn.prepare_cached("INSERT INTO samples VALUES (?1, ?2, ?3, ?4)")?;
+        let mut ids = Vec::with_capacity(rows.len());
         for r in rows {
             if run.execute(rusqlite::params_from_iter(run_values(r).iter()))? == 0 {
+                ids.push(None);
                 continue;
             }
             let run_id = conn.last_insert_rowid();
+            ids.push(Some(run_id));
             for (metric, values) in &r.samples {
                 for (i, v) in values.iter().enumerate() {
                     sample.execute(rusqlite::params![run_id, metric, i, f64::from_bits(*v)])?;
@@ -230,7 +235,7 @@ impl Store {
             }
             self.insert_extras(run_id, r)?;
         }
-        Ok(())
+        Ok(ids)
     }
 
     /// Record which config is entered (None: none). Its environment is

@@ -73,3 +73,32 @@ fn a_v4_store_is_migrated_in_place_and_keeps_its_experiments(sb) {
     assert_eq!(again.uid(1).unwrap(), uid);
 }
 }
+
+both_stores! {
+/// The index of every run's boot an older sysdelta made (`runs_boot`, a
+/// B-tree insert per run for a key that is NULL off kernel configs) is
+/// replaced, when the store is opened for writing, by one of the runs
+/// that have a boot (`runs_boot_set`).
+fn the_retired_boot_index_is_replaced_by_the_partial_one(sb) {
+    drop(Store::open(&sb.store(), true).unwrap());
+    let older = "DROP INDEX runs_boot_set; CREATE INDEX runs_boot ON runs (boot_id)";
+    let count = |name: &str| {
+        sb.sql_number(&match &sb.pg {
+            None => format!("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '{name}'"),
+            Some(_) => format!("SELECT COUNT(*) FROM pg_indexes WHERE indexname = '{name}'"),
+        })
+    };
+    match &sb.pg {
+        None => rusqlite::Connection::open(sb.store())
+            .unwrap()
+            .execute_batch(older)
+            .unwrap(),
+        Some(pg) => {
+            pg.psql(older);
+        }
+    }
+    assert_eq!((count("runs_boot"), count("runs_boot_set")), (1, 0));
+    drop(Store::open(&sb.store(), true).unwrap());
+    assert_eq!((count("runs_boot"), count("runs_boot_set")), (0, 1));
+}
+}

@@ -1,0 +1,133 @@
+//! `import --report`: one command that stores results and prints their
+//! report, for a CI job. The report is the stored experiment's, exactly
+//! as `sysdelta report ID` prints it, in every format; its options are
+//! refused without `--report`, and a bad one stores nothing.
+
+use crate::common;
+
+use common::{stderr, stdout, Sandbox};
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The files of each import format the fixtures hold.
+fn imports() -> Vec<(&'static str, Vec<String>)> {
+    let lmbench = fixture("lmbench/x86_64-linux-gnu");
+    vec![
+        ("hyperfine", vec![fixture("hyperfine.json")]),
+        (
+            "gobench",
+            vec![fixture("gobench-old.txt"), fixture("gobench-new.txt")],
+        ),
+        (
+            "lmbench",
+            (0..3).map(|i| format!("{lmbench}/bench1.{i}")).collect(),
+        ),
+    ]
+}
+
+/// `import --report` prints, in every format, what `report ID` then prints
+/// of the experiment it stored: the runs it reports without reading them
+/// back are the runs stored (ids, order, samples, statuses), and its
+/// header names the stored experiment.
+#[test]
+fn the_report_is_the_stored_experiments_in_every_format() {
+    for (what, files) in imports() {
+        for format in ["text", "json", "markdown", "csv", "html", "benchstat"] {
+            let sb = Sandbox::new();
+            let mut args = vec!["import", what];
+            args.extend(files.iter().map(String::as_str));
+            args.extend(["--report", "--format", format]);
+            let out = sb.run(&args);
+            assert!(out.status.success(), "{what} {format}: {}", stderr(&out));
+            let said = stderr(&out);
+            assert!(
+                said.contains("as experiment 1 in"),
+                "{what} {format}: {said}"
+            );
+            let again = sb.run(&["report", "1", "--format", format]);
+            assert!(again.status.success(), "{}", stderr(&again));
+            assert!(!stdout(&out).is_empty());
+            assert_eq!(
+                stdout(&out),
+                stdout(&again),
+                "{what} --format {format}: import --report and report 1 differ"
+            );
+        }
+    }
+}
+
+/// Go output with one benchmark twice as slow in `new`.
+fn regressed(sb: &Sandbox) -> (String, String) {
+    let lines = |scale: f64| -> String {
+        let mut s = String::from("goos: linux\npkg: example.com/ci\n");
+        for i in 0..12 {
+            let jitter = 1.0 + 0.01 * (i % 5) as f64;
+            s.push_str(&format!(
+                "BenchmarkSlow-2\t1000\t{:.1} ns/op\nBenchmarkSame-2\t1000\t{:.1} ns/op\n",
+                1000.0 * scale * jitter,
+                500.0 * jitter
+            ));
+        }
+        s + "PASS\n"
+    };
+    let old = sb.write("old.txt", &lines(1.0));
+    let new = sb.write("new.txt", &lines(2.0));
+    (
+        old.to_str().unwrap().to_string(),
+        new.to_str().unwrap().to_string(),
+    )
+}
+
+/// `--fail-on` gates the import as it gates `report`: exit status 3 when
+/// the named metric regressed, with the experiment stored all the same.
+#[test]
+fn fail_on_gates_the_import_and_the_results_are_kept() {
+    let sb = Sandbox::new();
+    let (old, new) = regressed(&sb);
+    let args = [
+        "import",
+        "gobench",
+        &old,
+        &new,
+        "--report",
+        "--format",
+        "benchstat",
+    ];
+    let gated = sb.run(&[&args[..], &["--fail-on", "worse:sec/op"]].concat());
+    assert_eq!(gated.status.code(), Some(3), "{}", stderr(&gated));
+    assert!(
+        stderr(&gated).contains("FAILED by Slow-2/sec/op worse"),
+        "{}",
+        stderr(&gated)
+    );
+    assert!(stdout(&gated).contains("Slow-2"), "{}", stdout(&gated));
+    assert_eq!(sb.sql_number("SELECT COUNT(*) FROM experiments"), 1);
+    let passed = sb.run(&[&args[..], &["--fail-on", "better"]].concat());
+    assert_eq!(passed.status.code(), Some(0), "{}", stderr(&passed));
+    assert_eq!(sb.sql_number("SELECT COUNT(*) FROM experiments"), 2);
+}
+
+/// A report option without `--report` is refused (it would be taken and
+/// ignored), and so is a report option that cannot work (an export into
+/// a missing directory, a benchstat filter that does not parse): exit 2,
+/// one line, and nothing is stored, not even a new store file.
+#[test]
+fn report_options_without_report_or_that_cannot_work_store_nothing() {
+    let sb = Sandbox::new();
+    let (old, new) = regressed(&sb);
+    let missing = sb.path("nowhere/report.html");
+    for extra in [
+        vec!["--format", "json"],
+        vec!["--fail-on", "worse"],
+        vec!["--export-html", "x.html"],
+        vec!["--report", "--export-html", missing.to_str().unwrap()],
+        vec!["--report", "--format", "benchstat", "--filter", "x("],
+    ] {
+        let out = sb.run(&[&["import", "gobench", &old, &new][..], &extra].concat());
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
+        assert!(!sb.store().exists(), "{extra:?} made a store");
+        assert!(!sb.path("x.html").exists());
+    }
+}
