@@ -14,6 +14,10 @@
 //!   report's length in lines beside benchstat's. The same again into a
 //!   store that already holds an experiment (a CI job's, from its second
 //!   commit on), which skips making the store.
+//! - **one process**: `sysdelta import gobench old new --report --format
+//!   benchstat`, which stores the runs and prints their report (fresh
+//!   store, existing store), and the same with `--no-store`, which keeps
+//!   nothing: benchstat's own job.
 //! - **benchstat**: `benchstat old new`, one process (`go install
 //!   golang.org/x/perf/cmd/benchstat@latest`; looked up in PATH, then in
 //!   `~/go/bin`). Without it the bench says so and times sysdelta alone.
@@ -81,17 +85,42 @@ fn timed(cmd: &mut Command) -> f64 {
     s
 }
 
+/// The store `dir/bench.db` made afresh: absent (`template` None) or a
+/// copy of `template`, before any clock starts.
+fn fresh_store(dir: &Path, template: Option<&Path>) -> PathBuf {
+    let store = dir.join("bench.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", store.display()));
+    }
+    if let Some(t) = template {
+        std::fs::copy(t, &store).unwrap();
+    }
+    store
+}
+
+/// `import --report --format benchstat` seconds: one process that stores
+/// the files (into `fresh_store(dir, template)`) and prints their report;
+/// with `keep` false, `--no-store`, which keeps nothing.
+fn one_process(dir: &Path, old: &Path, new: &Path, template: Option<&Path>, keep: bool) -> f64 {
+    let store = fresh_store(dir, template);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
+    cmd.args(["import", "gobench"])
+        .args([old, new])
+        .args(["--report", "--format", "benchstat", "--store"])
+        .arg(&store);
+    if !keep {
+        cmd.arg("--no-store");
+    }
+    timed(&mut cmd)
+}
+
 /// (import, report, report in benchstat's layout) seconds, into a fresh
 /// store (`template` None: the first import, which makes the store) or
 /// into a copy of `template` (a store that already holds an experiment,
 /// as a CI job's does from its second commit on; copied before the clock
 /// starts).
 fn sysdelta(dir: &Path, old: &Path, new: &Path, template: Option<&Path>) -> (f64, f64, f64) {
-    let store = dir.join("bench.db");
-    let _ = std::fs::remove_file(&store);
-    if let Some(t) = template {
-        std::fs::copy(t, &store).unwrap();
-    }
+    let store = fresh_store(dir, template);
     let bin = env!("CARGO_BIN_EXE_sysdelta");
     let import = timed(
         Command::new(bin)
@@ -134,6 +163,11 @@ struct Rounds {
     layout: Vec<f64>,
     import_existing: Vec<f64>,
     layout_existing: Vec<f64>,
+    /// `import --report --format benchstat`: fresh store, existing store,
+    /// `--no-store`.
+    one: Vec<f64>,
+    one_existing: Vec<f64>,
+    one_unstored: Vec<f64>,
     peer: Vec<f64>,
 }
 
@@ -166,9 +200,14 @@ fn main() {
         let ours = || {
             let fresh = sysdelta(dir.path(), &old, &new, None);
             let existing = sysdelta(dir.path(), &old, &new, Some(&template));
-            (fresh, existing)
+            let one = [
+                one_process(dir.path(), &old, &new, None, true),
+                one_process(dir.path(), &old, &new, Some(&template), true),
+                one_process(dir.path(), &old, &new, None, false),
+            ];
+            (fresh, existing, one)
         };
-        let (p, ((i, rep, l), (ie, _, le))) = if round % 2 == 0 {
+        let (p, ((i, rep, l), (ie, _, le), one)) = if round % 2 == 0 {
             let s = ours();
             (run_peer(), s)
         } else {
@@ -180,6 +219,9 @@ fn main() {
         r.layout.push(l);
         r.import_existing.push(ie);
         r.layout_existing.push(le);
+        r.one.push(one[0]);
+        r.one_existing.push(one[1]);
+        r.one_unstored.push(one[2]);
         if let Some(p) = p {
             r.peer.push(p);
         }
@@ -204,6 +246,12 @@ fn main() {
         "  the same into an existing store",
         sum(&r.import_existing, &r.layout_existing),
     );
+    line("import --report --format benchstat", r.one.clone());
+    line("  the same into an existing store", r.one_existing.clone());
+    line(
+        "  the same --no-store (keeps nothing)",
+        r.one_unstored.clone(),
+    );
     if !r.peer.is_empty() {
         line("benchstat (peer)", r.peer.clone());
         let ratio = |ours: Vec<f64>| {
@@ -217,15 +265,18 @@ fn main() {
                 "  into an existing store",
                 sum(&r.import_existing, &r.layout_existing),
             ),
+            ("import --report (one process)", r.one.clone()),
+            ("  into an existing store", r.one_existing.clone()),
+            ("  --no-store", r.one_unstored.clone()),
         ] {
             let (m, lo, hi) = ratio(ours);
-            println!("  ratio to benchstat, pair by pair: {name:<28} {m:.2}x ({lo:.2}-{hi:.2})");
+            println!("  ratio to benchstat, pair by pair: {name:<30} {m:.2}x ({lo:.2}-{hi:.2})");
         }
         println!("  (target: import + report no slower than 1.0x benchstat)");
     }
     // How long each report is, beside benchstat's own.
     let bin = env!("CARGO_BIN_EXE_sysdelta");
-    let store = dir.path().join("bench.db");
+    let store = fresh_store(dir.path(), Some(&template));
     let report = |extra: &[&str]| {
         lines(
             Command::new(bin)

@@ -233,10 +233,19 @@ fn ratio_cis(
 /// The shift, the detectable effect, and the test's raw p.
 fn test(cmp: &mut Comparison, base: &[f64], other: &[f64], by_boot: bool, opts: &Options) {
     cmp.hl_shift = stats::hodges_lehmann::hodges_lehmann(base, other, opts.confidence);
-    cmp.mde_pct = pooled_cov(base, other).and_then(|cov| {
-        stats::power::minimum_detectable_effect(base.len().min(other.len()), cov, opts.alpha, 0.8)
+    // The detectable effect is shown with the intervals (the text header,
+    // --detail), never in benchstat's layout; no verdict reads it.
+    cmp.mde_pct = pooled_cov(base, other)
+        .filter(|_| opts.intervals)
+        .and_then(|cov| {
+            stats::power::minimum_detectable_effect(
+                base.len().min(other.len()),
+                cov,
+                opts.alpha,
+                0.8,
+            )
             .map(|d| 100.0 * d)
-    });
+        });
     // The boot level's test is chosen by the boot counts alone
     // (stats::welch::BOOT_WELCH_BELOW), never by the data's values.
     if stats::welch::boot_level_uses_welch(by_boot, base.len(), other.len()) {

@@ -27,8 +27,14 @@ pub struct Options {
     /// verdict and the p): the bootstrap, most of such a report's time, is
     /// then skipped wherever it cannot change a verdict
     /// (`cis::skippable`), and the comparison says so
-    /// ([`Comparison::ci_skipped`]).
+    /// ([`Comparison::ci_skipped`]); nor is the detectable effect
+    /// (`mde_pct`) computed, which those outputs show beside the CIs.
     pub intervals: bool,
+    /// Whether the data's warnings are looked for (bimodal cells, drift,
+    /// outliers, comparisons that cannot reject). False only where no
+    /// output shows them (benchstat's layout, the `--fail-on` gate alone):
+    /// no verdict depends on them.
+    pub warnings: bool,
 }
 
 /// How p-values are corrected for testing many comparisons in one report.
@@ -61,6 +67,7 @@ impl Default for Options {
             ci_method: CiMethod::Percentile,
             equivalence: None,
             intervals: true,
+            warnings: true,
         }
     }
 }

@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{report_options, ReportFlags};
-use super::report::{check_exports, gate_code, print_report_as};
+use super::report::{check_exports, gate_code, print_report_as, print_unstored};
 use crate::error::Error;
 use crate::import;
 use crate::store::Store;
@@ -42,6 +42,11 @@ pub struct ImportArgs {
     /// line on stderr): one command for a CI job, `--fail-on` included.
     #[arg(long)]
     pub report: bool,
+    /// With --report: judge the files without keeping them, as benchstat
+    /// does: no store is opened, made or written; the report names no
+    /// experiment.
+    #[arg(long, requires = "report")]
+    pub no_store: bool,
     #[command(flatten, next_help_heading = "Report options (with --report)")]
     pub flags: ReportFlags,
 }
@@ -79,8 +84,13 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<ExitCode> {
     };
     let imp = (importer.parse)(&files, &options).map_err(Error::into_bad_input)?;
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
-    let store = Store::open(store_path, true)?;
     let (label, source) = (a.label.as_deref(), names.join(", "));
+    if a.no_store {
+        let note = import::source_note(&imp, &source);
+        let data = import::unstored(imp, label, &source)?;
+        return print_unstored(data, note, &a.flags).map(gate_code);
+    }
+    let store = Store::open(store_path, true)?;
     let say = |id: i64| {
         crate::sys::stderr::say!(
             "sysdelta: imported {} of {} as experiment {id} in {}",

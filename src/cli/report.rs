@@ -118,7 +118,7 @@ pub fn print_report(
     f: &ReportFlags,
     stdout: bool,
 ) -> Result<bool> {
-    print_analyzed(store, Cow::Borrowed(data), f, stdout, false)
+    print_analyzed(Origin::Stored(store), Cow::Borrowed(data), f, stdout, false)
 }
 
 /// [`print_report`] of data handed over (analysed without a copy of its
@@ -132,13 +132,37 @@ pub fn print_report_as(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
-    print_analyzed(store, Cow::Owned(data), f, stdout, brief)
+    print_analyzed(Origin::Stored(store), Cow::Owned(data), f, stdout, brief)
+}
+
+/// [`print_report_as`] of an experiment in no store (`import
+/// --no-store`), whose samples came from `imported_from`; on stdout.
+pub fn print_unstored(
+    data: crate::store::ExperimentData,
+    imported_from: String,
+    f: &ReportFlags,
+) -> Result<bool> {
+    print_analyzed(
+        Origin::Unstored(imported_from),
+        Cow::Owned(data),
+        f,
+        true,
+        false,
+    )
+}
+
+/// Where a reported experiment is.
+enum Origin<'a> {
+    /// In this store.
+    Stored(&'a Store),
+    /// In none (`import --no-store`): its samples came from this source.
+    Unstored(String),
 }
 
 /// [`print_report_as`] of data borrowed, or handed over (then analysed
 /// without a copy of its runs).
 fn print_analyzed(
-    store: &Store,
+    origin: Origin,
     data: Cow<crate::store::ExperimentData>,
     f: &ReportFlags,
     stdout: bool,
@@ -158,13 +182,18 @@ fn print_analyzed(
     opts.analysis.intervals = formats
         .iter()
         .any(|(format, _)| *format != Format::Benchstat);
+    // Nor do they show the data's warnings.
+    opts.analysis.warnings = opts.analysis.intervals;
     // Analyzed once, however many formats are written.
     let x = match data {
         Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,
         Cow::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
     };
     // HTML also draws the stored series and says where imported samples came from.
-    let extras = report::html::Extras::from_store(store, &x.data)?;
+    let extras = match origin {
+        Origin::Stored(store) => report::html::Extras::from_store(store, &x.data)?,
+        Origin::Unstored(source) => report::html::Extras::imported(&x.data, source),
+    };
     // One view, however many formats render it.
     let view = x.into_view(opts.time_unit, extras);
     // --detail and --trim ask for more than the short report has.
@@ -193,7 +222,12 @@ fn print_analyzed(
         };
         emit(&on_screen(text, format, path), path)?;
     }
-    Ok(gate(&view.stored, f))
+    let failed = gate(&view.stored, f);
+    // A report ends its command: the view's thousands of runs and samples
+    // are left to the process's exit, not freed one by one (that was 4%
+    // of an import's report in benchstat's layout).
+    std::mem::forget(view);
+    Ok(failed)
 }
 
 /// A report as it goes out: the text format on stdout gets its verdicts
@@ -252,7 +286,14 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
     // The loaded data is handed over, not borrowed: one copy of the runs.
-    print_analyzed(&store, Cow::Owned(store.load(id)?), &a.flags, true, false).map(gate_code)
+    print_analyzed(
+        Origin::Stored(&store),
+        Cow::Owned(store.load(id)?),
+        &a.flags,
+        true,
+        false,
+    )
+    .map(gate_code)
 }
 
 /// `sysdelta list`.

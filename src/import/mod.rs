@@ -24,7 +24,9 @@ use crate::metric::MetricSamples;
 use crate::metric::MetricSpec;
 use crate::overrides::{Order, Overrides};
 use crate::store::whole::WholeExperiment;
-use crate::store::{ExperimentData, NewExperiment, RunRecord, RunResult, Store};
+use crate::store::{
+    ExperimentData, NewExperiment, RunRecord, RunResult, RunStatus, Store, StoredRun,
+};
 
 /// What `sysdelta import` was given besides the format and the files.
 #[derive(Clone, Debug)]
@@ -179,7 +181,7 @@ pub fn read(path: &Path) -> Result<String> {
 /// in file order as blocks 0, 1, 2, ... (order `sequential`), so the
 /// run-sequence plots show the order the tool used.
 pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -> Result<i64> {
-    store_as(store, imp, label, source, Store::insert_whole)
+    whole(imp, label, source, |w| store.insert_whole(w))
 }
 
 /// [`store`], returning the stored experiment as [`Store::load`] would
@@ -191,16 +193,79 @@ pub fn store_loaded(
     label: Option<&str>,
     source: &str,
 ) -> Result<ExperimentData> {
-    store_as(store, imp, label, source, Store::insert_whole_loaded)
+    whole(imp, label, source, |w| store.insert_whole_loaded(w))
 }
 
-/// `imp` as one whole experiment, stored by `insert`.
-fn store_as<T>(
-    store: &Store,
+/// What [`store_loaded`] would return, with nothing stored anywhere (see
+/// [`crate::store::whole::unstored_without_runs`]): `import --no-store`.
+/// The runs are taken over, not copied: the number of `imp`'s run, from 1,
+/// is its id.
+pub fn unstored(mut imp: Imported, label: Option<&str>, source: &str) -> Result<ExperimentData> {
+    let mut data = whole(
+        &imp,
+        label,
+        source,
+        crate::store::whole::unstored_without_runs,
+    )?;
+    data.runs = (std::mem::take(&mut imp.runs).into_iter())
+        .enumerate()
+        .map(|(i, r)| stored_run(i, r))
+        .collect();
+    Ok(data)
+}
+
+/// The `i`th imported run as it reads back once stored: what [`record`]
+/// makes of it, as the store keeps that ([`Store::insert_whole_loaded`]:
+/// failed with an empty stderr tail, or ok with the file's exit code),
+/// its strings and samples moved, not copied.
+fn stored_run(i: usize, r: ImportedRun) -> StoredRun {
+    let (status, reason, stderr_tail, exit_code, samples) = match r.failure {
+        None => (
+            RunStatus::Ok,
+            None,
+            None,
+            r.exit_code,
+            (r.samples.into_iter())
+                .map(|m| (m.metric, m.values))
+                .collect(),
+        ),
+        Some(f) => (
+            RunStatus::Failed,
+            Some(f.reason),
+            Some(String::new()),
+            f.exit_code,
+            BTreeMap::new(),
+        ),
+    };
+    StoredRun {
+        id: i as i64 + 1,
+        block: i as u32,
+        seq: 0,
+        config: r.config,
+        workload: r.workload,
+        warmup: false,
+        status,
+        reason,
+        stderr_tail,
+        exit_code,
+        started_at: 0.0,
+        samples,
+        boot_id: None,
+    }
+}
+
+/// Where the samples of `imp`, read from the files `source`, came from,
+/// as the store keeps it (`experiments.source`) and reports show it.
+pub fn source_note(imp: &Imported, source: &str) -> String {
+    format!("{} imported from {source}", imp.format)
+}
+
+/// `imp` as one whole experiment, handed to `insert`.
+fn whole<T>(
     imp: &Imported,
     label: Option<&str>,
     source: &str,
-    insert: impl FnOnce(&Store, &WholeExperiment) -> Result<T>,
+    insert: impl FnOnce(&WholeExperiment) -> Result<T>,
 ) -> Result<T> {
     if imp.runs.is_empty() {
         return Err(bad(format!("{source}: no results to import")));
@@ -217,7 +282,7 @@ fn store_as<T>(
         .cloned()
         .unwrap_or_else(|| "unknown (imported)".into());
     let overrides = Overrides::default();
-    let note = format!("{} imported from {source}", imp.format);
+    let note = source_note(imp, source);
     let whole = WholeExperiment {
         experiment: NewExperiment {
             name: &imp.name,
@@ -248,7 +313,7 @@ fn store_as<T>(
             format!("samples {note}: not measured by sysdelta (run order as in the file, no randomized interleaving)"),
         )],
     };
-    insert(store, &whole)
+    insert(&whole)
 }
 
 /// The record of the `i`th imported run (block `i`).

@@ -29,7 +29,7 @@ fn machine(a: &Analysis) -> String {
     let _ = writeln!(
         h,
         "sysdelta report: experiment {} \"{}\"{}, {}",
-        i.id,
+        i.number(),
         ascii(&i.name),
         i.label
             .as_ref()

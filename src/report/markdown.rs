@@ -13,7 +13,7 @@ pub fn render(a: &Analysis) -> String {
     let _ = writeln!(
         out,
         "## sysdelta: experiment {} \"{}\" ({})\n",
-        i.id,
+        i.number(),
         esc(&i.name),
         esc(i.status.as_str())
     );

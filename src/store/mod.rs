@@ -179,6 +179,28 @@ pub struct ExperimentInfo {
     pub fleet_host: Option<String>,
 }
 
+/// The id of an experiment that is in no store (`import --no-store`):
+/// stores number theirs from 1.
+pub const UNSTORED: i64 = 0;
+
+impl ExperimentInfo {
+    /// How a report names the experiment: `#12`, or `(not stored)`.
+    pub fn shown_id(&self) -> String {
+        match self.id {
+            UNSTORED => "(not stored)".to_string(),
+            id => format!("#{id}"),
+        }
+    }
+
+    /// Its number after "experiment": `12`, or `(not stored)`.
+    pub fn number(&self) -> String {
+        match self.id {
+            UNSTORED => "(not stored)".to_string(),
+            id => id.to_string(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct StoredRun {
     pub id: i64,

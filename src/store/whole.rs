@@ -12,9 +12,12 @@ use anyhow::Result;
 use std::collections::BTreeMap;
 
 use super::db::vals;
-use super::runlog::RunRow;
+use super::runlog::{check_samples, RunRow};
 use super::write::insert_experiment;
-use super::{ExperimentData, NewExperiment, RunRecord, RunStatus, Store, StoredRun};
+use super::{
+    Event, ExperimentData, ExperimentInfo, ExperimentStatus, NewExperiment, RunRecord, RunResult,
+    RunStatus, Store, StoredMetric, StoredRun, UNSTORED,
+};
 use crate::metric::MetricSpec;
 
 /// Everything an imported experiment stores.
@@ -89,6 +92,70 @@ impl Store {
         })
         .map(|(id, ids)| (id, rows.into_iter().zip(ids).collect()))
     }
+}
+
+/// What [`Store::insert_whole_loaded`] returns of `w`, without a store
+/// and but for its runs, which the caller makes (its own records, taken
+/// over rather than copied: `import --no-store`, which judges files as
+/// benchstat does). Nothing is written. Every run is checked as the store
+/// checks it; the id is [`UNSTORED`], the times now, as the store would
+/// write them.
+pub fn unstored_without_runs(w: &WholeExperiment) -> Result<ExperimentData> {
+    for r in &w.runs {
+        if let RunResult::Ok(s) | RunResult::Exited { samples: s, .. } = &r.result {
+            check_samples(r, s)?;
+        }
+    }
+    let now = crate::sys::utc::now();
+    let e = &w.experiment;
+    let info = ExperimentInfo {
+        id: UNSTORED,
+        name: e.name.to_string(),
+        label: e.label.map(str::to_string),
+        plan_source: e.plan_source.to_string(),
+        plan_text: e.plan_text.to_string(),
+        overrides: e.overrides.clone(),
+        host: e.host.to_string(),
+        fingerprint: e.fingerprint.clone(),
+        seed: e.seed,
+        order: e.order.as_str().to_string(),
+        runs_per_cell: e.runs,
+        warmup: e.warmup,
+        baseline: e.baseline.to_string(),
+        created_at: now.clone(),
+        finished_at: Some(now.clone()),
+        status: ExperimentStatus::Complete,
+        entered_config: None,
+        self_usage: None,
+        configs: e.configs.clone(),
+        workloads: e.workloads.clone(),
+        fleet_id: None,
+        fleet_host: None,
+    };
+    let metrics = (w.metrics.iter())
+        .flat_map(|(workload, specs)| {
+            specs.iter().map(|spec| StoredMetric {
+                workload: workload.clone(),
+                spec: spec.clone(),
+            })
+        })
+        .collect();
+    let events = (w.events.iter())
+        .map(|(kind, message)| Event {
+            at: now.clone(),
+            kind: kind.to_string(),
+            message: message.clone(),
+        })
+        .collect();
+    Ok(ExperimentData {
+        info,
+        metrics,
+        runs: Vec::new(),
+        events,
+        series: Vec::new(),
+        profiles: Vec::new(),
+        boots: Vec::new(),
+    })
 }
 
 /// The run `row`, stored as `id`, as [`Store::load`] reads it back: every

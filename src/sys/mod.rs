@@ -8,7 +8,7 @@
 //! files beside a store only when they are ours (`trust`), the machine's
 //! run directory that only its owner can use (`private_dir`), and
 //! warnings on stderr that never panic (`stderr`), stored strings made
-//! visible for a terminal (`visible`).
+//! visible for a terminal (`visible`), UTC dates (`utc`).
 //! Nothing here knows about plans, configs or reports; everything above
 //! may use it.
 
@@ -25,4 +25,5 @@ pub mod size;
 pub mod stderr;
 pub mod sysfs;
 pub mod trust;
+pub mod utc;
 pub mod visible;

@@ -11,11 +11,20 @@ fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The files of each import format the fixtures hold.
-fn imports() -> Vec<(&'static str, Vec<String>)> {
+/// hyperfine output with failed runs (`-i`: an exit status 1, and one
+/// ended by a signal), which are stored as failed runs.
+const FAILING: &str = r#"{"results": [
+ {"command": "a", "times": [0.1, 0.2, 0.3, 0.15, 0.25], "exit_codes": [0, 1, 0, 0, 0]},
+ {"command": "b", "times": [0.2, 0.3, 0.4, 0.35, 0.25], "exit_codes": [0, 0, null, 0, 0]}]}"#;
+
+/// The files of each import format the fixtures hold, and hyperfine
+/// output with failed runs (written in `sb`).
+fn imports(sb: &Sandbox) -> Vec<(&'static str, Vec<String>)> {
     let lmbench = fixture("lmbench/x86_64-linux-gnu");
+    let failing = sb.write("failing.json", FAILING);
     vec![
         ("hyperfine", vec![fixture("hyperfine.json")]),
+        ("hyperfine", vec![failing.to_str().unwrap().to_string()]),
         (
             "gobench",
             vec![fixture("gobench-old.txt"), fixture("gobench-new.txt")],
@@ -33,7 +42,8 @@ fn imports() -> Vec<(&'static str, Vec<String>)> {
 /// header names the stored experiment.
 #[test]
 fn the_report_is_the_stored_experiments_in_every_format() {
-    for (what, files) in imports() {
+    let inputs = Sandbox::new();
+    for (what, files) in imports(&inputs) {
         for format in ["text", "json", "markdown", "csv", "html", "benchstat"] {
             let sb = Sandbox::new();
             let mut args = vec!["import", what];
@@ -129,5 +139,57 @@ fn report_options_without_report_or_that_cannot_work_store_nothing() {
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
         assert!(!sb.store().exists(), "{extra:?} made a store");
         assert!(!sb.path("x.html").exists());
+    }
+}
+
+/// `text` with the stored experiment's id and every time made as an
+/// experiment in no store shows them.
+fn as_unstored(text: &str, format: &str) -> String {
+    let times = regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z").unwrap();
+    let text = times.replace_all(text, "TIME");
+    match format {
+        // The first column is the experiment's id (0: in no store).
+        "csv" => text
+            .lines()
+            .map(|l| l.split_once(',').map_or(l, |(_, rest)| rest).to_string() + "\n")
+            .collect(),
+        "json" => {
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            v["experiment"]["id"] = serde_json::json!(0);
+            v["analysis"]["info"]["id"] = serde_json::json!(0);
+            v.to_string()
+        }
+        _ => text
+            .replace("xperiment 1 ", "xperiment (not stored) ")
+            .replace("#1", "(not stored)"),
+    }
+}
+
+/// `--no-store` judges the files as benchstat does, keeping nothing: no
+/// store, no file, no directory is made, and its report is the one the
+/// stored import prints but for the experiment's id (none) and times.
+#[test]
+fn no_store_prints_the_same_report_and_keeps_nothing() {
+    let inputs = Sandbox::new();
+    for (what, files) in imports(&inputs) {
+        for format in ["text", "json", "markdown", "csv", "html", "benchstat"] {
+            let (stored, unstored) = (Sandbox::new(), Sandbox::new());
+            let mut args = vec!["import", what];
+            args.extend(files.iter().map(String::as_str));
+            args.extend(["--report", "--format", format]);
+            let kept = stored.run(&args);
+            assert!(kept.status.success(), "{}", stderr(&kept));
+            let before: Vec<_> = std::fs::read_dir(unstored.path(".")).unwrap().collect();
+            let out = unstored.run(&[&args[..], &["--no-store"]].concat());
+            assert!(out.status.success(), "{what} {format}: {}", stderr(&out));
+            let after: Vec<_> = std::fs::read_dir(unstored.path(".")).unwrap().collect();
+            assert_eq!(before.len(), after.len(), "{what} {format} left a file");
+            assert!(!unstored.store().exists());
+            assert_eq!(
+                as_unstored(&stdout(&kept), format),
+                as_unstored(&stdout(&out), format),
+                "{what} --format {format}: --no-store and the stored import differ"
+            );
+        }
     }
 }

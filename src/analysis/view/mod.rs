@@ -50,10 +50,9 @@ impl Extras {
     /// Extras of one experiment: its own info and the series its measured
     /// runs recorded (`ExperimentData::series`).
     pub fn from_data(data: &ExperimentData) -> Extras {
-        let id = data.info.id;
         Extras {
             sources: vec![SourceExperiment {
-                title: data.info.label.clone().unwrap_or_else(|| format!("#{id}")),
+                title: (data.info.label.clone()).unwrap_or_else(|| data.info.shown_id()),
                 info: data.info.clone(),
                 imported_from: None,
             }],
@@ -67,6 +66,14 @@ impl Extras {
         let mut x = Extras::from_data(data);
         x.sources[0].imported_from = store.source(data.info.id)?;
         Ok(x)
+    }
+
+    /// [`Extras::from_data`] of an experiment whose samples came from
+    /// `imported_from` (what [`Extras::from_store`] reads of a stored one).
+    pub fn imported(data: &ExperimentData, imported_from: String) -> Extras {
+        let mut x = Extras::from_data(data);
+        x.sources[0].imported_from = Some(imported_from);
+        x
     }
 }
 

@@ -138,6 +138,10 @@ pub fn workload_series(data: &ExperimentData, configs: &[String]) -> Vec<Workloa
 
 /// (config, workload, series) of every measured run that recorded one.
 pub fn run_series(data: &ExperimentData) -> Vec<(String, String, SeriesRecord)> {
+    // Most experiments record none: no map of every run for nothing.
+    if data.series.is_empty() {
+        return Vec::new();
+    }
     let runs: HashMap<i64, (&str, &str, bool)> = data
         .runs
         .iter()

@@ -79,7 +79,7 @@ pub fn render(v: &ReportView) -> Result<String> {
         o,
         "<p class=\"meta\">Experiment {} &ldquo;{}&rdquo;{}, {}. Host {}. {} ok runs, {}{} failed, {} planned. \
          Baseline <b>{}</b>.</p>",
-        i.id,
+        i.number(),
         esc(&i.name),
         i.label.as_ref().map(|l| format!(", label <b>{}</b>", esc(l))).unwrap_or_default(),
         esc(i.status.as_str()),
@@ -374,7 +374,7 @@ fn environment(o: &mut String, x: &Extras) {
     }
     o.push_str("<div class=\"scroll\"><table><thead><tr><th class=\"l\">key</th>");
     for s in &x.sources {
-        let _ = write!(o, "<th class=\"l\">{} (#{})</th>", esc(&s.title), s.info.id);
+        let _ = write!(o, "<th class=\"l\">{}</th>", esc(&titled(s)));
     }
     o.push_str("</tr></thead><tbody>");
     for k in keys {
@@ -404,15 +404,30 @@ fn environment(o: &mut String, x: &Extras) {
     }
     o.push_str("</tbody></table></div>");
     for s in &x.sources {
+        // `main (#12, plan.toml, ...)`, or `#12 (plan.toml, ...)`.
+        let id = s.info.shown_id();
+        let named = match s.title == id {
+            true => format!("{id} ("),
+            false => format!("{} ({id}, ", s.title),
+        };
         let _ = write!(
             o,
-            "<details><summary>Plan of {} (#{}, {}, seed {}, {} order)</summary><pre>{}</pre></details>",
-            esc(&s.title),
-            s.info.id,
+            "<details><summary>Plan of {}{}, seed {}, {} order)</summary><pre>{}</pre></details>",
+            esc(&named),
             esc(&s.info.plan_source),
             s.info.seed,
             esc(&s.info.order),
             esc(&s.info.plan_text)
         );
+    }
+}
+
+/// An experiment as the environment table names it: its title, with its
+/// id after a label (`main (#12)`); the id alone where that is the title.
+fn titled(s: &crate::analysis::view::SourceExperiment) -> String {
+    let id = s.info.shown_id();
+    match s.title == id {
+        true => id,
+        false => format!("{} ({id})", s.title),
     }
 }

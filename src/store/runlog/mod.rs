@@ -26,6 +26,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::metric::MetricSamples;
 use crate::store::{RunRecord, RunResult};
 
 mod contents;
@@ -73,6 +74,42 @@ pub struct RunRow {
     pub boot: Option<i64>,
 }
 
+/// Refuse, as the store's tables would, samples of run `r` that are NaN
+/// or a metric reported twice: a fold holds many runs, and one bad row
+/// must not hold back the rest.
+pub fn check_samples(r: &RunRecord, s: &[MetricSamples]) -> Result<()> {
+    let what = || {
+        format!(
+            "run block {} seq {} ({}/{})",
+            r.block, r.seq, r.config, r.workload
+        )
+    };
+    // Few metrics a run as a rule: compared pairwise, as a hash set per
+    // run cost an import of 6,000 runs a millisecond.
+    let mut names = std::collections::HashSet::new();
+    let mut twice = |i: usize| match s.len() {
+        0..=16 => s[..i].iter().any(|m| m.metric == s[i].metric),
+        _ => !names.insert(s[i].metric.as_str()),
+    };
+    for (i, ms) in s.iter().enumerate() {
+        if ms.values.iter().any(|v| v.is_nan()) {
+            return Err(anyhow!(
+                "{}: metric '{}' has a NaN value",
+                what(),
+                ms.metric
+            ));
+        }
+        if twice(i) {
+            return Err(anyhow!(
+                "{}: metric '{}' is reported twice (a config kind and the workload may give it the same name)",
+                what(),
+                ms.metric
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl RunRow {
     /// The row of a run; an error if a sample is not a finite number (the
     /// store keeps only numbers, and JSON could not carry it).
@@ -83,37 +120,7 @@ impl RunRow {
                 samples: s,
                 exit_code: _,
             } => {
-                let what = || {
-                    format!(
-                        "run block {} seq {} ({}/{})",
-                        r.block, r.seq, r.config, r.workload
-                    )
-                };
-                // Few metrics a run as a rule: compared pairwise, as a hash
-                // set per run cost an import of 6,000 runs a millisecond.
-                let mut names = std::collections::HashSet::new();
-                let mut twice = |i: usize| match s.len() {
-                    0..=16 => s[..i].iter().any(|m| m.metric == s[i].metric),
-                    _ => !names.insert(s[i].metric.as_str()),
-                };
-                for (i, ms) in s.iter().enumerate() {
-                    // What the tables would refuse, refused now: a fold holds
-                    // many runs, and one bad row must not hold back the rest.
-                    if ms.values.iter().any(|v| v.is_nan()) {
-                        return Err(anyhow!(
-                            "{}: metric '{}' has a NaN value",
-                            what(),
-                            ms.metric
-                        ));
-                    }
-                    if twice(i) {
-                        return Err(anyhow!(
-                            "{}: metric '{}' is reported twice (a config kind and the workload may give it the same name)",
-                            what(),
-                            ms.metric
-                        ));
-                    }
-                }
+                check_samples(r, s)?;
                 let samples = s
                     .iter()
                     .map(|m| {
