@@ -193,15 +193,13 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     }
     warnings.extend(kept_apart);
     warnings.extend(few_units(info, &units, boots.is_some()));
-    if opts.warnings {
-        warnings.extend(warnings::data_warnings(
-            &metrics,
-            &configs,
-            n_headline,
-            n_telemetry,
-            opts.alpha,
-        ));
-    }
+    warnings.extend(warnings::data_warnings(
+        &metrics,
+        &configs,
+        n_headline,
+        n_telemetry,
+        opts,
+    ));
     warnings.extend(warnings::ci_warnings(&metrics));
     warnings.extend(warnings::exit_status_warnings(&measured));
     let (shell_startup, shell_warnings) = shell_cost::compute(data, &measured, &configs);

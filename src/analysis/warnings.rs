@@ -104,15 +104,20 @@ fn push_grouped(out: &mut Vec<String>, what: &str, items: Vec<String>) {
 /// What a reader needs to know before trusting the table: comparisons that
 /// can never reject at these run counts, bimodal cells, drift within a
 /// config's runs (what interleaving protects the comparison from, but which
-/// still widens it), and outliers by MAD.
+/// still widens it), and outliers by MAD. None are looked for where no
+/// output shows them (`opts.warnings` false).
 pub(super) fn data_warnings(
     metrics: &[MetricAnalysis],
     configs: &[String],
     family: usize,
     telemetry_family: usize,
-    alpha: f64,
+    opts: &super::Options,
 ) -> Vec<String> {
     let mut out = Vec::new();
+    if !opts.warnings {
+        return out;
+    }
+    let alpha = opts.alpha;
     // (n0, n, unit, telemetry): telemetry is corrected over its own family.
     let mut too_few: Vec<(usize, usize, &str, bool)> = Vec::new();
     let (mut bimodal, mut drift, mut outliers) = (Vec::new(), Vec::new(), Vec::new());

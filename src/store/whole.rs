@@ -20,6 +20,9 @@ use super::{
 };
 use crate::metric::MetricSpec;
 
+/// Each run row written, with the id it was given (None: already stored).
+type Written = Vec<(RunRow, Option<i64>)>;
+
 /// Everything an imported experiment stores.
 pub struct WholeExperiment<'a> {
     pub experiment: NewExperiment<'a>,
@@ -62,7 +65,7 @@ impl Store {
 
     /// The work of [`Store::insert_whole`]: the new id, and each row
     /// written with the id it was given (None: it was already stored).
-    fn insert_whole_rows(&self, w: &WholeExperiment) -> Result<(i64, Vec<(RunRow, Option<i64>)>)> {
+    fn insert_whole_rows(&self, w: &WholeExperiment) -> Result<(i64, Written)> {
         // Sized once: collecting through a Result grows the vector by
         // doubling, and copying 6,000 rows over and over cost an import a
         // tenth of its time.
