@@ -140,7 +140,12 @@ pub(crate) fn unit_of_replication(units: &CellUnits, max_samples_per_run: usize)
 /// ok or draws, as a run on a machine that was not as the others is no
 /// sample of the same thing.
 pub(crate) fn audit_failed_boots(data: &ExperimentData) -> std::collections::HashSet<i64> {
-    data.boots
+    audit_failed(&data.boots)
+}
+
+/// [`audit_failed_boots`] of these boots.
+pub(crate) fn audit_failed(boots: &[StoredBoot]) -> std::collections::HashSet<i64> {
+    boots
         .iter()
         .filter(|b| b.status == BootStatus::Failed)
         .filter(|b| {

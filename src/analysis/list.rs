@@ -31,22 +31,30 @@ pub struct ListRow {
     pub named_baselines: Vec<String>,
 }
 
-/// Every stored experiment, oldest first.
+/// Every stored experiment, oldest first. Its runs are counted, not read:
+/// a line an experiment never costs reading its samples (a store of 20
+/// Go imports of 6,000 runs took 0.16 s to list with every experiment
+/// loaded, 0.03 s counted).
 pub fn list(store: &Store) -> Result<Vec<ListRow>> {
     let baselines = store.baselines()?;
     let mut out = Vec::new();
     for id in store.experiment_ids()? {
-        let d = store.load(id)?;
-        let (counted, _) = super::boots::counted_runs(&d);
-        let runs_ok = counted.len();
-        let measured = d.runs.iter().filter(|r| r.is_measured_ok()).count();
-        let i = d.info;
+        let i = store.info(id)?;
+        // As counted_runs counts them: a boot whose audit failed is apart.
+        let apart = super::boots::audit_failed(&store.boots(id)?);
+        let (mut runs_ok, mut runs_left_out) = (0, 0);
+        for (boot, n) in store.measured_ok_by_boot(id)? {
+            match boot.is_some_and(|b| apart.contains(&b)) {
+                true => runs_left_out += n,
+                false => runs_ok += n,
+            }
+        }
         out.push(ListRow {
             id: i.id,
             created_at: i.created_at,
             status: i.status,
             runs_ok,
-            runs_left_out: measured - runs_ok,
+            runs_left_out,
             host: i.host,
             label: i.label,
             configs: i.configs,

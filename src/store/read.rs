@@ -168,6 +168,18 @@ impl Store {
         })
     }
 
+    /// One experiment's measured ok runs (warm-ups aside), counted per
+    /// boot (None: on the host), no sample read: what `list` shows.
+    pub fn measured_ok_by_boot(&self, exp: i64) -> Result<Vec<(Option<i64>, usize)>> {
+        self.flush_runs()?;
+        self.db.query(
+            "SELECT boot_id, COUNT(*) FROM runs WHERE experiment_id = ?1 AND warmup = 0 AND status = 'ok'
+             GROUP BY boot_id",
+            &vals![exp],
+            |r| Ok((r.get(0)?, r.get::<i64>(1)? as usize)),
+        )
+    }
+
     /// One experiment's declared metrics, in its workloads' order and each
     /// workload's own.
     pub fn metrics(&self, id: i64) -> Result<Vec<StoredMetric>> {
