@@ -9,6 +9,8 @@
 #[macro_use]
 mod common;
 
+#[path = "import/baseline.rs"]
+mod baseline;
 #[path = "import/formats.rs"]
 mod formats;
 #[path = "import/report_flag.rs"]

@@ -1,5 +1,6 @@
 //! Named baselines on the command line: `run`/`ab` `--save-baseline NAME`
-//! stores the finished experiment as baseline NAME, `--against-baseline
+//! stores the finished experiment as baseline NAME (`save-baseline NAME
+//! [EXPERIMENT]` a stored one), `--against-baseline
 //! NAME` (also `compare --against-baseline`) compares with the experiment
 //! it points at, with `compare`'s statistics. Named `--against-baseline`
 //! rather than criterion's `--baseline`, which has long meant the
@@ -41,14 +42,38 @@ pub fn after(store: &Store, id: i64, e: &ExecArgs) -> Result<bool> {
         gate_failed = against(store, name, id, e)?;
     }
     if let Some(name) = &e.save_baseline {
-        match store.save_baseline(name, id)? {
-            Some(old) => say!(
-                "sysdelta: baseline '{name}' moved from experiment {old} (kept) to experiment {id}"
-            ),
-            None => say!("sysdelta: baseline '{name}' is experiment {id}"),
-        }
+        save(store, name, id)?;
     }
     Ok(gate_failed)
+}
+
+/// Make baseline `name` point at experiment `id`, and say so.
+fn save(store: &Store, name: &str, id: i64) -> Result<()> {
+    match store.save_baseline(name, id)? {
+        Some(old) => say!(
+            "sysdelta: baseline '{name}' moved from experiment {old} (kept) to experiment {id}"
+        ),
+        None => say!("sysdelta: baseline '{name}' is experiment {id}"),
+    }
+    Ok(())
+}
+
+#[derive(clap::Args)]
+pub struct SaveBaselineArgs {
+    /// The baseline's name: 1 to 64 letters, digits, '.', '_' or '-'.
+    pub name: String,
+    /// The experiment it names: an id, a label or `last` (the default).
+    pub experiment: Option<String>,
+}
+
+/// `sysdelta save-baseline NAME [EXPERIMENT]`: what `--save-baseline`
+/// does at the end of a run, for an experiment already stored (imported,
+/// pulled, or run without the flag).
+pub fn save_stored(a: &SaveBaselineArgs, store_path: &Path) -> Result<()> {
+    check_name(&a.name)?;
+    let store = Store::open(store_path, true)?;
+    let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
+    save(&store, &a.name, id)
 }
 
 /// Experiment `id` against baseline `name`'s, one comparison per config

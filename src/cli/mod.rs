@@ -88,6 +88,9 @@ pub enum Cmd {
     Bisect(Box<bisect::BisectArgs>),
     /// Import hyperfine JSON, Go benchmark output or LMbench results as an experiment.
     Import(import::ImportArgs),
+    /// Name a stored experiment baseline NAME, as a run's --save-baseline
+    /// does (an imported or pulled one, say), for --against-baseline NAME.
+    SaveBaseline(baseline::SaveBaselineArgs),
     /// Tracer transports under overload (the 2005 netlink vs relayfs study).
     Transport(crate::transport::cli::TransportArgs),
     /// Runs needed to detect a given shift, from a pilot or finished experiment.
@@ -157,6 +160,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Compare(a) => report::compare(&a, store),
         Cmd::History(a) => report::history(&a, store),
         Cmd::Import(a) => import::run(&a, store),
+        Cmd::SaveBaseline(a) => baseline::save_stored(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Push(a) => push::push(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Pull(a) => push::pull(&a, store).map(|()| ExitCode::SUCCESS),
         Cmd::Fleet(a) => fleet::run(&a, store),

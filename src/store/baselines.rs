@@ -61,7 +61,8 @@ impl Store {
         }
         let names = self.baselines()?;
         let saved = match names.is_empty() {
-            true => "none is saved (run with --save-baseline NAME)".to_string(),
+            true => "none is saved (run with --save-baseline NAME, or sysdelta save-baseline NAME)"
+                .to_string(),
             false => format!(
                 "saved: {}",
                 // Names are checked on the way in, but the row is anyone's
@@ -107,7 +108,7 @@ impl Store {
         check_name(name)?;
         if let Some(why) = &self.read_only {
             return Err(bad(format!(
-                "--save-baseline: {} cannot be written ({why})",
+                "baseline '{name}': {} cannot be written ({why})",
                 self.shown()
             )));
         }
