@@ -168,10 +168,15 @@ fn stored_run(row: RunRow, id: i64) -> Result<StoredRun> {
         .ok_or_else(|| anyhow::anyhow!("unknown status '{}'", row.status))?;
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (metric, bits) in row.samples {
-        samples
-            .entry(metric)
-            .or_default()
-            .extend(bits.into_iter().map(f64::from_bits));
+        // Collected in place (u64 to f64, one allocation reused); a metric
+        // twice, which the row's checks refuse, would be appended.
+        let values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
+        match samples.get_mut(&metric) {
+            Some(known) => known.extend(values),
+            None => {
+                samples.insert(metric, values);
+            }
+        }
     }
     Ok(StoredRun {
         id,
