@@ -102,15 +102,15 @@ fn fresh_store(dir: &Path, template: Option<&Path>) -> PathBuf {
 /// the files (into `fresh_store(dir, template)`) and prints their report;
 /// with `keep` false, `--no-store`, which keeps nothing.
 fn one_process(dir: &Path, old: &Path, new: &Path, template: Option<&Path>, keep: bool) -> f64 {
-    let store = fresh_store(dir, template);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_sysdelta"));
     cmd.args(["import", "gobench"])
         .args([old, new])
-        .args(["--report", "--format", "benchstat", "--store"])
-        .arg(&store);
-    if !keep {
-        cmd.arg("--no-store");
-    }
+        .args(["--report", "--format", "benchstat"]);
+    match keep {
+        true => cmd.arg("--store").arg(fresh_store(dir, template)),
+        // Takes no --store, and reads no SYSDELTA_STORE.
+        false => cmd.arg("--no-store"),
+    };
     timed(&mut cmd)
 }
 

@@ -97,7 +97,7 @@ pub fn analyze(data: &ExperimentData, opts: &Options) -> Result<Analysis, Error>
     if !info.configs.contains(&baseline) {
         return Err(Error::bad(format!(
             "baseline '{baseline}' is not a config of experiment {} (configs: {})",
-            info.id,
+            info.number(),
             info.configs.join(", ")
         )));
     }

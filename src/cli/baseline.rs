@@ -68,11 +68,33 @@ pub struct SaveBaselineArgs {
 
 /// `sysdelta save-baseline NAME [EXPERIMENT]`: what `--save-baseline`
 /// does at the end of a run, for an experiment already stored (imported,
-/// pulled, or run without the flag).
+/// pulled, or run without the flag), and as there only for a complete
+/// experiment with a result in every cell that has runs. A store that
+/// does not exist is not made.
 pub fn save_stored(a: &SaveBaselineArgs, store_path: &Path) -> Result<()> {
     check_name(&a.name)?;
+    // Opened to read first: a missing store is bad input, not a new one.
+    drop(Store::open(store_path, false)?);
     let store = Store::open(store_path, true)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
+    let info = store.info(id)?;
+    let not = |why: String| {
+        crate::error::bad(format!(
+            "experiment {id} {why}: not saved as baseline '{}'",
+            a.name
+        ))
+    };
+    if info.status != crate::status::ExperimentStatus::Complete {
+        return Err(not(format!("is {}", info.status.as_str())));
+    }
+    let mut failed: Vec<String> = (store.cell_tallies(id)?.into_iter())
+        .filter(|(_, t)| t.measured_ok == 0)
+        .map(|((c, w), _)| format!("{}/{}", safe(&c), safe(&w)))
+        .collect();
+    if !failed.is_empty() {
+        failed.sort();
+        return Err(not(format!("has no result in {}", failed.join(", "))));
+    }
     save(&store, &a.name, id)
 }
 

@@ -8,7 +8,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::args::{report_options, ReportFlags};
-use super::report::{check_exports, gate_code, print_report_as, print_unstored};
+use super::report::{
+    check_exports, gate_code, outputs, render_stored, render_unstored, write_and_end,
+};
 use crate::error::Error;
 use crate::import;
 use crate::store::Store;
@@ -26,7 +28,7 @@ fn formats() -> clap::builder::PossibleValuesParser {
 #[derive(Args)]
 pub struct ImportArgs {
     /// What the files hold.
-    #[arg(value_name = "FORMAT", value_parser = formats())]
+    #[arg(value_name = "TOOL", value_parser = formats())]
     pub what: String,
     /// The files to import.
     #[arg(required = true)]
@@ -83,12 +85,15 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<ExitCode> {
         workload: &a.workload,
     };
     let imp = (importer.parse)(&files, &options).map_err(Error::into_bad_input)?;
+    if a.report {
+        fits(&a.flags, &imp)?;
+    }
     let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
     let (label, source) = (a.label.as_deref(), names.join(", "));
     if a.no_store {
         let note = import::source_note(&imp, &source);
         let data = import::unstored(imp, label, &source)?;
-        return print_unstored(data, note, &a.flags).map(gate_code);
+        return write_and_end(render_unstored(data, note, &a.flags)?).map(gate_code);
     }
     let store = Store::open(store_path, true)?;
     let say = |id: i64| {
@@ -105,9 +110,45 @@ pub fn run(a: &ImportArgs, store_path: &Path) -> Result<ExitCode> {
         println!("{id}");
         return Ok(ExitCode::SUCCESS);
     }
-    // The runs just written are reported as they are, not read back.
-    let data = import::store_loaded(&store, &imp, label, &source)?;
-    say(data.info.id);
+    // The runs just written are reported as they are, not read back, and
+    // the report is made before they are committed: a report option that
+    // fits no result stores nothing.
+    let (id, rendered) = import::store_reported(&store, &imp, label, &source, |store, data| {
+        Ok((data.info.id, render_stored(store, data, &a.flags)?))
+    })?;
+    say(id);
     drop(imp);
-    print_report_as(&store, data, &a.flags, true, false).map(gate_code)
+    write_and_end(rendered).map(gate_code)
+}
+
+/// Refuse, before a store is opened, report options that fit none of the
+/// parsed results: a `--baseline` that is no config, a benchstat
+/// `--filter` that keeps nothing. (The report is also made before the
+/// experiment is committed, so whatever else fails stores nothing.)
+fn fits(f: &ReportFlags, imp: &import::Imported) -> Result<()> {
+    if let Some(b) = f
+        .baseline
+        .as_deref()
+        .filter(|b| !imp.configs.iter().any(|c| c == b))
+    {
+        return Err(crate::error::bad(format!(
+            "--baseline '{}' is not a config of the import (configs: {})",
+            crate::sys::visible::terminal_safe(b),
+            crate::sys::visible::terminal_safe(&imp.configs.join(", "))
+        )));
+    }
+    let benchstat = outputs(f, true)
+        .iter()
+        .any(|(format, _)| *format == crate::report::Format::Benchstat);
+    let results = (imp.metrics.iter()).flat_map(|(w, specs)| {
+        specs.iter().flat_map(move |m| {
+            imp.configs
+                .iter()
+                .map(move |c| (w.as_str(), c.as_str(), m.name.as_str()))
+        })
+    });
+    if benchstat && !f.benchstat.layout()?.keeps_any(results) {
+        return Err(crate::error::bad("--filter: no result matches"));
+    }
+    Ok(())
 }

@@ -139,6 +139,7 @@ pub fn dispatch(cli: Cli) -> Result<ExitCode> {
         Cmd::Transport(_) => Some("transport"),
         Cmd::Env(e) if !e.reads_store() => Some("env without an experiment"),
         Cmd::Completions { .. } => Some("completions"),
+        Cmd::Import(a) if a.no_store => Some("import --no-store"),
         Cmd::Man { .. } => Some("man"),
         _ => None,
     };

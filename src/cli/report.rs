@@ -135,20 +135,29 @@ pub fn print_report_as(
     print_analyzed(Origin::Stored(store), Cow::Owned(data), f, stdout, brief)
 }
 
-/// [`print_report_as`] of an experiment in no store (`import
-/// --no-store`), whose samples came from `imported_from`; on stdout.
-pub fn print_unstored(
+/// The report of an experiment in no store (`import --no-store`), whose
+/// samples came from `imported_from`, rendered for stdout.
+pub fn render_unstored<'f>(
     data: crate::store::ExperimentData,
     imported_from: String,
-    f: &ReportFlags,
-) -> Result<bool> {
-    print_analyzed(
+    f: &'f ReportFlags,
+) -> Result<Rendered<'f>> {
+    render(
         Origin::Unstored(imported_from),
         Cow::Owned(data),
         f,
         true,
         false,
     )
+}
+
+/// The report of `data`, stored in `store`, rendered for stdout.
+pub fn render_stored<'f>(
+    store: &Store,
+    data: crate::store::ExperimentData,
+    f: &'f ReportFlags,
+) -> Result<Rendered<'f>> {
+    render(Origin::Stored(store), Cow::Owned(data), f, true, false)
 }
 
 /// Where a reported experiment is.
@@ -168,13 +177,46 @@ fn print_analyzed(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
+    render(origin, data, f, stdout, brief)?
+        .write()
+        .map(|(failed, _)| failed)
+}
+
+/// A report made and not yet written: every output's text, made before
+/// any is written, so that a report option that fits no result (a
+/// `--filter` that matches nothing, `--baseline` of no config) fails with
+/// nothing printed, and `import --report` with nothing stored.
+pub struct Rendered<'f> {
+    /// None when nothing is written and nothing is gated.
+    view: Option<crate::analysis::view::ReportView>,
+    /// Each output: its format, file (None: stdout) and text (None: JSON,
+    /// streamed from the view as it is written: the document of every
+    /// run is never held whole).
+    texts: Vec<(Format, Option<&'f Path>, Option<String>)>,
+    flags: &'f ReportFlags,
+}
+
+/// Analyse `data` once and render each output `f` asks for (`--format`
+/// on stdout when `stdout`; `brief`: `ab`'s short text where it applies).
+fn render<'f>(
+    origin: Origin,
+    data: Cow<crate::store::ExperimentData>,
+    f: &'f ReportFlags,
+    stdout: bool,
+    brief: bool,
+) -> Result<Rendered<'f>> {
     // Nothing is printed when one of the files cannot be written.
     check_exports(f)?;
     let mut opts = report_options(f)?;
     let layout = f.benchstat.layout()?;
     let formats = outputs(f, stdout);
+    let mut out = Rendered {
+        view: None,
+        texts: Vec::new(),
+        flags: f,
+    };
     if formats.is_empty() && f.fail_on.is_none() {
-        return Ok(false);
+        return Ok(out);
     }
     // benchstat's layout and the --fail-on gate show no CI of the mean:
     // without another format the bootstrap is skipped where it cannot
@@ -200,32 +242,53 @@ fn print_analyzed(
     let brief = brief && !f.detail && f.trim.is_none();
     for (format, path) in formats {
         opts.format = format;
-        // JSON goes out as it is written, to stdout or a file: the
-        // document of every run is never held whole.
-        if format == Format::Json {
-            let write =
-                |w: &mut dyn std::io::Write| report::json::write(&view.raw, &view.stored, w);
-            match path {
-                None => super::output::stream(write)?,
-                Some(p) => super::output::write_file(p, write)?,
-            }
-            continue;
-        }
         let short = match (format, path) {
             (Format::Text, None) if brief => report::brief::render(&view),
             _ => None,
         };
         let text = match (short, format) {
-            (Some(t), _) => t,
-            (None, Format::Benchstat) => report::benchstat::render(&view, &layout)?,
-            (None, _) => report::render_view(&view, &opts)?,
+            (_, Format::Json) => None,
+            (Some(t), _) => Some(t),
+            (None, Format::Benchstat) => Some(report::benchstat::render(&view, &layout)?),
+            (None, _) => Some(report::render_view(&view, &opts)?),
         };
-        emit(&on_screen(text, format, path), path)?;
+        out.texts.push((format, path, text));
     }
-    let failed = gate(&view.stored, f);
-    // A report ends its command: the view's thousands of runs and samples
-    // are left to the process's exit, not freed one by one (that was 4%
-    // of an import's report in benchstat's layout).
+    out.view = Some(view);
+    Ok(out)
+}
+
+impl Rendered<'_> {
+    /// Write each output, then judge `--fail-on` (its line on stderr):
+    /// whether the gate failed, and the view, for the caller to free or
+    /// leave to its process's exit.
+    pub fn write(self) -> Result<(bool, Option<crate::analysis::view::ReportView>)> {
+        let Some(view) = self.view else {
+            return Ok((false, None));
+        };
+        for (format, path, text) in self.texts {
+            match text {
+                Some(text) => emit(&on_screen(text, format, path), path)?,
+                None => {
+                    let write = |w: &mut dyn std::io::Write| {
+                        report::json::write(&view.raw, &view.stored, w)
+                    };
+                    match path {
+                        None => super::output::stream(write)?,
+                        Some(p) => super::output::write_file(p, write)?,
+                    }
+                }
+            }
+        }
+        Ok((gate(&view.stored, self.flags), Some(view)))
+    }
+}
+
+/// [`Rendered::write`] at the end of a command: the view's thousands of
+/// runs and samples are left to the process's exit, not freed one by one
+/// (that was 4% of an import's report in benchstat's layout).
+pub fn write_and_end(r: Rendered) -> Result<bool> {
+    let (failed, view) = r.write()?;
     std::mem::forget(view);
     Ok(failed)
 }
@@ -286,14 +349,8 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
     // The loaded data is handed over, not borrowed: one copy of the runs.
-    print_analyzed(
-        Origin::Stored(&store),
-        Cow::Owned(store.load(id)?),
-        &a.flags,
-        true,
-        false,
-    )
-    .map(gate_code)
+    let data = Cow::Owned(store.load(id)?);
+    write_and_end(render(Origin::Stored(&store), data, &a.flags, true, false)?).map(gate_code)
 }
 
 /// `sysdelta list`.

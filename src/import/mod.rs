@@ -184,19 +184,22 @@ pub fn store(store: &Store, imp: &Imported, label: Option<&str>, source: &str) -
     whole(imp, label, source, |w| store.insert_whole(w))
 }
 
-/// [`store`], returning the stored experiment as [`Store::load`] would
-/// read it back (its runs not read back: see
-/// [`Store::insert_whole_loaded`]), for a report in the same process.
-pub fn store_loaded(
+/// [`store`], handing `report` the stored experiment as [`Store::load`]
+/// would read it back, before it is committed (see
+/// [`Store::insert_whole_reported`]: an error of `report` stores nothing).
+pub fn store_reported<T>(
     store: &Store,
     imp: &Imported,
     label: Option<&str>,
     source: &str,
-) -> Result<ExperimentData> {
-    whole(imp, label, source, |w| store.insert_whole_loaded(w))
+    report: impl FnOnce(&Store, ExperimentData) -> Result<T>,
+) -> Result<T> {
+    whole(imp, label, source, |w| {
+        store.insert_whole_reported(w, report)
+    })
 }
 
-/// What [`store_loaded`] would return, with nothing stored anywhere (see
+/// What [`store_reported`] would hand on, with nothing stored anywhere (see
 /// [`crate::store::whole::unstored_without_runs`]): `import --no-store`.
 /// The runs are taken over, not copied: the number of `imp`'s run, from 1,
 /// is its id.
@@ -215,9 +218,10 @@ pub fn unstored(mut imp: Imported, label: Option<&str>, source: &str) -> Result<
 }
 
 /// The `i`th imported run as it reads back once stored: what [`record`]
-/// makes of it, as the store keeps that ([`Store::insert_whole_loaded`]:
-/// failed with an empty stderr tail, or ok with the file's exit code),
-/// its strings and samples moved, not copied.
+/// makes of it, as the store keeps that ([`Store::insert_whole_reported`]:
+/// failed with an empty stderr tail, or ok with the file's exit code, -0
+/// read back as 0, as SQLite does), its strings and samples moved, not
+/// copied.
 fn stored_run(i: usize, r: ImportedRun) -> StoredRun {
     let (status, reason, stderr_tail, exit_code, samples) = match r.failure {
         None => (
@@ -226,7 +230,12 @@ fn stored_run(i: usize, r: ImportedRun) -> StoredRun {
             None,
             r.exit_code,
             (r.samples.into_iter())
-                .map(|m| (m.metric, m.values))
+                .map(|mut m| {
+                    for v in &mut m.values {
+                        *v = crate::store::whole::as_read_back(*v, false);
+                    }
+                    (m.metric, m.values)
+                })
                 .collect(),
         ),
         Some(f) => (

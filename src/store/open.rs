@@ -375,9 +375,8 @@ impl Store {
         self.add_missing_indexes()
     }
 
-    /// Create the look-up indexes ([`schema::INDEXES`]) this store lacks,
-    /// and drop the retired ones it has ([`schema::RETIRED_INDEXES`]):
-    /// once per store, as it is first opened for writing by a sysdelta
+    /// Create the look-up indexes ([`schema::INDEXES`]) this store lacks
+    /// (none an older index serves: [`schema::COVERED_BY`]): once per store, as it is first opened for writing by a sysdelta
     /// that knows them; a store that has them all is only asked which it
     /// has (no lock on its tables).
     fn add_missing_indexes(&self) -> Result<()> {
@@ -389,10 +388,7 @@ impl Store {
         };
         let present: Vec<String> = self.db.query(names_sql, &[], |r| r.get(0))?;
         let missing = schema::missing_indexes(&present);
-        let retired: Vec<&str> = (schema::RETIRED_INDEXES.iter().copied())
-            .filter(|r| present.iter().any(|p| p == r))
-            .collect();
-        if missing.is_empty() && retired.is_empty() {
+        if missing.is_empty() {
             return Ok(());
         }
         let create = || -> Result<()> {
@@ -400,11 +396,6 @@ impl Store {
                 self.db
                     .batch(sql)
                     .with_context(|| format!("adding a look-up index: {sql}"))?;
-            }
-            for name in &retired {
-                self.db
-                    .batch(&format!("DROP INDEX IF EXISTS {name}"))
-                    .with_context(|| format!("dropping the retired index {name}"))?;
             }
             Ok(())
         };

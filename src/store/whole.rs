@@ -41,31 +41,45 @@ impl Store {
     /// Store `w` as one `complete` experiment in one transaction; returns
     /// its id. Every run is checked before anything is written.
     pub fn insert_whole(&self, w: &WholeExperiment) -> Result<i64> {
-        self.insert_whole_rows(w).map(|(id, _)| id)
+        self.insert_whole_then(w, |id, _| Ok(id))
     }
 
-    /// [`Store::insert_whole`], returning what [`Store::load`] of the new
-    /// experiment returns without reading its runs back: they are the
-    /// rows just written, each with the id it was given (`import
-    /// --report` reports what it stored in the same process). Its info,
-    /// metrics and events are read back, as they hold what the database
-    /// filled in (id, times).
-    pub fn insert_whole_loaded(&self, w: &WholeExperiment) -> Result<ExperimentData> {
-        let (id, written) = self.insert_whole_rows(w)?;
-        let mut runs: Vec<StoredRun> = written
-            .into_iter()
-            .filter_map(|(row, id)| Some(stored_run(row, id?)))
-            .collect::<Result<_>>()?;
-        // As load orders them (the runs' (experiment_id, block, seq) key).
-        runs.sort_by_key(|r| (r.block, r.seq));
-        let mut data = self.load_without_runs(id)?;
-        data.runs = runs;
-        Ok(data)
+    /// [`Store::insert_whole`], handing `report` what [`Store::load`] of
+    /// the new experiment returns, before the transaction commits: an
+    /// error of `report` (a report option that fits no result) stores
+    /// nothing. Its runs are not read back: they are the rows just
+    /// written, each with the id it was given (`import --report` reports
+    /// what it stores in the same process). Its info, metrics and events
+    /// are read back, as they hold what the database filled in (id,
+    /// times).
+    pub fn insert_whole_reported<T>(
+        &self,
+        w: &WholeExperiment,
+        report: impl FnOnce(&Store, ExperimentData) -> Result<T>,
+    ) -> Result<T> {
+        let signed_zero = self.db.is_pg();
+        self.insert_whole_then(w, |id, written| {
+            let mut runs: Vec<StoredRun> = written
+                .into_iter()
+                .filter_map(|(row, id)| Some(stored_run(row, id?, signed_zero)))
+                .collect::<Result<_>>()?;
+            // As load orders them (the runs' (experiment_id, block, seq) key).
+            runs.sort_by_key(|r| (r.block, r.seq));
+            let mut data = self.load_without_runs(id)?;
+            data.runs = runs;
+            report(self, data)
+        })
     }
 
-    /// The work of [`Store::insert_whole`]: the new id, and each row
-    /// written with the id it was given (None: it was already stored).
-    fn insert_whole_rows(&self, w: &WholeExperiment) -> Result<(i64, Written)> {
+    /// The work of [`Store::insert_whole`]: `then` is handed the new id
+    /// and each row written with the id it was given (None: it was
+    /// already stored), inside the transaction, which commits only if it
+    /// succeeds.
+    fn insert_whole_then<T>(
+        &self,
+        w: &WholeExperiment,
+        then: impl FnOnce(i64, Written) -> Result<T>,
+    ) -> Result<T> {
         // Sized once: collecting through a Result grows the vector by
         // doubling, and copying 6,000 rows over and over cost an import a
         // tenth of its time.
@@ -91,13 +105,12 @@ impl Store {
             for (kind, message) in &w.events {
                 self.add_event(id, kind, message)?;
             }
-            Ok((id, ids))
+            then(id, rows.into_iter().zip(ids).collect())
         })
-        .map(|(id, ids)| (id, rows.into_iter().zip(ids).collect()))
     }
 }
 
-/// What [`Store::insert_whole_loaded`] returns of `w`, without a store
+/// What [`Store::insert_whole_reported`] hands on of `w`, without a store
 /// and but for its runs, which the caller makes (its own records, taken
 /// over rather than copied: `import --no-store`, which judges files as
 /// benchstat does). Nothing is written. Every run is checked as the store
@@ -161,16 +174,27 @@ pub fn unstored_without_runs(w: &WholeExperiment) -> Result<ExperimentData> {
     })
 }
 
+/// Sample `v` as a store reads it back: SQLite keeps -0.0 as 0 (it stores
+/// an integral REAL as an integer), PostgreSQL as it is (`signed_zero`).
+pub fn as_read_back(v: f64, signed_zero: bool) -> f64 {
+    match signed_zero {
+        true => v,
+        false => v + 0.0,
+    }
+}
+
 /// The run `row`, stored as `id`, as [`Store::load`] reads it back: every
 /// column as written, the samples by metric in their order.
-fn stored_run(row: RunRow, id: i64) -> Result<StoredRun> {
+fn stored_run(row: RunRow, id: i64, signed_zero: bool) -> Result<StoredRun> {
     let status = RunStatus::parse(&row.status)
         .ok_or_else(|| anyhow::anyhow!("unknown status '{}'", row.status))?;
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (metric, bits) in row.samples {
         // Collected in place (u64 to f64, one allocation reused); a metric
         // twice, which the row's checks refuse, would be appended.
-        let values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
+        let values: Vec<f64> = (bits.into_iter())
+            .map(|b| as_read_back(f64::from_bits(b), signed_zero))
+            .collect();
         match samples.get_mut(&metric) {
             Some(known) => known.extend(values),
             None => {

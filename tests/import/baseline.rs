@@ -17,8 +17,15 @@ fn go(sb: &Sandbox, name: &str, scale: f64) -> String {
     path.to_str().unwrap().to_string()
 }
 
-fn baselines_row_count(sb: &Sandbox) -> i64 {
-    sb.sql_number("SELECT COUNT(*) FROM meta WHERE key LIKE 'baseline%'")
+/// The ids baseline `main` has pointed at, as the store holds them.
+fn main_ids(sb: &Sandbox) -> String {
+    let c = rusqlite::Connection::open(sb.store()).unwrap();
+    c.query_row(
+        "SELECT value FROM meta WHERE key = 'baseline:main'",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -55,25 +62,59 @@ fn an_imported_experiment_becomes_the_baseline_a_later_one_is_gated_against() {
     );
 }
 
-/// A bad name or an experiment the store does not have: exit 2, one line,
-/// and no baseline is made or moved.
+/// A bad name, an experiment the store does not have, one that is not
+/// complete or one with a cell whose runs all failed: exit 2, one line,
+/// and no baseline is made or moved. A store that does not exist is not
+/// made.
 #[test]
-fn a_bad_name_or_a_missing_experiment_changes_nothing() {
+fn a_bad_name_or_experiment_changes_nothing() {
     let sb = Sandbox::new();
+    let out = sb.run(&["save-baseline", "main"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!sb.store().exists(), "save-baseline made a store");
     let main = go(&sb, "main.txt", 1.0);
     assert!(sb.run(&["import", "gobench", &main]).status.success());
     assert!(sb.run(&["save-baseline", "main", "1"]).status.success());
-    let before = baselines_row_count(&sb);
-    for args in [
-        vec!["save-baseline", "bad name"],
-        vec!["save-baseline", "../main"],
-        vec!["save-baseline", "main", "7"],
-        vec!["save-baseline", "other", "no-such-label"],
+    // Experiment 2: hyperfine runs of one command that all failed.
+    let failed = sb.write(
+        "failed.json",
+        r#"{"results": [{"command": "a", "times": [0.1, 0.2], "exit_codes": [1, 1]}]}"#,
+    );
+    assert!(sb
+        .run(&["import", "hyperfine", failed.to_str().unwrap()])
+        .status
+        .success());
+    // Experiment 3: interrupted, as a killed run leaves one.
+    let c = rusqlite::Connection::open(sb.store()).unwrap();
+    c.execute_batch(
+        "INSERT INTO experiments (name, plan_source, plan_text, overrides, host, fingerprint, seed,
+             run_order, runs_per_cell, warmup, baseline, status)
+         SELECT name, plan_source, plan_text, overrides, host, fingerprint, seed, run_order,
+             runs_per_cell, warmup, baseline, 'interrupted' FROM experiments WHERE id = 1",
+    )
+    .unwrap();
+    drop(c);
+    for (args, says) in [
+        (vec!["save-baseline", "bad name"], "baseline name"),
+        (vec!["save-baseline", "../main"], "baseline name"),
+        (
+            vec!["save-baseline", "main", "7"],
+            "no experiment with id 7",
+        ),
+        (
+            vec!["save-baseline", "other", "no-such-label"],
+            "no-such-label",
+        ),
+        (
+            vec!["save-baseline", "main", "2"],
+            "has no result in a/hyperfine",
+        ),
+        (vec!["save-baseline", "main", "3"], "is interrupted"),
     ] {
         let out = sb.run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
-        assert_eq!(baselines_row_count(&sb), before, "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(main_ids(&sb), "1", "{args:?} moved main");
     }
-    assert!(stdout(&sb.run(&["list"])).contains("baseline main: experiment 1"));
 }

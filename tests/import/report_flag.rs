@@ -17,14 +17,23 @@ const FAILING: &str = r#"{"results": [
  {"command": "a", "times": [0.1, 0.2, 0.3, 0.15, 0.25], "exit_codes": [0, 1, 0, 0, 0]},
  {"command": "b", "times": [0.2, 0.3, 0.4, 0.35, 0.25], "exit_codes": [0, 0, null, 0, 0]}]}"#;
 
-/// The files of each import format the fixtures hold, and hyperfine
-/// output with failed runs (written in `sb`).
+/// Go output with a metric of its own that is -0 (SQLite keeps it as 0).
+const SIGNED_ZERO: &str = "pkg: example.com/z
+BenchmarkZ-2\t100\t5.0 ns/op\t-0 delta/op
+BenchmarkZ-2\t100\t6.0 ns/op\t1.5 delta/op
+BenchmarkZ-2\t100\t5.5 ns/op\t-0.0 delta/op
+";
+
+/// The files of each import format the fixtures hold, hyperfine output
+/// with failed runs and Go output with a -0 (written in `sb`).
 fn imports(sb: &Sandbox) -> Vec<(&'static str, Vec<String>)> {
     let lmbench = fixture("lmbench/x86_64-linux-gnu");
     let failing = sb.write("failing.json", FAILING);
+    let zero = sb.write("zero.txt", SIGNED_ZERO);
     vec![
         ("hyperfine", vec![fixture("hyperfine.json")]),
         ("hyperfine", vec![failing.to_str().unwrap().to_string()]),
+        ("gobench", vec![zero.to_str().unwrap().to_string()]),
         (
             "gobench",
             vec![fixture("gobench-old.txt"), fixture("gobench-new.txt")],
@@ -66,6 +75,22 @@ fn the_report_is_the_stored_experiments_in_every_format() {
             );
         }
     }
+}
+
+/// sysdelta run in `sb` with `args` and no `--store`, as `--no-store`
+/// takes none; `SYSDELTA_STORE` names a server that is not there, which
+/// it must not try.
+fn without_store(sb: &Sandbox, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::bin())
+        .args(args)
+        .env(
+            "SYSDELTA_STORE",
+            "postgresql://nobody:x@127.0.0.1:1/nothing",
+        )
+        .env("SYSDELTA_RUN_DIR", sb.run_dir())
+        .current_dir(sb.path("."))
+        .output()
+        .unwrap()
 }
 
 /// Go output with one benchmark twice as slow in `new`.
@@ -121,8 +146,9 @@ fn fail_on_gates_the_import_and_the_results_are_kept() {
 
 /// A report option without `--report` is refused (it would be taken and
 /// ignored), and so is a report option that cannot work (an export into
-/// a missing directory, a benchstat filter that does not parse): exit 2,
-/// one line, and nothing is stored, not even a new store file.
+/// a missing directory, a benchstat filter that does not parse or keeps
+/// no result, a baseline that is no config): exit 2, and nothing is
+/// stored, not even a new store file.
 #[test]
 fn report_options_without_report_or_that_cannot_work_store_nothing() {
     let sb = Sandbox::new();
@@ -134,6 +160,14 @@ fn report_options_without_report_or_that_cannot_work_store_nothing() {
         vec!["--export-html", "x.html"],
         vec!["--report", "--export-html", missing.to_str().unwrap()],
         vec!["--report", "--format", "benchstat", "--filter", "x("],
+        vec![
+            "--report",
+            "--format",
+            "benchstat",
+            "--filter",
+            ".unit:nosuch",
+        ],
+        vec!["--report", "--baseline", "nosuch"],
     ] {
         let out = sb.run(&[&["import", "gobench", &old, &new][..], &extra].concat());
         assert_eq!(out.status.code(), Some(2), "{extra:?}: {}", stderr(&out));
@@ -159,9 +193,11 @@ fn as_unstored(text: &str, format: &str) -> String {
             v["analysis"]["info"]["id"] = serde_json::json!(0);
             v.to_string()
         }
-        _ => text
-            .replace("xperiment 1 ", "xperiment (not stored) ")
-            .replace("#1", "(not stored)"),
+        _ => {
+            let text = text.replace("xperiment 1 ", "xperiment (not stored) ");
+            let id = regex::Regex::new(r"#1\b").unwrap();
+            id.replace_all(&text, "(not stored)").into_owned()
+        }
     }
 }
 
@@ -180,7 +216,7 @@ fn no_store_prints_the_same_report_and_keeps_nothing() {
             let kept = stored.run(&args);
             assert!(kept.status.success(), "{}", stderr(&kept));
             let before: Vec<_> = std::fs::read_dir(unstored.path(".")).unwrap().collect();
-            let out = unstored.run(&[&args[..], &["--no-store"]].concat());
+            let out = without_store(&unstored, &[&args[..], &["--no-store"]].concat());
             assert!(out.status.success(), "{what} {format}: {}", stderr(&out));
             let after: Vec<_> = std::fs::read_dir(unstored.path(".")).unwrap().collect();
             assert_eq!(before.len(), after.len(), "{what} {format} left a file");
@@ -192,4 +228,35 @@ fn no_store_prints_the_same_report_and_keeps_nothing() {
             );
         }
     }
+}
+
+/// `--no-store` takes no store from anywhere: with `SYSDELTA_STORE`
+/// naming a server that is not there, it judges the files all the same
+/// (and `--fail-on` gates it: exit 3), connecting to nothing; `--store`
+/// beside it is refused.
+#[test]
+fn no_store_reads_no_store_setting_and_gates() {
+    let sb = Sandbox::new();
+    let (old, new) = regressed(&sb);
+    let run = |extra: &[&str]| {
+        let args = [
+            &["import", "gobench", &old, &new, "--report", "--no-store"],
+            extra,
+        ]
+        .concat();
+        without_store(&sb, &args)
+    };
+    let out = run(&["--format", "benchstat"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Slow-2"), "{}", stdout(&out));
+    let gated = run(&["--fail-on", "worse:sec/op"]);
+    assert_eq!(gated.status.code(), Some(3), "{}", stderr(&gated));
+    assert!(
+        stderr(&gated).contains("FAILED by Slow-2/sec/op worse"),
+        "{}",
+        stderr(&gated)
+    );
+    let given = sb.run(&["import", "gobench", &old, &new, "--report", "--no-store"]);
+    assert_eq!(given.status.code(), Some(2), "{}", stderr(&given));
+    assert!(!sb.store().exists());
 }

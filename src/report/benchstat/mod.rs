@@ -65,6 +65,22 @@ impl Layout {
         Ok(l)
     }
 
+    /// Whether `--filter` keeps any of these (workload, config, metric)
+    /// results (always, without a filter): what [`render`] refuses when
+    /// none is kept, asked before there is a report.
+    pub fn keeps_any<'a>(
+        &self,
+        results: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> bool {
+        let Some(f) = &self.filter else {
+            return true;
+        };
+        (results.into_iter()).any(|(w, c, m)| {
+            let k = Keys::new(w, c, m);
+            f.matches(&|key| k.get(key))
+        })
+    }
+
     fn cols_are_configs(&self) -> bool {
         self.col.iter().all(|k| k == ".config" || k == ".file")
     }
