@@ -42,8 +42,8 @@ pub struct Cli {
     /// PostgreSQL database as postgresql://USER@HOST[:PORT]/DB or a libpq
     /// string ('host=HOST dbname=DB user=USER', 'service=NAME'), its
     /// password from PGPASSWORD, ~/.pgpass or the service file
-    /// [default: $SYSDELTA_STORE, else sysdelta.db]; micro and transport
-    /// keep none.
+    /// [default: $SYSDELTA_STORE, else sysdelta.db]; micro, transport and
+    /// import --no-store keep none.
     #[arg(long, global = true, value_name = "FILE|URL")]
     pub store: Option<PathBuf>,
     /// Colours and progress, as hyperfine's --style: auto (on a terminal,
