@@ -1,0 +1,31 @@
+//! The suite's longest tests in one binary, so that those that mostly wait
+//! run while the one that computes does: kbuild (tests/long/kbuild.rs)
+//! builds a kernel, both cores busy for minutes measuring nothing, while
+//! chaos (tests/long/chaos.rs: signals and resumes, 70 s of `sleep`s),
+//! security (tests/security/: its outage test waits out a 60 s blackhole)
+//! and the ssh fleet (tests/long/ssh_fleet.rs: three sshd hosts, runs of
+//! `sleep`) each spent a minute or so of wall time on a few seconds of CPU
+//! as binaries of their own (a fresh CI run: kbuild 227 s; chaos 70 s, 9 s
+//! of CPU; security 75 s, 19 s; fleet 49 s, 26 s).
+//!
+//! libtest starts the tests in the order of their names, one a thread (two
+//! on CI's 2 cores): `chaos::` and `kbuild::` sort first, so the kernel
+//! build starts at once, and `security::` and `ssh_fleet::` follow chaos
+//! on the other thread. A module added here must sort after `kbuild`.
+//!
+//! Beside each other these stay correct: none of them reads what another
+//! changes (chaos's sysctls and tracefs are its alone; it holds the
+//! machine lock, see tests/common/machine.rs, and the others take no lock
+//! it holds), every test passes beside a CPU hog as CI requires, and
+//! kbuild's verdicts are over boots in randomized interleaved order, which
+//! a neighbour's load reaches on both sides alike.
+
+mod common;
+
+#[path = "long/chaos.rs"]
+mod chaos;
+#[path = "long/kbuild.rs"]
+mod kbuild;
+mod security;
+#[path = "long/ssh_fleet.rs"]
+mod ssh_fleet;
