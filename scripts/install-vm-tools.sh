@@ -5,7 +5,7 @@
 # picked through the metapackage so the version follows the archive), and
 # what building a kernel from a tree needs (docs/kernels.md, "Building from
 # a tree"): the compilers and tools, ccache, and the linux-source-6.1 tree
-# tests/kbuild.rs builds.
+# tests/long/kbuild.rs builds.
 # Idempotent: installs only what is missing. Run as root.
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "install-vm-tools: run as root" >&2; exit 1; }

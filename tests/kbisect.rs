@@ -12,7 +12,7 @@
 //! docs/bisect.md, "Kernels"): too long for CI, so it is a benchmark run
 //! by hand: `cargo test --test kbisect -- --ignored --nocapture`
 //! (as root; `SYSDELTA_TEST_KERNEL_DIR=DIR` shares the prepared tree and
-//! its build cache with `tests/kbuild.rs` run from another target dir).
+//! its build cache with `tests/long/kbuild.rs` run from another target dir).
 
 mod common;
 use common::kernel_tree;
@@ -27,7 +27,7 @@ type Edit = (&'static str, &'static str, &'static str);
 /// The commits on top of the tree's `main`, in order: (branch, edits).
 /// Two touch no compiled file, two change a comment in a compiled one,
 /// and the third adds a busy loop to getppid() (about a microsecond a
-/// call, as in `tests/kbuild.rs`), which the micro suite's null call times.
+/// call, as in `tests/long/kbuild.rs`), which the micro suite's null call times.
 fn commits() -> Vec<(&'static str, Vec<Edit>)> {
     vec![
         (

@@ -1,4 +1,4 @@
-//! A kernel git tree for tests that build kernels (`tests/kbuild.rs`, and
+//! A kernel git tree for tests that build kernels (`tests/long/kbuild.rs`, and
 //! a kernel bisection's test): the Debian `linux-source-6.1` tarball
 //! extracted (less the sources of directories the fixture's kconfig
 //! compiles nothing from) and committed once, cached under

@@ -29,7 +29,7 @@ pub const NOT_RUN: &[(&str, &str)] = &[
     ("cargo install", "installs into ~/.cargo/bin"),
     ("-k 'up=/boot/vmlinuz", "boots kernels in QEMU as root for minutes (tests/vm_boot.rs, tests/kernel_runs.rs)"),
     ("run examples/kernels.toml", "boots kernels in QEMU as root for minutes (tests/vm_boot.rs)"),
-    ("run --resume 3", "needs an interrupted experiment (tests/chaos.rs and tests/trust_runs.rs resume killed ones)"),
+    ("run --resume 3", "needs an interrupted experiment (tests/long/chaos.rs and tests/long/trust_runs.rs resume killed ones)"),
     ("calibrate --quick", "minutes of simulations (tests/calibrate_sim.rs checks its error rates)"),
     ("micro --quick", "a minute of OS primitives (tests/micro_*.rs)"),
     ("transport --quick", "tracer transports under overload, as root (tests/transport*.rs)"),

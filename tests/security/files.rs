@@ -5,7 +5,7 @@
 //! Root only (the attacker's files are given to uid 65534 with lchown);
 //! each test prints `SKIP: reason` and passes elsewhere.
 
-use super::common::*;
+use crate::common::*;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! on any store, a second signal during a teardown loses nothing, failures
 //! are not a success, and bad input or a closed pipe change nothing.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::os::unix::process::ExitStatusExt;

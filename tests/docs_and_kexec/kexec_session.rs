@@ -10,7 +10,7 @@
 //! Needs root, QEMU with virtiofsd, a static busybox and the two Debian
 //! kernels `scripts/install-vm-tools.sh` installs; skips without them.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::path::{Path, PathBuf};

@@ -11,7 +11,7 @@
 //! postgres of its own is left. Each skips, saying why, without root or
 //! the tools (scripts/install-team-tools.sh installs them).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -87,12 +87,8 @@ fn the_readme_quickstart_and_every_example_plan_validate() {
     }
 }
 
-#[macro_use]
-#[allow(unused_macros)]
-mod common;
-#[path = "docs_examples/lanes.rs"]
+use crate::common;
 mod lanes;
-#[path = "docs_examples/shell.rs"]
 mod shell;
 
 use std::path::Path;

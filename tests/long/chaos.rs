@@ -8,7 +8,7 @@
 //! tracefs); without them the shell configs alone are tried, and the test
 //! says so.
 
-mod common;
+use crate::common;
 use common::*;
 
 use std::path::Path;
