@@ -65,7 +65,7 @@ pub(super) fn estimable(
 }
 
 /// True when a workload's bootstrap CIs may be left uncomputed because no
-/// output shows them (`Options::intervals` false): only where every one
+/// output shows them (`Options::full` false): only where every one
 /// of its comparisons would certainly get a CI, so that every verdict
 /// (which needs one, `comparison::correct`) is what it would have been.
 /// That holds for the percentile interval (the default method) without a

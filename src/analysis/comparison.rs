@@ -87,7 +87,7 @@ pub(super) fn compare_all(
         .enumerate()
         .map(|(wi, (w, of_workload))| {
             // Resampled only where a CI is shown, or may not exist.
-            let skip = !opts.intervals && cis::skippable(shared, of_workload, opts);
+            let skip = !opts.full && cis::skippable(shared, of_workload, opts);
             let means = match skip {
                 true => HashMap::new(),
                 false => cis::workload_means(shared, (wi, w, of_workload), units, configs, opts),
@@ -236,7 +236,7 @@ fn test(cmp: &mut Comparison, base: &[f64], other: &[f64], by_boot: bool, opts: 
     // The detectable effect is shown with the intervals (the text header,
     // --detail), never in benchstat's layout; no verdict reads it.
     cmp.mde_pct = pooled_cov(base, other)
-        .filter(|_| opts.intervals)
+        .filter(|_| opts.full)
         .and_then(|cov| {
             stats::power::minimum_detectable_effect(
                 base.len().min(other.len()),

@@ -22,19 +22,18 @@ pub struct Options {
     pub ci_method: CiMethod,
     /// TOST margin as a fraction (0.01 for "is the overhead under 1%?").
     pub equivalence: Option<f64>,
-    /// Whether the CIs of the ratio of means are computed. False only
-    /// where no output shows them (benchstat's layout prints medians, the
-    /// verdict and the p): the bootstrap, most of such a report's time, is
-    /// then skipped wherever it cannot change a verdict
-    /// (`cis::skippable`), and the comparison says so
-    /// ([`Comparison::ci_skipped`]); nor is the detectable effect
-    /// (`mde_pct`) computed, which those outputs show beside the CIs.
-    pub intervals: bool,
-    /// Whether the data's warnings are looked for (bimodal cells, drift,
-    /// outliers, comparisons that cannot reject). False only where no
-    /// output shows them (benchstat's layout, the `--fail-on` gate alone):
-    /// no verdict depends on them.
-    pub warnings: bool,
+    /// Whether what only the full outputs show is computed. False only
+    /// where no output shows it (benchstat's layout prints medians, the
+    /// verdict and the p; the `--fail-on` gate alone prints its line), and
+    /// no verdict reads it:
+    /// - the CIs of the ratio of means: the bootstrap, most of such a
+    ///   report's time, is skipped wherever it cannot change a verdict
+    ///   (`cis::skippable`), and the comparison says so
+    ///   ([`Comparison::ci_skipped`]);
+    /// - the detectable effect (`mde_pct`), shown beside the CIs;
+    /// - the data's warnings (bimodal cells, drift, outliers, comparisons
+    ///   that cannot reject).
+    pub full: bool,
 }
 
 /// How p-values are corrected for testing many comparisons in one report.
@@ -66,8 +65,7 @@ impl Default for Options {
             correction: Correction::Holm,
             ci_method: CiMethod::Percentile,
             equivalence: None,
-            intervals: true,
-            warnings: true,
+            full: true,
         }
     }
 }
@@ -164,7 +162,7 @@ pub struct Comparison {
     /// Why the verdict is undefined, when it is.
     pub note: Option<String>,
     /// True when `ratio_ci` was not computed because no output shows it
-    /// ([`Options::intervals`]) and it certainly exists: the verdict is
+    /// ([`Options::full`]) and it certainly exists: the verdict is
     /// the one it would have allowed. Never in a report that prints CIs.
     #[serde(skip)]
     pub ci_skipped: bool,

@@ -105,7 +105,7 @@ fn push_grouped(out: &mut Vec<String>, what: &str, items: Vec<String>) {
 /// can never reject at these run counts, bimodal cells, drift within a
 /// config's runs (what interleaving protects the comparison from, but which
 /// still widens it), and outliers by MAD. None are looked for where no
-/// output shows them (`opts.warnings` false).
+/// output shows them (`opts.full` false).
 pub(super) fn data_warnings(
     metrics: &[MetricAnalysis],
     configs: &[String],
@@ -114,7 +114,7 @@ pub(super) fn data_warnings(
     opts: &super::Options,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    if !opts.warnings {
+    if !opts.full {
         return out;
     }
     let alpha = opts.alpha;

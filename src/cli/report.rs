@@ -218,14 +218,12 @@ fn render<'f>(
     if formats.is_empty() && f.fail_on.is_none() {
         return Ok(out);
     }
-    // benchstat's layout and the --fail-on gate show no CI of the mean:
-    // without another format the bootstrap is skipped where it cannot
-    // change a verdict (analysis::Options::intervals).
-    opts.analysis.intervals = formats
+    // benchstat's layout and the --fail-on gate show no CI of the mean,
+    // detectable effect or warning: without another format none is
+    // computed where it cannot change a verdict (analysis::Options::full).
+    opts.analysis.full = formats
         .iter()
         .any(|(format, _)| *format != Format::Benchstat);
-    // Nor do they show the data's warnings.
-    opts.analysis.warnings = opts.analysis.intervals;
     // Analyzed once, however many formats are written.
     let x = match data {
         Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,

@@ -187,7 +187,7 @@ impl ExperimentInfo {
     /// How a report names the experiment: `#12`, or `(not stored)`.
     pub fn shown_id(&self) -> String {
         match self.id {
-            UNSTORED => "(not stored)".to_string(),
+            UNSTORED => self.number(),
             id => format!("#{id}"),
         }
     }

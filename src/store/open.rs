@@ -376,9 +376,10 @@ impl Store {
     }
 
     /// Create the look-up indexes ([`schema::INDEXES`]) this store lacks
-    /// (none an older index serves: [`schema::COVERED_BY`]): once per store, as it is first opened for writing by a sysdelta
-    /// that knows them; a store that has them all is only asked which it
-    /// has (no lock on its tables).
+    /// (none an older index serves: [`schema::COVERED_BY`]): once per
+    /// store, as it is first opened for writing by a sysdelta that knows
+    /// them; a store that has them all is only asked which it has (no lock
+    /// on its tables).
     fn add_missing_indexes(&self) -> Result<()> {
         let names_sql = match self.db.is_pg() {
             true => {

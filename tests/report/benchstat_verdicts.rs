@@ -1,6 +1,6 @@
 //! benchstat's layout shows sysdelta's own verdicts and corrected p: the
 //! same as every other format's, although it computes no bootstrap
-//! interval where none is shown (`analysis::Options::intervals`). A
+//! interval where none is shown (`analysis::Options::full`). A
 //! benchmark whose interval may not exist (zeros in a cell, a zero
 //! baseline) is still judged as the full report judges it, so its `n/a`
 //! stays `n/a`.

@@ -72,13 +72,12 @@ impl Layout {
         &self,
         results: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
     ) -> bool {
-        let Some(f) = &self.filter else {
-            return true;
-        };
-        (results.into_iter()).any(|(w, c, m)| {
-            let k = Keys::new(w, c, m);
-            f.matches(&|key| k.get(key))
-        })
+        (results.into_iter()).any(|(w, c, m)| self.keeps(&Keys::new(w, c, m)))
+    }
+
+    /// Whether `--filter` keeps the result of these keys.
+    fn keeps(&self, k: &Keys) -> bool {
+        (self.filter.as_ref()).is_none_or(|f| f.matches(&|key| k.get(key)))
     }
 
     fn cols_are_configs(&self) -> bool {
@@ -131,11 +130,7 @@ pub fn render(v: &ReportView, layout: &Layout) -> Result<String> {
     for (mi, m) in a.metrics.iter().enumerate() {
         for c in &m.cells {
             let k = Keys::new(&m.workload, &c.config, &m.spec.name);
-            if layout
-                .filter
-                .as_ref()
-                .is_some_and(|f| !f.matches(&|key| k.get(key)))
-            {
+            if !layout.keeps(&k) {
                 continue;
             }
             let table = k
