@@ -51,7 +51,8 @@ pub struct Facts {
     /// Its group is its owner's private group (the owner's primary group,
     /// with no other member): group write is then the owner's alone, as
     /// with a umask of 002 on systems with user private groups (Debian's
-    /// OpenSSH accepts it for the same reason).
+    /// OpenSSH accepts it for the same reason). Only known, and only
+    /// read, where the mode gives the group write.
     pub private_group: bool,
 }
 
@@ -60,7 +61,12 @@ impl Facts {
         Facts {
             uid: m.uid(),
             mode: m.mode(),
-            private_group: private_group(m.gid(), m.uid()),
+            // Asked only of a group-writable file: the answer looks the
+            // owner and the group up (NSS: /etc/passwd and /etc/group
+            // here, a directory server on some machines), and opening a
+            // store judges some ten files, which mostly give the group
+            // no write.
+            private_group: m.mode() & 0o020 != 0 && private_group(m.gid(), m.uid()),
         }
     }
     /// Whether someone other than the owner may write it through its

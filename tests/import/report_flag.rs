@@ -77,6 +77,78 @@ fn the_report_is_the_stored_experiments_in_every_format() {
     }
 }
 
+/// The runs' ids of experiment `exp` in `sb`'s store, in their order.
+fn run_ids(sb: &Sandbox, exp: i64) -> Vec<i64> {
+    let c = rusqlite::Connection::open(sb.store()).unwrap();
+    let mut q = c
+        .prepare("SELECT id FROM runs WHERE experiment_id = ?1 ORDER BY block, seq")
+        .unwrap();
+    q.query_map([exp], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Into a store that already holds runs, the ids `import --report` shows
+/// without reading its runs back are the ones the store gave: the next
+/// ones, and where they are not (a trigger that takes one midway, or a
+/// largest id of i64::MAX, after which SQLite gives random ones), those
+/// given.
+#[test]
+fn the_reported_run_ids_are_the_stored_ones_in_a_store_that_has_runs() {
+    let go = [fixture("gobench-old.txt"), fixture("gobench-new.txt")];
+    let import = |sb: &Sandbox| {
+        let out = sb.run(&[
+            "import", "gobench", &go[0], &go[1], "--report", "--format", "json",
+        ]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    for case in ["next", "one taken midway", "largest is i64::MAX"] {
+        let sb = Sandbox::new();
+        import(&sb);
+        let first = run_ids(&sb, 1);
+        let c = rusqlite::Connection::open(sb.store()).unwrap();
+        c.pragma_update(None, "foreign_keys", "OFF").unwrap();
+        match case {
+            "one taken midway" => c
+                .execute_batch(
+                    "CREATE TRIGGER take AFTER INSERT ON runs WHEN NEW.experiment_id = 2 AND NEW.block = 3
+                     BEGIN INSERT INTO runs (experiment_id, block, seq, config, workload, warmup, status, started_at)
+                     VALUES (1, 100000, 0, 'x', 'x', 0, 'failed', 0); END;",
+                )
+                .unwrap(),
+            "largest is i64::MAX" => {
+                // The last run and its samples move to the largest id.
+                let last = *first.last().unwrap();
+                for sql in [
+                    "UPDATE runs SET id = ?2 WHERE id = ?1",
+                    "UPDATE samples SET run_id = ?2 WHERE run_id = ?1",
+                ] {
+                    c.execute(sql, [last, i64::MAX]).unwrap();
+                }
+            }
+            _ => {}
+        }
+        drop(c);
+        let out = import(&sb);
+        let again = sb.run(&["report", "2", "--format", "json"]);
+        assert!(again.status.success(), "{}", stderr(&again));
+        assert_eq!(stdout(&out), stdout(&again), "{case}");
+        let ids = run_ids(&sb, 2);
+        let next: Vec<i64> = (1..=ids.len() as i64)
+            .map(|i| first.len() as i64 + i)
+            .collect();
+        // Each case gives the ids it is meant to.
+        assert_eq!(ids == next, case == "next", "{case}: {ids:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let shown: Vec<i64> = (json["runs"].as_array().unwrap().iter())
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(shown, ids, "{case}");
+    }
+}
+
 /// sysdelta run in `sb` with `args` and no `--store`, as `--no-store`
 /// takes none; `SYSDELTA_STORE` names a server that is not there, which
 /// it must not try.
