@@ -43,6 +43,16 @@ pub const RESAMPLES: usize = 2000;
 /// is its running moments and replicates, whatever the number of runs.
 const KEPT: usize = stats::welch::SMALL_CI_BELOW;
 
+/// The measured runs per cell to add, after a check at `measured` that
+/// was not precise enough, before the next (`--min-time`'s early stop,
+/// `ab`'s default): half as many again, so checks stay few (about 15 up
+/// to 3,000 runs) and the count overshoots the one that was enough by at
+/// most half. Few checks also keep the looks from adding up to a false
+/// positive: `tests/calibrate_sim.rs` runs `ab`'s rule on A/A data.
+pub fn runs_before_next_check(measured: u32) -> u32 {
+    (measured / 2).max(1)
+}
+
 /// One metric's state in one cell: what a check reads, kept up to date run
 /// by run, so a check passes over no values (only Welch's interval, below
 /// 5 runs a side, reads them), and its size does not grow with the runs.

@@ -13,7 +13,9 @@ use super::raw::RawPlan;
 use crate::error::Error;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-const DEFAULT_RUNS: u32 = 10;
+/// Runs per cell when neither the plan nor a flag says (and `ab`'s first
+/// look at its precision, without --runs).
+pub const DEFAULT_RUNS: u32 = 10;
 const DEFAULT_SEED: u64 = 1;
 
 /// Read and validate a plan file.

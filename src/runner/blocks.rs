@@ -213,10 +213,10 @@ impl<'a> Blocks<'a> {
                 return Ok(false);
             }
             // Asked again once the runs have grown by half: each check
-            // folds the run log and reads the new runs, so checks stay
-            // few (about 15 up to 3,000 runs), and the count overshoots
-            // the one that was enough by at most half.
-            add = add.min(((next_block - warmup) / 2).max(1));
+            // folds the run log and reads the new runs.
+            add = add.min(crate::analysis::precision::runs_before_next_check(
+                next_block - warmup,
+            ));
         }
         if add == 0 {
             let msg = if need == 0 {
