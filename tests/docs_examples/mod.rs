@@ -152,6 +152,32 @@ fn scratch(root: &Path, sb: &common::Sandbox) -> String {
     )
 }
 
+/// No sysdelta command in README.md or docs/*.md sits in a fenced block
+/// without a language, which the test below would neither run nor list
+/// as not run: a command is shown in an `sh` block (run, or said not to
+/// be and why), a synopsis or an output in a `text` one.
+#[test]
+fn no_command_in_the_docs_hides_in_an_untagged_block() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let subcommands: Vec<String> = (sysdelta::cli::command().get_subcommands())
+        .map(|c| c.get_name().to_string())
+        .collect();
+    assert!(subcommands.iter().any(|s| s == "micro"), "{subcommands:?}");
+    let found: Vec<String> = (shell::docs(root).iter())
+        .flat_map(|(name, text)| shell::untagged_commands(name, text, &subcommands))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "sysdelta commands in untagged blocks: {found:?}"
+    );
+    // The check sees one.
+    let doc = "```\nsysdelta micro --list\n```\n```text\nsysdelta micro [--quick]\n```\n";
+    assert_eq!(
+        shell::untagged_commands("x.md", doc, &subcommands),
+        ["x.md:2"]
+    );
+}
+
 /// Every command of every `sh` block in README.md and docs/*.md runs as
 /// written, in order, and exits 0; what cannot run here is printed as a
 /// SKIP line with its reason (see docs_examples/shell.rs).

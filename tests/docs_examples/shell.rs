@@ -92,6 +92,37 @@ pub fn blocks(name: &str, doc: &str) -> Vec<Block> {
     out
 }
 
+/// Where `doc` (named `name`) shows a sysdelta command (`sysdelta` and
+/// one of `subcommands`, at a line's start, `$ ` aside) in a fenced block
+/// with no language: such a block is neither run nor said not to be, so
+/// its commands would go untested unnoticed. "README.md:12" each.
+pub fn untagged_commands(name: &str, doc: &str, subcommands: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut fence: Option<&str> = None;
+    for (i, line) in doc.lines().enumerate() {
+        let t = line.trim();
+        match fence {
+            None => {
+                if let Some(lang) = t.strip_prefix("```") {
+                    fence = Some(lang);
+                }
+            }
+            Some(_) if t == "```" => fence = None,
+            Some(lang) => {
+                let words: Vec<&str> = t.trim_start_matches("$ ").split_whitespace().collect();
+                let command = matches!(
+                    words.as_slice(),
+                    ["sysdelta", sub, ..] if subcommands.iter().any(|s| s == sub)
+                );
+                if lang.is_empty() && command {
+                    found.push(format!("{name}:{}", i + 1));
+                }
+            }
+        }
+    }
+    found
+}
+
 /// README.md and docs/*.md, in that order (docs by name).
 pub fn docs(root: &Path) -> Vec<(String, String)> {
     let mut names: Vec<String> = std::fs::read_dir(root.join("docs"))
