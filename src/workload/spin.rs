@@ -61,7 +61,9 @@ pub struct SpinWorkload {
 const RECENT: usize = 5;
 
 /// The speed [`settle`] waits for: the median of the latest runs' values
-/// (`recent`; None before the first run, which does not wait). Not the
+/// (`recent`; of an even count the upper one, the more lenient; None
+/// before the first run, which does not wait). The runs are every
+/// config's: the baseline's with monitors and the control's without. Not the
 /// fastest chunk ever timed, as it was: on a machine busy all along (a
 /// shared host, a CI job's other tests) a chunk rarely came within 3% of
 /// that lucky moment, so nearly every probe run waited its whole 3 s, 42
@@ -171,8 +173,10 @@ const MOST_SETTLE: Duration = Duration::from_secs(3);
 /// I/O; probe runs in that window, with or without monitors, scattered the
 /// overhead's CI over several percent. Waiting selects quiet moments for
 /// both sides alike; a monitor whose steady cost is under 3% passes the
-/// gate, and one above it makes its side measure after the wait anyway,
-/// in whatever state, which can only overstate its cost.
+/// gate on either side, and one above it may make its side's runs wait
+/// the 3 s and measure in whatever state (how often depends on how many
+/// of the latest runs were its side's), which can only overstate its
+/// cost.
 fn settle(mut x: u64, n: u64, full: Option<f64>, cancel: &AtomicBool) -> u64 {
     let deadline = Instant::now() + MOST_SETTLE;
     loop {
@@ -223,7 +227,12 @@ mod tests {
             seen(&mut w, 6.5);
         }
         assert_eq!(seen(&mut w, 6.5), 6.5, "a lasting slowdown is");
-        assert_eq!(w.recent_steps.len(), RECENT);
+        // The oldest go: once 5.0 and 4.0 and one 6.5 have left, three
+        // runs at 6.0 of the five are the bar.
+        assert_eq!(seen(&mut w, 6.0), 6.5);
+        assert_eq!(seen(&mut w, 6.0), 6.5);
+        assert_eq!(seen(&mut w, 6.0), 6.0);
+        assert_eq!(w.recent_steps, [6.5, 6.5, 6.0, 6.0, 6.0]);
     }
 
     #[test]

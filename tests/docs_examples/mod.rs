@@ -153,28 +153,33 @@ fn scratch(root: &Path, sb: &common::Sandbox) -> String {
 }
 
 /// No sysdelta command in README.md or docs/*.md sits in a fenced block
-/// without a language, which the test below would neither run nor list
-/// as not run: a command is shown in an `sh` block (run, or said not to
-/// be and why), a synopsis or an output in a `text` one.
+/// that the test below would neither run nor list as not run (untagged,
+/// `console`, `bash`, ...): a command is shown in an `sh` block (run, or
+/// said not to be and why), a synopsis or an output in a `text` one.
 #[test]
-fn no_command_in_the_docs_hides_in_an_untagged_block() {
+fn no_command_in_the_docs_hides_outside_sh_blocks() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let subcommands: Vec<String> = (sysdelta::cli::command().get_subcommands())
         .map(|c| c.get_name().to_string())
         .collect();
     assert!(subcommands.iter().any(|s| s == "micro"), "{subcommands:?}");
     let found: Vec<String> = (shell::docs(root).iter())
-        .flat_map(|(name, text)| shell::untagged_commands(name, text, &subcommands))
+        .flat_map(|(name, text)| shell::hidden_commands(name, text, &subcommands))
         .collect();
     assert!(
         found.is_empty(),
-        "sysdelta commands in untagged blocks: {found:?}"
+        "sysdelta commands outside sh blocks: {found:?}"
     );
-    // The check sees one.
-    let doc = "```\nsysdelta micro --list\n```\n```text\nsysdelta micro [--quick]\n```\n";
+    // What the check sees, and what it leaves: a synopsis in `text`, a
+    // command in `sh`, output lines, a longer fence's inner ``` line.
+    let doc = "```\nsysdelta micro --list\n```\n\
+               ```text\nsysdelta micro [--quick]\n```\n\
+               ```console\n# sysdelta --store s.db report 3\n$ sudo X=1 sysdelta run p.toml\n```\n\
+               ```sh\nsysdelta list\n```\n\
+               ~~~~\nsysdelta: error: no such file\n```\nsysdelta ab true\n~~~~\n";
     assert_eq!(
-        shell::untagged_commands("x.md", doc, &subcommands),
-        ["x.md:2"]
+        shell::hidden_commands("x.md", doc, &subcommands),
+        ["x.md:2", "x.md:8", "x.md:9", "x.md:17"]
     );
 }
 

@@ -92,35 +92,72 @@ pub fn blocks(name: &str, doc: &str) -> Vec<Block> {
     out
 }
 
-/// Where `doc` (named `name`) shows a sysdelta command (`sysdelta` and
-/// one of `subcommands`, at a line's start, `$ ` aside) in a fenced block
-/// with no language: such a block is neither run nor said not to be, so
-/// its commands would go untested unnoticed. "README.md:12" each.
-pub fn untagged_commands(name: &str, doc: &str, subcommands: &[String]) -> Vec<String> {
+/// Fenced blocks whose commands a reader pastes into a shell but which
+/// the docs test neither runs nor lists as not run: untagged ones and
+/// shell-session ones.
+const HIDING: &[&str] = &["", "console", "bash", "shell", "shell-session", "zsh"];
+
+/// Where `doc` (named `name`) shows a sysdelta command (`sysdelta` and one
+/// of `subcommands`, after any prompt, `sudo`, variable assignments and
+/// global options) in a block of a [`HIDING`] kind: its commands would go
+/// untested unnoticed. Fences are ``` or ~~~ runs of any length, closed
+/// by a run of the same character at least as long. "README.md:12" each.
+pub fn hidden_commands(name: &str, doc: &str, subcommands: &[String]) -> Vec<String> {
     let mut found = Vec::new();
-    let mut fence: Option<&str> = None;
+    // The open fence: its character, its length, its language.
+    let mut fence: Option<(char, usize, String)> = None;
     for (i, line) in doc.lines().enumerate() {
         let t = line.trim();
-        match fence {
+        let run = |c: char| t.chars().take_while(|&x| x == c).count();
+        match &fence {
             None => {
-                if let Some(lang) = t.strip_prefix("```") {
-                    fence = Some(lang);
+                for c in ['`', '~'] {
+                    if run(c) >= 3 {
+                        let lang = t[run(c)..].trim().to_string();
+                        fence = Some((c, run(c), lang));
+                    }
                 }
             }
-            Some(_) if t == "```" => fence = None,
-            Some(lang) => {
-                let words: Vec<&str> = t.trim_start_matches("$ ").split_whitespace().collect();
-                let command = matches!(
-                    words.as_slice(),
-                    ["sysdelta", sub, ..] if subcommands.iter().any(|s| s == sub)
-                );
-                if lang.is_empty() && command {
+            Some((c, n, _)) if run(*c) >= *n && t.chars().all(|x| x == *c) => fence = None,
+            Some((_, _, lang)) => {
+                if HIDING.contains(&lang.as_str()) && is_command(t, subcommands) {
                     found.push(format!("{name}:{}", i + 1));
                 }
             }
         }
     }
     found
+}
+
+/// Whether `line` runs a sysdelta subcommand: `$ ` or `# ` prompts,
+/// `sudo`, `VAR=value` words and options before the subcommand (with a
+/// value where the next word does not name one) aside.
+fn is_command(line: &str, subcommands: &[String]) -> bool {
+    let line = line
+        .strip_prefix("$ ")
+        .or_else(|| line.strip_prefix("# "))
+        .unwrap_or(line);
+    let mut words = line
+        .split_whitespace()
+        .skip_while(|w| *w == "sudo" || (w.contains('=') && !w.starts_with('-')));
+    if words.next() != Some("sysdelta") {
+        return false;
+    }
+    // After an option without `=`, a word that names no subcommand is
+    // its value.
+    let mut value_may_follow = false;
+    for w in words {
+        if w.starts_with('-') {
+            value_may_follow = !w.contains('=');
+        } else if subcommands.iter().any(|s| s == w) {
+            return true;
+        } else if std::mem::take(&mut value_may_follow) {
+            continue;
+        } else {
+            return false;
+        }
+    }
+    false
 }
 
 /// README.md and docs/*.md, in that order (docs by name).

@@ -24,7 +24,7 @@ const SLOW_GETPPID: (&str, &str, &str) = (
 /// on the boot means, whose p depends only on their order: the slowed
 /// null call's every boot above every base boot gives 2 / C(16, 8) =
 /// 0.00016, Holm's first step over the 4 metrics 0.0006, far below alpha
-/// 1% however widely the boot means spread. Below 8 it was Welch's t,
+/// 1% however widely the boot means spread. Below 8 it is Welch's t,
 /// whose t is about sqrt(BOOTS) / CV (CV the slowed side's spread of boot
 /// means): this binary's other tests load the host unevenly, the TCG
 /// guest's busy loop slows with them, and at 6 a side a CI run saw a CV
