@@ -63,14 +63,14 @@ const RECENT: usize = 5;
 /// The speed [`settle`] waits for: the median of the latest runs' values
 /// (`recent`; of an even count the upper one, the more lenient; None
 /// before the first run, which does not wait). The runs are every
-/// config's: the baseline's with monitors and the control's without. Not the
-/// fastest chunk ever timed, as it was: on a machine busy all along (a
-/// shared host, a CI job's other tests) a chunk rarely came within 3% of
-/// that lucky moment, so nearly every probe run waited its whole 3 s, 42
-/// of them 2 minutes in a plan the docs say the probe adds 10 s to. A
-/// state the machine stays in is the state both sides are measured in
-/// (the blocks interleave them); a passing slowdown, as after a swapping
-/// run, is still slower than the runs before it.
+/// config's: the baseline's with monitors and the control's without.
+/// Not the fastest chunk ever timed, as it was: a chunk rarely came
+/// within 3% of that lucky moment, even on a quiet machine, so most probe
+/// runs waited their whole 3 s (`examples/monitor-overhead.toml --quick`
+/// took 94-129 s here, now 25-38 s; docs/plan.md said the probe added
+/// 10 s). A state the machine stays in is the state both sides are
+/// measured in (the blocks interleave them); a passing slowdown, as after
+/// a swapping run, is still slower than the runs before it.
 fn full_speed(recent: &VecDeque<f64>) -> Option<f64> {
     let mut v: Vec<f64> = recent.iter().copied().collect();
     v.sort_by(f64::total_cmp);
@@ -95,9 +95,7 @@ impl SpinWorkload {
             recent_steps: VecDeque::new(),
         })
     }
-}
 
-impl SpinWorkload {
     /// Keep a run's value for the next runs' gate, the oldest dropped.
     fn remember(&mut self, step: f64) {
         self.recent_steps.push_back(step);

@@ -171,7 +171,7 @@ fn no_command_in_the_docs_hides_outside_sh_blocks() {
         "sysdelta commands outside sh blocks: {found:?}"
     );
     // What the check sees, and what it leaves: a synopsis in `text`, a
-    // command in `sh`, output lines, a longer fence's inner ``` line.
+    // command in `sh`, output lines, and ``` inside a ~~~~ fence.
     let doc = "```\nsysdelta micro --list\n```\n\
                ```text\nsysdelta micro [--quick]\n```\n\
                ```console\n# sysdelta --store s.db report 3\n$ sudo X=1 sysdelta run p.toml\n```\n\
