@@ -38,57 +38,87 @@ pub const NOT_RUN: &[(&str, &str)] = &[
 /// Commands that change the system and run only as root (CI is root).
 pub const ROOT_ONLY: &[&str] = &["transparent_hugepage", "drop_caches"];
 
+/// A fenced block of a doc, as [`fenced`] reads it.
+struct Fenced<'a> {
+    /// Its language: what follows the opening fence ("" for none).
+    lang: &'a str,
+    /// The line number of its opening fence.
+    fence: usize,
+    /// The nearest non-blank line before its fence, outside any block
+    /// ("" when a block ends between them).
+    before: &'a str,
+    /// (line number, line) of each line inside it.
+    lines: Vec<(usize, &'a str)>,
+}
+
+/// Every fenced block of `doc` (named `name` in messages): fences are ```
+/// or ~~~ runs of any length, closed by a run of the same character at
+/// least as long, so a block may show a shorter fence inside it.
+fn fenced<'a>(name: &str, doc: &'a str) -> Vec<Fenced<'a>> {
+    let mut out = Vec::new();
+    // The open fence: its character, its length, the block so far.
+    let mut open: Option<(char, usize, Fenced<'a>)> = None;
+    let mut before = "";
+    for (i, line) in doc.lines().enumerate() {
+        let t = line.trim();
+        let run = |c: char| t.chars().take_while(|&x| x == c).count();
+        match &mut open {
+            None => {
+                if let Some(c) = ['`', '~'].into_iter().find(|&c| run(c) >= 3) {
+                    let block = Fenced {
+                        lang: t[run(c)..].trim(),
+                        fence: i + 1,
+                        before,
+                        lines: Vec::new(),
+                    };
+                    open = Some((c, run(c), block));
+                } else if !t.is_empty() {
+                    before = line;
+                }
+            }
+            Some((c, n, _)) if run(*c) >= *n && t.chars().all(|x| x == *c) => {
+                out.push(open.take().unwrap().2);
+                before = "";
+            }
+            Some((_, _, b)) => b.lines.push((i + 1, line)),
+        }
+    }
+    assert!(open.is_none(), "{name}: a fenced block is not closed");
+    out
+}
+
 /// Every fenced `sh` block of `doc` (named `name` in messages).
 pub fn blocks(name: &str, doc: &str) -> Vec<Block> {
     let mut out = Vec::new();
-    let mut cur: Option<Block> = None;
-    let mut pending: Option<(usize, String)> = None;
-    let mut last_text = "";
-    for (i, line) in doc.lines().enumerate() {
-        let n = i + 1;
-        match cur.as_mut() {
-            None => {
-                if line.trim() == "```sh" {
-                    let not_run = last_text
-                        .trim()
-                        .strip_prefix("<!-- not run:")
-                        .and_then(|r| r.strip_suffix("-->"))
-                        .map(|r| r.trim().to_string());
-                    cur = Some(Block {
-                        at: format!("{name}:{}", n + 1),
-                        not_run,
-                        commands: Vec::new(),
-                    });
-                } else if !line.trim().is_empty() {
-                    last_text = line;
+    for f in fenced(name, doc).into_iter().filter(|f| f.lang == "sh") {
+        let not_run = (f.before.trim())
+            .strip_prefix("<!-- not run:")
+            .and_then(|r| r.strip_suffix("-->"))
+            .map(|r| r.trim().to_string());
+        let mut b = Block {
+            at: format!("{name}:{}", f.fence + 1),
+            not_run,
+            commands: Vec::new(),
+        };
+        let mut pending: Option<(usize, String)> = None;
+        for (n, line) in f.lines {
+            let joined = match pending.take() {
+                Some((at, mut s)) => {
+                    s.push('\n');
+                    s.push_str(line);
+                    (at, s)
                 }
-            }
-            Some(b) => {
-                if line.trim() == "```" {
-                    out.push(cur.take().unwrap());
-                    last_text = "";
-                    continue;
-                }
-                let joined = match pending.take() {
-                    Some((at, mut s)) => {
-                        s.push('\n');
-                        s.push_str(line);
-                        (at, s)
-                    }
-                    None if line.trim().is_empty() || line.trim_start().starts_with('#') => {
-                        continue
-                    }
-                    None => (n, line.to_string()),
-                };
-                if line.trim_end().ends_with('\\') {
-                    pending = Some(joined);
-                } else {
-                    b.commands.push(joined);
-                }
+                None if line.trim().is_empty() || line.trim_start().starts_with('#') => continue,
+                None => (n, line.to_string()),
+            };
+            if line.trim_end().ends_with('\\') {
+                pending = Some(joined);
+            } else {
+                b.commands.push(joined);
             }
         }
+        out.push(b);
     }
-    assert!(cur.is_none(), "{name}: a ```sh block is not closed");
     out
 }
 
@@ -99,34 +129,15 @@ const HIDING: &[&str] = &["", "console", "bash", "shell", "shell-session", "zsh"
 
 /// Where `doc` (named `name`) shows a sysdelta command (`sysdelta` and one
 /// of `subcommands`, after any prompt, `sudo`, variable assignments and
-/// global options) in a block of a [`HIDING`] kind: its commands would go
-/// untested unnoticed. Fences are ``` or ~~~ runs of any length, closed
-/// by a run of the same character at least as long. "README.md:12" each.
+/// global options) in a block of a [`HIDING`] kind (see [`fenced`]): its
+/// commands would go untested unnoticed. "README.md:12" each.
 pub fn hidden_commands(name: &str, doc: &str, subcommands: &[String]) -> Vec<String> {
-    let mut found = Vec::new();
-    // The open fence: its character, its length, its language.
-    let mut fence: Option<(char, usize, String)> = None;
-    for (i, line) in doc.lines().enumerate() {
-        let t = line.trim();
-        let run = |c: char| t.chars().take_while(|&x| x == c).count();
-        match &fence {
-            None => {
-                for c in ['`', '~'] {
-                    if run(c) >= 3 {
-                        let lang = t[run(c)..].trim().to_string();
-                        fence = Some((c, run(c), lang));
-                    }
-                }
-            }
-            Some((c, n, _)) if run(*c) >= *n && t.chars().all(|x| x == *c) => fence = None,
-            Some((_, _, lang)) => {
-                if HIDING.contains(&lang.as_str()) && is_command(t, subcommands) {
-                    found.push(format!("{name}:{}", i + 1));
-                }
-            }
-        }
-    }
-    found
+    (fenced(name, doc).into_iter())
+        .filter(|f| HIDING.contains(&f.lang))
+        .flat_map(|f| f.lines)
+        .filter(|(_, line)| is_command(line.trim(), subcommands))
+        .map(|(n, _)| format!("{name}:{n}"))
+        .collect()
 }
 
 /// Whether `line` runs a sysdelta subcommand: `$ ` or `# ` prompts,
