@@ -135,20 +135,10 @@ fn abs_stopping_rule_keeps_the_aa_rate() {
         workload: "w".into(),
         spec: MetricSpec::new("wall", "s", Direction::Lower),
     }];
-    let run = |block: usize, seq: usize, config: &str, v: f64| StoredRun {
-        id: (2 * block + seq) as i64 + 1,
-        block: block as u32,
-        seq: seq as u32,
-        config: config.into(),
-        workload: "w".into(),
-        warmup: false,
-        status: sysdelta::status::RunStatus::Ok,
-        reason: None,
-        stderr_tail: None,
-        exit_code: None,
-        started_at: 0.0,
-        samples: BTreeMap::from([("wall".to_string(), vec![v])]),
-        boot_id: None,
+    let run = |block: usize, seq: usize, config: &str, v: f64| {
+        let samples = BTreeMap::from([("wall".to_string(), vec![v])]);
+        let id = (2 * block + seq) as i64 + 1;
+        StoredRun::ok(id, block as u32, seq as u32, config, "w", samples)
     };
     let (mut all_fp, mut all) = (0usize, 0usize);
     for (shape, seed) in [(Shape::Normal, 0xab00), (Shape::StudentT3, 0xab0000)] {

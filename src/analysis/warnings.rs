@@ -242,19 +242,10 @@ mod tests {
 
     fn run(config: &str, warmup: bool, status: RunStatus, exit_code: Option<i32>) -> StoredRun {
         StoredRun {
-            id: 0,
-            block: 0,
-            seq: 0,
-            config: config.into(),
-            workload: "w".into(),
             warmup,
             status,
-            reason: None,
-            stderr_tail: None,
             exit_code,
-            started_at: 0.0,
-            samples: Default::default(),
-            boot_id: None,
+            ..StoredRun::ok(0, 0, 0, config, "w", Default::default())
         }
     }
 

@@ -1,7 +1,6 @@
 //! The commands that read the store and print: `report`, `list`,
 //! `compare` and `history`.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -109,22 +108,12 @@ pub struct ReportArgs {
     pub flags: ReportFlags,
 }
 
-/// Print the report of stored experiment `id` in `--format` (unless
+/// Print the report of stored experiment `data` in `--format` (unless
 /// `stdout` is false) and write each `--export-*` file; with `--fail-on`,
-/// state the gate's line on stderr. True when the gate failed.
-pub fn print_report(
-    store: &Store,
-    data: &crate::store::ExperimentData,
-    f: &ReportFlags,
-    stdout: bool,
-) -> Result<bool> {
-    print_analyzed(Origin::Stored(store), Cow::Borrowed(data), f, stdout, false)
-}
-
-/// [`print_report`] of data handed over (analysed without a copy of its
-/// runs, as `report` does: the end of `run` holds one copy, not two);
-/// `brief`: the text on stdout is `ab`'s short report (`report::brief`)
-/// where it applies.
+/// state the gate's line on stderr. True when the gate failed. The data
+/// is handed over (analysed without a copy of its runs, as `report` does:
+/// the end of `run` holds one copy, not two); `brief`: the text on stdout
+/// is `ab`'s short report (`report::brief`) where it applies.
 pub fn print_report_as(
     store: &Store,
     data: crate::store::ExperimentData,
@@ -132,7 +121,9 @@ pub fn print_report_as(
     stdout: bool,
     brief: bool,
 ) -> Result<bool> {
-    print_analyzed(Origin::Stored(store), Cow::Owned(data), f, stdout, brief)
+    render(Origin::Stored(store), data, f, stdout, brief)?
+        .write()
+        .map(|(failed, _)| failed)
 }
 
 /// The report of an experiment in no store (`import --no-store`), whose
@@ -142,13 +133,7 @@ pub fn render_unstored<'f>(
     imported_from: String,
     f: &'f ReportFlags,
 ) -> Result<Rendered<'f>> {
-    render(
-        Origin::Unstored(imported_from),
-        Cow::Owned(data),
-        f,
-        true,
-        false,
-    )
+    render(Origin::Unstored(imported_from), data, f, true, false)
 }
 
 /// The report of `data`, stored in `store`, rendered for stdout.
@@ -157,7 +142,7 @@ pub fn render_stored<'f>(
     data: crate::store::ExperimentData,
     f: &'f ReportFlags,
 ) -> Result<Rendered<'f>> {
-    render(Origin::Stored(store), Cow::Owned(data), f, true, false)
+    render(Origin::Stored(store), data, f, true, false)
 }
 
 /// Where a reported experiment is.
@@ -166,20 +151,6 @@ enum Origin<'a> {
     Stored(&'a Store),
     /// In none (`import --no-store`): its samples came from this source.
     Unstored(String),
-}
-
-/// [`print_report_as`] of data borrowed, or handed over (then analysed
-/// without a copy of its runs).
-fn print_analyzed(
-    origin: Origin,
-    data: Cow<crate::store::ExperimentData>,
-    f: &ReportFlags,
-    stdout: bool,
-    brief: bool,
-) -> Result<bool> {
-    render(origin, data, f, stdout, brief)?
-        .write()
-        .map(|(failed, _)| failed)
 }
 
 /// A report made and not yet written: every output's text, made before
@@ -200,7 +171,7 @@ pub struct Rendered<'f> {
 /// on stdout when `stdout`; `brief`: `ab`'s short text where it applies).
 fn render<'f>(
     origin: Origin,
-    data: Cow<crate::store::ExperimentData>,
+    data: crate::store::ExperimentData,
     f: &'f ReportFlags,
     stdout: bool,
     brief: bool,
@@ -224,11 +195,8 @@ fn render<'f>(
     opts.analysis.full = formats
         .iter()
         .any(|(format, _)| *format != Format::Benchstat);
-    // Analyzed once, however many formats are written.
-    let x = match data {
-        Cow::Borrowed(d) => report::analyze(d, &opts.analysis)?,
-        Cow::Owned(d) => report::analyze_owned(d, &opts.analysis)?,
-    };
+    // Analyzed once, however many formats are written, without a copy of its runs.
+    let x = report::analyze_owned(data, &opts.analysis)?;
     // HTML also draws the stored series and says where imported samples came from.
     let extras = match origin {
         Origin::Stored(store) => report::html::Extras::from_store(store, &x.data)?,
@@ -347,7 +315,7 @@ pub fn report(a: &ReportArgs, store_path: &Path) -> Result<ExitCode> {
     let store = Store::open(store_path, false)?;
     let id = store.resolve(a.experiment.as_deref().unwrap_or("last"))?;
     // The loaded data is handed over, not borrowed: one copy of the runs.
-    let data = Cow::Owned(store.load(id)?);
+    let data = store.load(id)?;
     write_and_end(render(Origin::Stored(&store), data, &a.flags, true, false)?).map(gate_code)
 }
 

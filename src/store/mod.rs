@@ -221,6 +221,35 @@ pub struct StoredRun {
 }
 
 impl StoredRun {
+    /// A measured run on the host that gave `samples`: ok, not a warm-up,
+    /// no exit code, reason or stderr, started at 0 (the epoch). What
+    /// tests build runs from; any other field is set beside it
+    /// (`StoredRun { warmup: true, ..StoredRun::ok(..) }`).
+    pub fn ok(
+        id: i64,
+        block: u32,
+        seq: u32,
+        config: impl Into<String>,
+        workload: impl Into<String>,
+        samples: BTreeMap<String, Vec<f64>>,
+    ) -> StoredRun {
+        StoredRun {
+            id,
+            block,
+            seq,
+            config: config.into(),
+            workload: workload.into(),
+            warmup: false,
+            status: RunStatus::Ok,
+            reason: None,
+            stderr_tail: None,
+            exit_code: None,
+            started_at: 0.0,
+            samples,
+            boot_id: None,
+        }
+    }
+
     /// A measured run (not a warm-up) that gave its samples: the runs the
     /// statistics use.
     pub fn is_measured_ok(&self) -> bool {

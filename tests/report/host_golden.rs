@@ -71,12 +71,8 @@ fn host_data() -> ExperimentData {
                     samples.insert("x".to_string(), vec![5.0 + rng.next()]);
                 }
                 let failed = block == 4 && ci == 2 && w == "v";
+                let samples = if failed { BTreeMap::new() } else { samples };
                 runs.push(StoredRun {
-                    id,
-                    block,
-                    seq,
-                    config: c.clone(),
-                    workload: w.into(),
                     warmup: block == 0,
                     status: if failed {
                         RunStatus::Failed
@@ -87,8 +83,7 @@ fn host_data() -> ExperimentData {
                     stderr_tail: failed.then(|| "oops\nline two".to_string()),
                     exit_code: failed.then_some(1),
                     started_at: 1_700_000_000.0 + id as f64,
-                    samples: if failed { BTreeMap::new() } else { samples },
-                    boot_id: None,
+                    ..StoredRun::ok(id, block, seq, c, w, samples)
                 });
             }
         }

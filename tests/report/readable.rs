@@ -13,7 +13,7 @@ use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::Overrides;
 use sysdelta::report::units::TimeUnit;
 use sysdelta::report::{self, Format, ReportOptions};
-use sysdelta::status::{ExperimentStatus, RunStatus};
+use sysdelta::status::ExperimentStatus;
 use sysdelta::store::{ExperimentData, ExperimentInfo, StoredMetric, StoredRun};
 
 /// A fixed pseudo-random sequence in [0, 1).
@@ -53,19 +53,9 @@ fn data(
                     .map(|(mi, m)| (m.1.to_string(), vec![value(ci, mi, r)]))
                     .collect();
                 out.push(StoredRun {
-                    id,
-                    block: r as u32,
-                    seq: id as u32,
-                    config: c.to_string(),
-                    workload: w.clone(),
-                    warmup: false,
-                    status: RunStatus::Ok,
-                    reason: None,
-                    stderr_tail: None,
                     exit_code: Some(0),
                     started_at: 1_700_000_000.0 + id as f64,
-                    samples,
-                    boot_id: None,
+                    ..StoredRun::ok(id, r as u32, id as u32, *c, w.clone(), samples)
                 });
             }
         }

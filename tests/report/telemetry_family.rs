@@ -67,19 +67,8 @@ fn data(monitor: bool) -> ExperimentData {
                     }
                 }
                 runs.push(StoredRun {
-                    id,
-                    block,
-                    seq: id as u32,
-                    config: c.clone(),
-                    workload: w.into(),
-                    warmup: false,
-                    status: sysdelta::status::RunStatus::Ok,
-                    reason: None,
-                    stderr_tail: None,
-                    exit_code: None,
                     started_at: id as f64,
-                    samples,
-                    boot_id: None,
+                    ..StoredRun::ok(id, block, id as u32, c, w, samples)
                 });
             }
         }

@@ -12,7 +12,7 @@ use sysdelta::analysis;
 use sysdelta::metric::{Direction, MetricSpec};
 use sysdelta::plan::Overrides;
 use sysdelta::report::{self, Format, ReportOptions};
-use sysdelta::status::{ExperimentStatus, RunStatus};
+use sysdelta::status::ExperimentStatus;
 use sysdelta::store::{ExperimentData, ExperimentInfo, StoredMetric, StoredRun};
 
 /// Two configs interleaved, 10 runs each, one workload whose metrics are
@@ -23,23 +23,13 @@ fn data(metrics: &[(&str, &str)], value: impl Fn(&str, usize, usize) -> f64) -> 
     for i in 0..10usize {
         for (c, config) in configs.iter().enumerate() {
             let id = (2 * i + c + 1) as i64;
+            let samples = (metrics.iter())
+                .map(|(m, _)| (m.to_string(), vec![value(m, c, i)]))
+                .collect();
             runs.push(StoredRun {
-                id,
-                block: i as u32,
-                seq: c as u32,
-                config: config.clone(),
-                workload: "w".into(),
-                warmup: false,
-                status: RunStatus::Ok,
-                reason: None,
-                stderr_tail: None,
                 exit_code: Some(0),
                 started_at: 1_700_000_000.0 + id as f64,
-                samples: metrics
-                    .iter()
-                    .map(|(m, _)| (m.to_string(), vec![value(m, c, i)]))
-                    .collect(),
-                boot_id: None,
+                ..StoredRun::ok(id, i as u32, c as u32, config, "w", samples)
             });
         }
     }

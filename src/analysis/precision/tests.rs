@@ -110,12 +110,8 @@ fn data() -> ExperimentData {
                     }
                 }
                 let failed = id % 17 == 0;
+                let samples = if failed { BTreeMap::new() } else { samples };
                 runs.push(StoredRun {
-                    id,
-                    block,
-                    seq,
-                    config: c.to_string(),
-                    workload: w.to_string(),
                     warmup: block == 0,
                     status: if failed {
                         RunStatus::Failed
@@ -123,11 +119,8 @@ fn data() -> ExperimentData {
                         RunStatus::Ok
                     },
                     reason: failed.then(|| "exit status 1".into()),
-                    stderr_tail: None,
-                    exit_code: None,
                     started_at: id as f64,
-                    samples: if failed { BTreeMap::new() } else { samples },
-                    boot_id: None,
+                    ..StoredRun::ok(id, block, seq, *c, w, samples)
                 });
             }
         }
@@ -269,21 +262,16 @@ fn pairs(base: &[f64], other: &[f64]) -> Vec<StoredRun> {
     let mut runs = Vec::new();
     for (block, (x, y)) in base.iter().zip(other).enumerate() {
         for (seq, (config, v)) in [("a", x), ("b", y)].into_iter().enumerate() {
-            runs.push(StoredRun {
-                id: (2 * block + seq) as i64 + 1,
-                block: block as u32,
-                seq: seq as u32,
-                config: config.into(),
-                workload: "w".into(),
-                warmup: false,
-                status: RunStatus::Ok,
-                reason: None,
-                stderr_tail: None,
-                exit_code: None,
-                started_at: 0.0,
-                samples: BTreeMap::from([("wall".to_string(), vec![*v])]),
-                boot_id: None,
-            });
+            let samples = BTreeMap::from([("wall".to_string(), vec![*v])]);
+            let id = (2 * block + seq) as i64 + 1;
+            runs.push(StoredRun::ok(
+                id,
+                block as u32,
+                seq as u32,
+                config,
+                "w",
+                samples,
+            ));
         }
     }
     runs

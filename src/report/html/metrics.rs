@@ -218,21 +218,8 @@ mod tests {
                         (name(i), vec![v])
                     })
                     .collect();
-                runs.push(StoredRun {
-                    id: (b * 2 + ci as u32) as i64,
-                    block: b,
-                    seq: ci as u32,
-                    config: c.clone(),
-                    workload: "w".into(),
-                    warmup: false,
-                    status: crate::status::RunStatus::Ok,
-                    reason: None,
-                    stderr_tail: None,
-                    exit_code: None,
-                    started_at: 0.0,
-                    samples,
-                    boot_id: None,
-                });
+                let id = (b * 2 + ci as u32) as i64;
+                runs.push(StoredRun::ok(id, b, ci as u32, c, "w", samples));
             }
         }
         let info = ExperimentInfo {

@@ -110,21 +110,7 @@ mod tests {
                 );
                 samples.insert("pipe.dropped".into(), vec![(ci * ci) as f64 + b as f64]);
                 samples.insert("unix.dropped".into(), vec![ci as f64]);
-                runs.push(StoredRun {
-                    id,
-                    block: b,
-                    seq: ci as u32,
-                    config: c.clone(),
-                    workload: "sweep".into(),
-                    warmup: false,
-                    status: crate::status::RunStatus::Ok,
-                    reason: None,
-                    stderr_tail: None,
-                    exit_code: None,
-                    started_at: 0.0,
-                    samples,
-                    boot_id: None,
-                });
+                runs.push(StoredRun::ok(id, b, ci as u32, c, "sweep", samples));
                 series.push((
                     c.clone(),
                     "sweep".into(),
