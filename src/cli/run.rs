@@ -160,9 +160,13 @@ pub fn run(a: &RunArgs, store_path: &Path) -> Result<ExitCode> {
         let plan = plan::parse(&info.plan_source, &info.plan_text, &info.overrides)
             .map_err(Error::into_bad_input)?;
         let entered = stored_entered(&store, &info, &plan)?;
+        let not_owned = match super::trust::not_owned(&store) {
+            None => super::trust::not_written_here(&store, id)?,
+            why => why,
+        };
         super::trust::decide(
             &stored_of(&info, &entered),
-            super::trust::not_owned(&store),
+            not_owned,
             super::trust::Consent {
                 plan: a.plan_again.as_deref(),
                 trust_stored: a.trust_stored_plan,
@@ -351,9 +355,11 @@ fn execute(
     // A plan too small for any verdict is named before its runs are paid
     // for, not only in the report after them.
     let warning = plan::reach::warning(&plan, opts.analysis.alpha);
-    if let (crate::overrides::CommandOutput::File(p), None) = (&plan.overrides.output, &resume) {
+    if let crate::overrides::CommandOutput::File(p) = &plan.overrides.output {
         // Emptied once, as hyperfine does; each run (and a resume) appends.
-        std::fs::File::create(p).map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
+        // A file that is not the user's to write is refused before any run.
+        crate::process::open_output(p, resume.is_none())
+            .map_err(|err| bad(format!("--output {}: {err}", p.display())))?;
     }
     let fleet = match &e.fleet_member {
         None => None,

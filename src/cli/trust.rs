@@ -11,7 +11,9 @@
 //! - (a) the store is the invoking user's own: an SQLite file that the
 //!   user (or root, or under sudo the user who ran sudo) owns, that only
 //!   its owner can write, in a directory others cannot write (or a sticky
-//!   one); a PostgreSQL team store never is, whoever runs it;
+//!   one); a PostgreSQL team store never is, whoever runs it; and the
+//!   experiment was written there, not copied in by `pull` or `push` from
+//!   a store whoever could write that one wrote ([`not_written_here`]);
 //! - (b) the user gives the plan again (`--plan FILE`), and its text is
 //!   the stored text, byte for byte (and, for `fleet resume`, the run
 //!   flags after `--` are the stored ones); what the plan does not hold (a
@@ -64,6 +66,19 @@ pub fn not_owned(store: &Store) -> Option<String> {
         ));
     }
     sqlite_not_owned(store.path())
+}
+
+/// Why experiment `id` of `store`, though the store be the user's own, is
+/// not (rule (a)): a `pull` or `push` copied it in from another store,
+/// where whoever could write that store wrote its plan. None when it was
+/// written here.
+pub fn not_written_here(store: &Store, id: i64) -> Result<Option<String>> {
+    Ok(store.copied_from(id)?.map(|from| {
+        format!(
+            "another store (copied in {}), whose writers could have written it",
+            terminal_safe(&from)
+        )
+    }))
 }
 
 /// Rule (a) for an SQLite file: why not, or None.

@@ -164,10 +164,33 @@ impl Imported {
     }
 }
 
-/// Read a file for import; a missing or unreadable file is bad input.
+/// Read a file for import; a missing or unreadable file is bad input, and
+/// so is a FIFO or device another user owns: its open or read would wait
+/// on them (one planted in /tmp held root's import forever). A pipe of the
+/// user's own (`<(hyperfine ...)`) is read as a file is.
 pub fn read(path: &Path) -> Result<String> {
-    let bytes =
-        std::fs::read(path).map_err(|e| bad(format!("{}: cannot read: {e}", path.display())))?;
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let cannot = |e: &dyn std::fmt::Display| bad(format!("{}: cannot read: {e}", path.display()));
+    // Not blocking at the open: a FIFO without a writer would.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| cannot(&e))?;
+    let m = f.metadata().map_err(|e| cannot(&e))?;
+    if !m.file_type().is_file() && !crate::sys::trust::trusted_uids().contains(&m.uid()) {
+        return Err(bad(format!(
+            "{}: not a plain file, and uid {} owns it, not you or root",
+            path.display(),
+            m.uid()
+        )));
+    }
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let flags = OFlag::from_bits_truncate(fcntl(&f, FcntlArg::F_GETFL).map_err(|e| cannot(&e))?);
+    fcntl(&f, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).map_err(|e| cannot(&e))?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| cannot(&e))?;
     String::from_utf8(bytes).map_err(|_| {
         bad(format!(
             "{}: not a text file (invalid UTF-8)",

@@ -29,6 +29,7 @@
 
 mod launcher;
 mod output;
+pub use output::open_file as open_output;
 pub mod program;
 mod watchdog;
 

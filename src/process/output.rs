@@ -35,6 +35,46 @@ pub(super) fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
     Ok(DEV_NULL.get_or_init(|| f).as_fd())
 }
 
+/// Open `--output FILE` for a run's output: appended to (or emptied, with
+/// `truncate`, once before the first run), made if missing (0644 less the
+/// umask). The name is never followed when it is a symbolic link, and a
+/// plain file another user owns is refused: as root, a link or file
+/// planted under that name in /tmp or a shared directory would have had
+/// root's output written into it, or a root-only file it points at
+/// emptied. A device (`/dev/null`) is taken as it is, and a FIFO is not
+/// waited on at open.
+pub fn open_file(p: &std::path::Path, truncate: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .append(!truncate)
+        .truncate(false)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(p)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::other("is a symbolic link, not followed"),
+            _ => e,
+        })?;
+    let m = f.metadata()?;
+    let owners = crate::sys::trust::trusted_uids();
+    if m.file_type().is_file() && !owners.contains(&m.uid()) {
+        return Err(std::io::Error::other(format!(
+            "owned by uid {}, not you or root",
+            m.uid()
+        )));
+    }
+    // Non-blocking only for the open: the child's writes block as usual.
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let flags = OFlag::from_bits_truncate(fcntl(&f, FcntlArg::F_GETFL)?);
+    fcntl(&f, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    if truncate && m.file_type().is_file() {
+        f.set_len(0)?;
+    }
+    Ok(f)
+}
+
 /// Where a run's output goes besides the files sysdelta reads: hyperfine's
 /// `--output` (see [`CommandOutput`]).
 pub(super) struct Destination {
@@ -47,12 +87,7 @@ impl Destination {
     pub(super) fn open(what: Option<&CommandOutput>) -> std::io::Result<Destination> {
         let what = what.cloned().unwrap_or_default();
         let file = match &what {
-            CommandOutput::File(p) => Some(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(p)?,
-            ),
+            CommandOutput::File(p) => Some(open_file(p, false)?),
             _ => None,
         };
         Ok(Destination { what, file })

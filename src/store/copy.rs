@@ -8,6 +8,11 @@
 //! never overwritten, and moves on only where the caller lets the
 //! source's history move it: `push`, not `pull`).
 //!
+//! An experiment the copy stores anew gets an event of kind
+//! [`COPIED`] naming where it came from: its plan was written in another
+//! store, by whoever could write that one, so owning this store does not
+//! make its plan this user's to run (`run --resume`, `cli::trust`).
+//!
 //! Ids are the target's own (a team store's server hands them out); a
 //! run is known by (experiment, block, seq) as everywhere, a boot by
 //! (config, block, position), an event by (time, kind, message), a fleet
@@ -37,6 +42,9 @@ pub struct Copied {
     pub baselines: Vec<super::baselines::BaselineCopy>,
 }
 
+/// The kind of the event a copy stores with an experiment it stores anew.
+pub const COPIED: &str = "copied";
+
 /// Every column of an experiment's row that a copy carries (the entered
 /// config and its environment stay with the machine that ran it).
 const EXPERIMENT_COLUMNS: &str = "name, label, plan_source, plan_text, overrides, host, fingerprint, seed, \
@@ -47,6 +55,16 @@ impl Store {
     pub fn uid(&self, id: i64) -> Result<String> {
         self.db
             .value("SELECT uid FROM experiments WHERE id = ?1", &vals![id])
+    }
+
+    /// Where experiment `id` was copied into this store from (the message
+    /// of its first [`COPIED`] event), or None when it was written here.
+    pub fn copied_from(&self, id: i64) -> Result<Option<String>> {
+        self.db.query_opt(
+            "SELECT message FROM events WHERE experiment_id = ?1 AND kind = ?2 ORDER BY id LIMIT 1",
+            &vals![id, COPIED],
+            |r| r.get(0),
+        )
     }
 
     /// Copy experiment `id` of `self` into `to`; see the module docs. A
@@ -191,6 +209,12 @@ impl Store {
                         &vals![dst, &e.at, &e.kind, &e.message],
                     )?;
                 }
+            }
+            if new {
+                to.db.execute(
+                    "INSERT INTO events (experiment_id, kind, message) VALUES (?1, ?2, ?3)",
+                    &vals![dst, COPIED, &format!("from {}", self.shown())],
+                )?;
             }
             let baselines = self.copy_baselines(id, to, dst, moves)?;
             Ok(Copied {

@@ -5,6 +5,7 @@
 // The types and imports of the store, whose impl this file continues.
 use super::*;
 use crate::sys::trust;
+use std::os::unix::fs::OpenOptionsExt;
 
 /// The files beside a store (or a team store's anchor) that sysdelta reads
 /// state from, or SQLite does: checked with the store itself.
@@ -96,23 +97,33 @@ impl Store {
         if let (Some(why), true) = (&read_only, create) {
             return Err(bad(format!("{p}: cannot write the store ({why})")));
         }
-        let conn = match read_only {
-            None => Connection::open_with_flags(
-                path,
-                if exists {
-                    OpenFlags::SQLITE_OPEN_READ_WRITE
-                } else {
-                    OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
-                } | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
-            ),
-            Some(_) => Store::connect_read_only(path),
+        let claimed = match read_only {
+            None => Store::claim_beside(path, &["-wal", "-shm"])?,
+            Some(_) => Vec::new(),
+        };
+        let opened = (|| {
+            let conn = match &read_only {
+                None => Connection::open_with_flags(
+                    path,
+                    if exists {
+                        OpenFlags::SQLITE_OPEN_READ_WRITE
+                    } else {
+                        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE
+                    } | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                        | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+                ),
+                Some(_) => Store::connect_read_only(path),
+            }
+            .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
+            let store = Store::with(Db::Sqlite(conn), path, read_only.clone());
+            store.check_and_migrate(create)?;
+            store.fold_orphaned_log(false)?;
+            Ok(store)
+        })();
+        if opened.is_err() {
+            unclaim(path, &claimed);
         }
-        .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
-        let store = Store::with(Db::Sqlite(conn), path, read_only);
-        store.check_and_migrate(create)?;
-        store.fold_orphaned_log(false)?;
-        Ok(store)
+        opened
     }
 
     /// Open the PostgreSQL store `url`, anchored at `anchor` on this
@@ -183,6 +194,20 @@ impl Store {
         };
         remove_tmp();
         let made = (|| -> Result<()> {
+            // Made here, O_EXCL: a file planted under this name since it
+            // was removed is not written into and linked in as the store.
+            // Its mode is SQLite's own for a new database (0644, less the
+            // umask): colleagues may read results.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+                .open(&tmp)
+                .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
+            // The new file is still in rollback mode until its schema
+            // makes it WAL: its -journal too.
+            Store::claim_beside(&tmp, &["-wal", "-shm", "-journal"])?;
             let conn = Connection::open_with_flags(
                 &tmp,
                 OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -236,14 +261,45 @@ impl Store {
     /// (see [`read_only_connection`]), after one warning if the store's
     /// last changes are in a `-wal` it cannot read.
     pub(super) fn connect_read_only(path: &Path) -> rusqlite::Result<Connection> {
-        let wal = Store::beside(path, "-wal");
-        if !wal_is_shared(path) && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let wal = Store::beside(&file, "-wal");
+        let use_wal = readable_wal(&file);
+        if use_wal == Ok(false) && std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
             crate::sys::stderr::say!(
                 "sysdelta: warning: {}: the store's last changes are in its write-ahead log, which cannot be read without write access; they are not shown until someone with write access opens the store",
                 wal.display()
             );
         }
-        read_only_connection(path)
+        connect_read_only_as(&file, use_wal)
+    }
+
+    /// Make the files SQLite keeps beside the store (`suffixes`: its `-wal`
+    /// and `-shm`) this process's own before SQLite opens them to write:
+    /// each made here (`O_EXCL`, not following a link) where it is
+    /// missing, and judged again ([`trust::check`]) where it appeared
+    /// since the store was checked. SQLite opens them with `O_CREAT` and
+    /// no `O_EXCL`, and as root gives them to the store's owner: a `-wal`
+    /// another user planted in a sticky directory between the check and
+    /// that open would be read as the store's own changes, and from then
+    /// on pass every check as root's. (SQLite gives a new, empty one the
+    /// store's mode, as it does its own, and removes both when the last
+    /// connection closes.) Returns the files it made.
+    pub(super) fn claim_beside(path: &Path, suffixes: &[&str]) -> Result<Vec<PathBuf>> {
+        let mut made = Vec::new();
+        for suffix in suffixes {
+            let side = Store::beside(path, suffix);
+            match trust::create_new(&side) {
+                Ok(_) => made.push(side),
+                Err(_) if std::fs::symlink_metadata(&side).is_ok() => {
+                    trust::check(&side).map_err(bad)?;
+                }
+                Err(e) => {
+                    unclaim(path, &made);
+                    return Err(bad(e));
+                }
+            }
+        }
+        Ok(made)
     }
 
     /// Refuse what is not a sysdelta store this sysdelta can read, and
@@ -424,12 +480,94 @@ impl Store {
     }
 }
 
-/// Whether the store at `path` has a `-wal` and a `-shm` this process can
-/// read: a writer has it open, or died with it open.
-pub(super) fn wal_is_shared(path: &Path) -> bool {
+/// Remove the files [`Store::claim_beside`] made beside `path` once a store
+/// that failed to open is closed, where SQLite did not take them over: it
+/// removes a `-wal` and `-shm` it used itself, and uses them only for a
+/// database in WAL mode (header bytes 18 and 19 are 2), so only beside
+/// one that is not (not a sysdelta store, refused) are they still there,
+/// empty, and nobody's. Nothing is changed next to a refused file.
+fn unclaim(path: &Path, made: &[PathBuf]) {
+    let mut header = [0u8; 20];
+    let wal_mode = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header))
+        .is_ok_and(|()| header[18] == 2 && header[19] == 2);
+    if wal_mode {
+        return;
+    }
+    for side in made {
+        if std::fs::symlink_metadata(side).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(side);
+        }
+    }
+}
+
+/// Whether a reader of the store at `path` (absolute) reads through its
+/// `-wal` and `-shm`: Ok(true) when both are there (a writer has the store
+/// open, or died with it open), this process can read them and they are
+/// the store's; Ok(false) when not both are there or readable; Err (one
+/// line, why) when one is not the store's: a link, not a plain file, or
+/// neither ours nor root's ([`trust::check`], which also takes a named
+/// shared directory's teammates) nor owned by the store file's own owner
+/// in a directory only that owner can write (or a sticky one).
+///
+/// A reader must never let SQLite open a `-wal` someone else planted:
+/// SQLite applies its pages as the store's last changes, and as root it
+/// gives the file to the store's owner, after which it passes every check
+/// as that owner's (a planted `-wal` beside root's store in /tmp became
+/// root's, and `run --resume` then ran the plan it held). What was judged
+/// stays what SQLite opens: a file another user cannot remove or replace
+/// (theirs is refused; a sticky directory keeps its owner's).
+pub(super) fn readable_wal(path: &Path) -> std::result::Result<bool, String> {
     use nix::unistd::{access, AccessFlags};
-    let readable = |suffix| access(&Store::beside(path, suffix), AccessFlags::R_OK).is_ok();
-    readable("-wal") && readable("-shm")
+    use std::os::unix::fs::MetadataExt;
+    let store_owner = std::fs::symlink_metadata(path).map(|m| m.uid()).ok();
+    let dir_mode = std::fs::metadata(path.parent().unwrap_or(Path::new("/")))
+        .map(|m| m.mode())
+        .unwrap_or(0o7777);
+    let mut both = true;
+    for suffix in ["-wal", "-shm"] {
+        let side = Store::beside(path, suffix);
+        let m = match std::fs::symlink_metadata(&side) {
+            Err(_) => {
+                both = false;
+                continue;
+            }
+            Ok(m) => m,
+        };
+        if !m.file_type().is_file() {
+            return Err(format!(
+                "{}: not a plain file, so not the store's",
+                side.display()
+            ));
+        }
+        let owners_dir = dir_mode & 0o022 == 0 || dir_mode & 0o1000 != 0;
+        let the_owners = Some(m.uid()) == store_owner && m.mode() & 0o002 == 0 && owners_dir;
+        if !the_owners {
+            trust::check(&side)?;
+        }
+        both &= access(&side, AccessFlags::R_OK).is_ok();
+    }
+    Ok(both)
+}
+
+/// [`read_only_connection`] of `file` (absolute), through its `-wal` as
+/// [`readable_wal`] says, after one warning when it refused one.
+fn connect_read_only_as(
+    file: &Path,
+    use_wal: std::result::Result<bool, String>,
+) -> rusqlite::Result<Connection> {
+    let use_wal = use_wal.unwrap_or_else(|why| {
+        crate::sys::stderr::say!(
+            "sysdelta: warning: {why}; the store is read without it (remove it if nobody with write access to the store made it)"
+        );
+        false
+    });
+    Connection::open_with_flags(
+        read_only_uri(file, !use_wal),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
 }
 
 /// `path` (absolute) as an SQLite URI filename
@@ -467,7 +605,8 @@ pub(super) fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString 
 /// (`readonly_shm`, <https://www.sqlite.org/uri.html>): with a live
 /// writer SQLite reads through its index, and with none it reads the
 /// `-wal` into memory, where a writable `-shm` would be truncated and
-/// rebuilt. When they are not both there the store is opened `immutable`
+/// rebuilt. Only when they are the store's ([`readable_wal`]). When they
+/// are not both there, or not the store's, the store is opened `immutable`
 /// (<https://www.sqlite.org/uri.html#uriimmutable>): no locks, no `-wal`,
 /// no `-shm`, and it reads exactly what the file holds. (A plain read-only
 /// connection would create both: as root, next to any user's store; in a
@@ -478,10 +617,5 @@ pub(super) fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString 
 /// The store itself is never at risk.
 pub(crate) fn read_only_connection(path: &Path) -> rusqlite::Result<Connection> {
     let file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    Connection::open_with_flags(
-        read_only_uri(&file, !wal_is_shared(&file)),
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
+    connect_read_only_as(&file, readable_wal(&file))
 }

@@ -242,9 +242,25 @@ pub enum Row<'r> {
 }
 
 impl Row<'_> {
-    /// Column `i` as a `T`.
+    /// Column `i` as a `T`. A cell that cannot be one (text where a number
+    /// belongs, an unknown status, an integer out of range) is a damaged
+    /// store, bad input named by its column: whoever can write a store can
+    /// put anything in it.
     pub fn get<T: FromCol>(&self, i: usize) -> Result<T> {
-        self.with_cell(i, T::from_cell)
+        self.with_cell(i, T::from_cell).map_err(|e| {
+            crate::error::bad(format!(
+                "damaged store: column '{}' of a row: {e:#}",
+                self.column_name(i)
+            ))
+        })
+    }
+
+    /// The name of column `i`, as the query gave it.
+    fn column_name(&self, i: usize) -> String {
+        match self {
+            Row::Sqlite(r) => r.as_ref().column_name(i).unwrap_or("?").to_string(),
+            Row::Pg(r) => r.columns().get(i).map_or("?", |c| c.name()).to_string(),
+        }
     }
 
     /// Column `i` handed to `f` without copying it (a metric's name is

@@ -186,8 +186,12 @@ pub fn as_read_back(v: f64, signed_zero: bool) -> f64 {
 /// The run `row`, stored as `id`, as [`Store::load`] reads it back: every
 /// column as written, the samples by metric in their order.
 fn stored_run(row: RunRow, id: i64, signed_zero: bool) -> Result<StoredRun> {
-    let status = RunStatus::parse(&row.status)
-        .ok_or_else(|| anyhow::anyhow!("unknown status '{}'", row.status))?;
+    let status = RunStatus::parse(&row.status).ok_or_else(|| {
+        crate::error::bad(format!(
+            "damaged store: run {id}: unknown status '{}'",
+            row.status
+        ))
+    })?;
     let mut samples: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for (metric, bits) in row.samples {
         // Collected in place (u64 to f64, one allocation reused); a metric

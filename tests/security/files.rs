@@ -396,6 +396,167 @@ fn roots_own_store_in_a_sticky_directory_works_and_a_file_planted_there_is_refus
     );
 }
 
+/// The attacker's `-wal` and `-shm` beside root's store: a copy of the
+/// store changed by `sql` in WAL mode, its log not yet checkpointed,
+/// copied beside the store and given to nobody (as if nobody had written
+/// them into the sticky directory).
+fn plant_wal(b: &Box, sql: &str) {
+    let copy = b.tmp.path().join("scratch/copy.db");
+    std::fs::copy(b.store(), &copy).unwrap();
+    let c = rusqlite::Connection::open(&copy).unwrap();
+    c.execute_batch("PRAGMA wal_autocheckpoint = 0;").unwrap();
+    c.execute_batch(sql).unwrap();
+    for suffix in ["-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", copy.display()));
+        let to = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        std::fs::copy(&from, &to).unwrap();
+        give_to_nobody(&to);
+    }
+}
+
+#[test]
+fn a_wal_planted_beside_roots_store_is_never_read_or_made_roots() {
+    if !root_or_skip("a_wal_planted_beside_roots_store_is_never_read_or_made_roots") {
+        return;
+    }
+    // Root's own store in a sticky directory, whose experiment another
+    // user's -wal would make interrupted, relabelled, and its workload a
+    // command of theirs. A reader once let SQLite open such a -wal: it
+    // showed its rows as root's, and SQLite (as root) gave the file to
+    // root, after which it passed every check and `run --resume` ran it.
+    let b = Box::new(0o1777);
+    b.made_store();
+    let store_bytes = std::fs::read(b.store()).unwrap();
+    let marker = b.tmp.path().join("ran");
+    plant_wal(
+        &b,
+        &format!(
+            "UPDATE experiments SET label = 'planted', status = 'interrupted', finished_at = NULL, \
+             plan_text = replace(plan_text, 'command = \"true\"', 'command = \"touch {}\"'); \
+             DELETE FROM samples WHERE run_id IN (SELECT id FROM runs WHERE block >= 1); \
+             DELETE FROM runs WHERE block >= 1;",
+            marker.display()
+        ),
+    );
+    let wal = PathBuf::from(format!("{}-wal", b.store().display()));
+    for args in [&["list"][..], &["report", "--last"], &["list"]] {
+        let out = b.run(args);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(
+            !stdout(&out).contains("planted"),
+            "{args:?} read the planted -wal"
+        );
+        assert!(
+            !stdout(&out).contains("interrupted"),
+            "{args:?} read the planted -wal"
+        );
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{args:?}: one warning: {err}"
+        );
+        assert!(err.contains("-wal") && err.contains("65534"), "{err}");
+        assert_eq!(
+            std::fs::symlink_metadata(&wal).unwrap().uid(),
+            NOBODY,
+            "the -wal was given to root"
+        );
+    }
+    let resume = b.run(&["run", "--resume", "1", "--quiet", "--no-report"]);
+    assert_eq!(resume.status.code(), Some(2), "{}", stderr(&resume));
+    assert!(!marker.exists(), "the planted command ran");
+    assert_eq!(
+        std::fs::read(b.store()).unwrap(),
+        store_bytes,
+        "the store changed"
+    );
+}
+
+#[test]
+fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was() {
+    if !root_or_skip(
+        "an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was",
+    ) {
+        return;
+    }
+    // --output names a file in a sticky directory where another user put
+    // a link to a root-only file, or a file of their own: root's run once
+    // emptied the root-only file and wrote its output into it.
+    let b = Box::new(0o1777);
+    let victim = b.tmp.path().join("root-only");
+    std::fs::write(&victim, "root's\n").unwrap();
+    b.chmod(&victim, 0o600);
+    let link = b.path("out");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    give_to_nobody(&link);
+    let theirs = b.path("theirs");
+    std::fs::write(&theirs, "theirs\n").unwrap();
+    give_to_nobody(&theirs);
+    // (Some kernels refuse the link themselves: "Permission denied".)
+    for (out, why) in [(&link, "--output"), (&theirs, "owned by uid 65534")] {
+        let args = [
+            "ab",
+            "echo A",
+            "echo B",
+            "--runs",
+            "2",
+            "--output",
+            out.to_str().unwrap(),
+        ];
+        refused_in_one_line(&b.run(&args), why);
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's\n");
+    assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs\n");
+    // Root's own file there takes every run's output.
+    let own = b.path("own");
+    let out = b.run(&[
+        "ab",
+        "echo A",
+        "echo B",
+        "--runs",
+        "2",
+        "--output",
+        own.to_str().unwrap(),
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut lines: Vec<String> = std::fs::read_to_string(&own)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    assert_eq!(lines, ["A", "A", "B", "B"]);
+}
+
+#[test]
+fn a_fifo_another_user_planted_is_refused_by_import_not_waited_on() {
+    if !root_or_skip("a_fifo_another_user_planted_is_refused_by_import_not_waited_on") {
+        return;
+    }
+    let b = Box::new(0o1777);
+    let fifo = b.path("results.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    give_to_nobody(&fifo);
+    let mut child = b
+        .cmd(&b.store(), &["import", "hyperfine", fifo.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A bound on the wait, not a figure: an import that waits on the
+    // FIFO never ends, and is killed here.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    refused_in_one_line(&out, "uid 65534 owns it");
+    assert!(!b.store().exists(), "nothing stored");
+}
+
 #[test]
 fn a_shared_team_directory_works_only_once_named_in_sysdelta_shared_dirs() {
     if !root_or_skip("a_shared_team_directory_works_only_once_named_in_sysdelta_shared_dirs") {

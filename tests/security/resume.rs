@@ -368,6 +368,42 @@ fn a_store_the_user_owns_resumes_as_before() {
 }
 
 #[test]
+fn a_plan_pulled_into_the_users_own_store_is_not_run_on_resume() {
+    if !root_tools(&[]) {
+        return;
+    }
+    // Another store's interrupted experiment, its plan changed by whoever
+    // could write that store, pulled into the user's own: owning this
+    // store does not make the pulled plan theirs.
+    let theirs = Sandbox::sqlite();
+    let plan = half_done(&theirs);
+    let marker = theirs.path("marker");
+    tamper(&theirs, &marker);
+    let mine = Sandbox::sqlite();
+    let store = theirs.store();
+    let pulled = mine.run(&["pull", "--from", store.to_str().unwrap()]);
+    assert!(pulled.status.success(), "{}", stderr(&pulled));
+    let before = runs(&mine);
+    let resume = |extra: &[&str]| {
+        let mut args = vec!["run", "--resume", "1", "--quiet", "--no-report"];
+        args.extend_from_slice(extra);
+        mine.run(&args)
+    };
+    let line = assert_refused(&resume(&[]), &marker, before, &mine);
+    assert!(
+        line.contains(&format!("copied in from {}", store.display())),
+        "{line}"
+    );
+    let plan_arg = plan.to_str().unwrap();
+    let line = assert_refused(&resume(&["--plan", plan_arg]), &marker, before, &mine);
+    assert!(line.contains("their texts differ"), "{line}");
+    // Shown, then run, once the user says so.
+    let out = resume(&["--trust-stored-plan"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(marker.exists(), "the shown plan ran");
+}
+
+#[test]
 fn a_team_store_row_changed_by_another_member_is_not_run_on_resume() {
     let Some(sb) = Sandbox::postgresql() else {
         return;

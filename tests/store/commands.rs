@@ -86,3 +86,35 @@ fn every_command_reads_what_run_and_import_stored(sb) {
     assert!(stderr(&out).contains("experiment 1 is already complete"));
 }
 }
+
+both_stores! {
+fn a_row_another_writer_made_nonsense_is_bad_input_naming_its_column(sb) {
+    // Whoever can write a store can put anything in it: each command that
+    // reads such a row says so in one line (exit 2), naming the column,
+    // and changes nothing.
+    let plan = sb.write(
+        "plan.toml",
+        "runs = 2\n[[config]]\nname = \"a\"\n[[config]]\nname = \"b\"\n[[workload]]\nname = \"w\"\ncommand = \"true\"\n",
+    );
+    ok(sb, &["run", plan.to_str().unwrap(), "--quiet", "--no-report"]);
+    let exec = |sql: &str| match &sb.pg {
+        None => rusqlite::Connection::open(sb.store()).unwrap().execute_batch(sql).unwrap(),
+        Some(c) => drop(c.psql(sql)),
+    };
+    for (sql, column) in [
+        ("UPDATE experiments SET status = 'weird'", "'status'"),
+        ("UPDATE experiments SET status = 'complete', runs_per_cell = -5", "'runs_per_cell'"),
+    ] {
+        exec(sql);
+        let runs = sb.sql_number("SELECT COUNT(*) FROM runs");
+        for args in [&["list"][..], &["report", "1"]] {
+            let out = sb.run(args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?} on {}: {err}", sb.backend());
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            assert!(err.contains("damaged store") && err.contains(column), "{err}");
+        }
+        assert_eq!(sb.sql_number("SELECT COUNT(*) FROM runs"), runs);
+    }
+}
+}

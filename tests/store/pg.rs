@@ -155,8 +155,33 @@ fn push_twice_stores_once_and_pull_gives_the_same_report() {
     let samples = team.sql_number("SELECT COUNT(*) FROM samples");
     assert!(samples > 10, "every sample went: {samples}");
 
-    // The copy reads as the original; pulled into a new file, too.
-    let text = |sb: &Sandbox| stdout(&sb.run(&["report", "1"]));
+    // The copy reads as the original, but for the event each copy adds
+    // (where it came from: the original has no event); pulled into a new
+    // file, too.
+    let text = |sb: &Sandbox| {
+        let report = stdout(&sb.run(&["report", "1"]));
+        let mut kept = Vec::new();
+        let mut in_events = false;
+        for l in report.lines() {
+            if l == "Events:" {
+                in_events = true;
+            } else if in_events && l.is_empty() {
+                // The section's end: its blank line goes with it.
+                in_events = false;
+            } else if in_events {
+                let copied = !l.starts_with("  - ") || l.contains(" copied: from");
+                assert!(copied, "only copies' events: {l}");
+            } else {
+                kept.push(l);
+            }
+        }
+        kept.join("\n")
+    };
+    let said = stdout(&team.run(&["report", "1"]));
+    assert!(
+        said.contains(&format!(" copied: from {}", local.store().display())),
+        "{said}"
+    );
     assert_eq!(text(&team), text(&local));
     let other = Sandbox::new();
     let out = other
