@@ -102,6 +102,12 @@ pub fn find(store: &Store, label_of: &str) -> Result<Option<i64>> {
         .map(|(id, _)| id))
 }
 
+/// The experiment of bisection `id` that holds its parameters (its first
+/// step's first round), if this store has it.
+pub fn first(store: &Store, id: &str) -> Result<Option<i64>> {
+    find(store, &label(id, Stage::Step(0), 1))
+}
+
 /// The parameters of bisection `id`, from its first experiment's plan.
 pub fn load(store_path: &Path, id: &str) -> Result<Params> {
     if !store_path.exists() {
@@ -111,8 +117,7 @@ pub fn load(store_path: &Path, id: &str) -> Result<Params> {
         )));
     }
     let store = Store::open(store_path, false)?;
-    let first = label(id, Stage::Step(0), 1);
-    let exp = find(&store, &first)?
+    let exp = first(&store, id)?
         .ok_or_else(|| bad(format!("--resume {id}: no bisection {id} in this store")))?;
     let text = store.info(exp)?.plan_text;
     let json = text

@@ -324,11 +324,21 @@ fn default_cache() -> Result<PathBuf> {
 
 /// Refuse to run a build command and template read from a store that is
 /// not only this user's (a PostgreSQL team store: any of its writers could
-/// have written them), unless the user saw them and said
-/// --trust-stored-plan.
+/// have written them), or from a bisection copied into the user's own by
+/// pull or push, unless the user saw them and said --trust-stored-plan.
 fn trust_resumed(store: &Path, p: &Params, trust: bool) -> Result<()> {
     let opened = crate::store::Store::open(store, false)?;
-    let Some(why) = crate::cli::trust::not_owned(&opened) else {
+    // A store of the user's own, and the bisection written there, not
+    // copied in by pull or push (whose parameters another store's writers
+    // wrote).
+    let not_owned = match crate::cli::trust::not_owned(&opened) {
+        None => match bisect::state::first(&opened, &p.id)? {
+            Some(exp) => crate::cli::trust::not_written_here(&opened, exp)?,
+            None => None,
+        },
+        why => why,
+    };
+    let Some(why) = not_owned else {
         return Ok(());
     };
     let safe = crate::report::escape::terminal_safe;

@@ -164,13 +164,43 @@ impl Imported {
     }
 }
 
+/// Why the opened input `f` (its metadata `m`) is not read: a named FIFO
+/// another user owns (its open or read waits on them: one planted in /tmp
+/// held root's import forever), or a device other than a terminal (a link
+/// to `/dev/zero` would be read until memory ran out). A pipe handed to
+/// sysdelta (`<(hyperfine ...)`, `/dev/stdin`), whoever made it, and a
+/// plain file are read.
+fn not_readable_input(f: &std::fs::File, m: &std::fs::Metadata) -> Option<String> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let t = m.file_type();
+    if t.is_file() {
+        return None;
+    }
+    if t.is_char_device() || t.is_block_device() {
+        return match nix::unistd::isatty(f) {
+            Ok(true) => None,
+            _ => Some("a device, not a file".into()),
+        };
+    }
+    // What this descriptor is: "pipe:[N]" for a pipe with no name, which
+    // only whoever started sysdelta could have handed it.
+    let what = std::fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).ok();
+    let unnamed = what.is_some_and(|w| w.to_string_lossy().starts_with("pipe:"));
+    if t.is_fifo() && !unnamed && !crate::sys::trust::trusted_uids().contains(&m.uid()) {
+        return Some(format!(
+            "a FIFO uid {} owns, not you or root (its writer could keep this waiting)",
+            m.uid()
+        ));
+    }
+    None
+}
+
 /// Read a file for import; a missing or unreadable file is bad input, and
-/// so is a FIFO or device another user owns: its open or read would wait
-/// on them (one planted in /tmp held root's import forever). A pipe of the
-/// user's own (`<(hyperfine ...)`) is read as a file is.
+/// so is an input [`not_readable_input`] refuses.
 pub fn read(path: &Path) -> Result<String> {
     use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let cannot = |e: &dyn std::fmt::Display| bad(format!("{}: cannot read: {e}", path.display()));
     // Not blocking at the open: a FIFO without a writer would.
     let mut f = std::fs::OpenOptions::new()
@@ -179,12 +209,8 @@ pub fn read(path: &Path) -> Result<String> {
         .open(path)
         .map_err(|e| cannot(&e))?;
     let m = f.metadata().map_err(|e| cannot(&e))?;
-    if !m.file_type().is_file() && !crate::sys::trust::trusted_uids().contains(&m.uid()) {
-        return Err(bad(format!(
-            "{}: not a plain file, and uid {} owns it, not you or root",
-            path.display(),
-            m.uid()
-        )));
+    if let Some(why) = not_readable_input(&f, &m) {
+        return Err(bad(format!("{}: {why}", path.display())));
     }
     use nix::fcntl::{fcntl, FcntlArg, OFlag};
     let flags = OFlag::from_bits_truncate(fcntl(&f, FcntlArg::F_GETFL).map_err(|e| cannot(&e))?);

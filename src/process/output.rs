@@ -37,32 +37,59 @@ pub(super) fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
 
 /// Open `--output FILE` for a run's output: appended to (or emptied, with
 /// `truncate`, once before the first run), made if missing (0644 less the
-/// umask). The name is never followed when it is a symbolic link, and a
-/// plain file another user owns is refused: as root, a link or file
-/// planted under that name in /tmp or a shared directory would have had
-/// root's output written into it, or a root-only file it points at
-/// emptied. A device (`/dev/null`) is taken as it is, and a FIFO is not
-/// waited on at open.
+/// umask). As root it writes only where no other user can have steered
+/// it: a symbolic link is followed only when you or root own it in a
+/// directory nobody else can write (or a sticky one: `/dev/stdout` is
+/// root's link in root's /dev), and a file, FIFO or device another user
+/// owns, or a file with other hard links, is refused. A link, file, FIFO
+/// or hard link another user put under that name in /tmp or a shared
+/// directory once had root's output written into it, or the root-only
+/// file it led to emptied. A FIFO is not waited on at open.
 pub fn open_file(p: &std::path::Path, truncate: bool) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let owners = crate::sys::trust::trusted_uids();
+    let as_root = nix::unistd::geteuid().is_root();
+    let follow = match std::fs::symlink_metadata(p) {
+        Ok(l) if l.file_type().is_symlink() => {
+            let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+            let dir = std::fs::metadata(dir.unwrap_or(std::path::Path::new(".")))?;
+            let others_write = dir.mode() & 0o022 != 0 && dir.mode() & libc::S_ISVTX == 0;
+            owners.contains(&l.uid()) && !others_write
+        }
+        _ => false,
+    };
     let f = std::fs::OpenOptions::new()
         .write(true)
         .append(!truncate)
         .truncate(false)
         .create(true)
         .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(match follow {
+            true => libc::O_NONBLOCK | libc::O_CLOEXEC,
+            false => libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        })
         .open(p)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => std::io::Error::other("is a symbolic link, not followed"),
+            Some(libc::ELOOP) => std::io::Error::other(
+                "is a symbolic link another user owns, or in a directory others can write: not followed",
+            ),
+            Some(libc::ENXIO) => std::io::Error::other("is a FIFO nobody reads yet"),
             _ => e,
         })?;
     let m = f.metadata()?;
-    let owners = crate::sys::trust::trusted_uids();
-    if m.file_type().is_file() && !owners.contains(&m.uid()) {
+    if as_root && !owners.contains(&m.uid()) {
+        // A file or FIFO of theirs would take root's output (a FIFO's
+        // reader could also stall the runs by not reading).
         return Err(std::io::Error::other(format!(
             "owned by uid {}, not you or root",
             m.uid()
+        )));
+    }
+    if as_root && m.file_type().is_file() && m.nlink() > 1 {
+        // Another name for it may be another user's link to a file of root's.
+        return Err(std::io::Error::other(format!(
+            "has {} hard links: another name for it may be a file it must not change",
+            m.nlink()
         )));
     }
     // Non-blocking only for the open: the child's writes block as usual.

@@ -78,6 +78,10 @@ impl Store {
         let p = path.display();
         if create && !path.exists() && Store::why_not_writable(path, false).is_none() {
             Store::create_whole(path)?;
+            // Judged again: the store was judged before it existed, and a
+            // file another user renamed into its place meanwhile (the link
+            // then fails, and "another process made it" is taken) is theirs.
+            Store::check_trusted(path)?;
         }
         let exists = path.exists();
         if !exists && !create {
@@ -98,7 +102,7 @@ impl Store {
             return Err(bad(format!("{p}: cannot write the store ({why})")));
         }
         let claimed = match read_only {
-            None => Store::claim_beside(path, &["-wal", "-shm"])?,
+            None => Store::claim_beside(path, &["-wal", "-shm", "-journal"])?,
             Some(_) => Vec::new(),
         };
         let opened = (|| {
@@ -179,55 +183,54 @@ impl Store {
     }
 
     /// Make a new store at `path` whole or not at all: its schema is
-    /// written to a file beside it, which is then linked into place, so a
-    /// kill during the creation never leaves a half-made store that every
-    /// later command refuses. A store another process made meanwhile is
-    /// kept (the link fails, and that one is used).
+    /// written to a file in a private directory beside it, which is then
+    /// linked into place, so a kill during the creation never leaves a
+    /// half-made store that every later command refuses (at most a
+    /// `.sysdelta-new-*` directory). A store another process made
+    /// meanwhile is kept (the link fails, and that one is used).
     pub(super) fn create_whole(path: &Path) -> Result<()> {
-        let tmp = Store::beside(path, &format!(".creating-{}", std::process::id()));
-        let remove_tmp = || {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                let mut f = tmp.clone().into_os_string();
-                f.push(suffix);
-                let _ = std::fs::remove_file(f);
-            }
+        let cannot = |e: &dyn std::fmt::Display| {
+            bad(format!("{}: cannot create store: {e}", path.display()))
         };
-        remove_tmp();
-        let made = (|| -> Result<()> {
-            // Made here, O_EXCL: a file planted under this name since it
-            // was removed is not written into and linked in as the store.
-            // Its mode is SQLite's own for a new database (0644, less the
-            // umask): colleagues may read results.
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o644)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .open(&tmp)
-                .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
-            // The new file is still in rollback mode until its schema
-            // makes it WAL: its -journal too.
-            Store::claim_beside(&tmp, &["-wal", "-shm", "-journal"])?;
-            let conn = Connection::open_with_flags(
-                &tmp,
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_CREATE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                    | OpenFlags::SQLITE_OPEN_NOFOLLOW,
-            )
-            .map_err(|e| bad(format!("{}: cannot create store: {e}", path.display())))?;
-            let store = Store::with(Db::Sqlite(conn), &tmp, None);
-            store.check_and_migrate(true)?;
-            // Closing the only connection checkpoints the WAL into the file.
-            drop(store);
-            match std::fs::hard_link(&tmp, path) {
-                Ok(()) => Ok(()),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-                Err(e) => Err(bad(format!("{}: cannot create store: {e}", path.display()))),
-            }
-        })();
-        remove_tmp();
-        made
+        let file = std::path::absolute(path).map_err(|e| cannot(&e))?;
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        // Made in a directory of its own (0700, beside the store, so on its
+        // file system): nobody else can put a file under the names SQLite
+        // opens there (the database, its -journal, -wal and -shm, which
+        // SQLite removes and makes again, without O_EXCL, for a new
+        // database), as they could under predictable names in /tmp.
+        let private = tempfile::Builder::new()
+            .prefix(".sysdelta-new-")
+            .tempdir_in(dir)
+            .map_err(|e| cannot(&e))?;
+        let tmp = private.path().join("store.db");
+        // Its mode is SQLite's own for a new database (0644, less the
+        // umask): colleagues may read results.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&tmp)
+            .map_err(|e| cannot(&e))?;
+        let conn = Connection::open_with_flags(
+            &tmp,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW,
+        )
+        .map_err(|e| cannot(&e))?;
+        let store = Store::with(Db::Sqlite(conn), &tmp, None);
+        store.check_and_migrate(true)?;
+        // Closing the only connection checkpoints the WAL into the file.
+        drop(store);
+        match std::fs::hard_link(&tmp, path) {
+            Ok(()) => Ok(()),
+            // Another process made it meanwhile: that one is used (and
+            // judged again by the caller).
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(cannot(&e)),
+        }
     }
 
     /// Why this process cannot write the store at `path`: the file, or
@@ -273,17 +276,22 @@ impl Store {
         connect_read_only_as(&file, use_wal)
     }
 
-    /// Make the files SQLite keeps beside the store (`suffixes`: its `-wal`
-    /// and `-shm`) this process's own before SQLite opens them to write:
+    /// Make the files SQLite keeps beside the store (`suffixes`: its `-wal`,
+    /// `-shm` and `-journal`) this process's own before SQLite opens them:
     /// each made here (`O_EXCL`, not following a link) where it is
     /// missing, and judged again ([`trust::check`]) where it appeared
     /// since the store was checked. SQLite opens them with `O_CREAT` and
     /// no `O_EXCL`, and as root gives them to the store's owner: a `-wal`
     /// another user planted in a sticky directory between the check and
     /// that open would be read as the store's own changes, and from then
-    /// on pass every check as root's. (SQLite gives a new, empty one the
-    /// store's mode, as it does its own, and removes both when the last
-    /// connection closes.) Returns the files it made.
+    /// on pass every check as root's, and a "hot" `-journal` planted there
+    /// would be played back into the store. (SQLite gives a new, empty
+    /// one the store's mode, as it does its own, and removes the `-wal`
+    /// and `-shm` when the last connection closes. The empty `-journal`
+    /// stays, unused in WAL mode and never hot: it holds the name, so that
+    /// nobody else can put one there, which is what lets a reader in a
+    /// sticky directory such as /tmp read through the `-wal`:
+    /// [`readable_wal`].) Returns the files it made.
     pub(super) fn claim_beside(path: &Path, suffixes: &[&str]) -> Result<Vec<PathBuf>> {
         let mut made = Vec::new();
         for suffix in suffixes {
@@ -291,7 +299,10 @@ impl Store {
             match trust::create_new(&side) {
                 Ok(_) => made.push(side),
                 Err(_) if std::fs::symlink_metadata(&side).is_ok() => {
-                    trust::check(&side).map_err(bad)?;
+                    if let Err(e) = trust::check(&side) {
+                        unclaim(path, &made);
+                        return Err(bad(e));
+                    }
                 }
                 Err(e) => {
                     unclaim(path, &made);
@@ -395,6 +406,7 @@ impl Store {
                 .context("setting WAL mode")?;
             conn.pragma_update(None, "synchronous", "NORMAL")?;
             conn.pragma_update(None, "foreign_keys", "ON")?;
+            keep_wal(conn)?;
         }
         if version < known {
             let migrate = || -> Result<()> {
@@ -480,22 +492,50 @@ impl Store {
     }
 }
 
+/// Keep the store's `-wal` and `-shm` when this connection, the last, closes
+/// (`SQLITE_FCNTL_PERSIST_WAL`; the `-wal` emptied, `journal_size_limit`
+/// 0), as the empty `-journal` is kept ([`Store::claim_beside`]): SQLite
+/// otherwise removes them, and in a sticky directory such as /tmp another
+/// user could then put their own under those names before the next
+/// connection opens them (SQLite makes them again without `O_EXCL`, and as
+/// root gives them to the store's owner). Kept, they are the owner's and
+/// nobody else can remove or replace them.
+fn keep_wal(conn: &Connection) -> Result<()> {
+    conn.pragma_update(None, "journal_size_limit", 0)?;
+    let mut on: std::ffi::c_int = 1;
+    // SAFETY: the handle is this open connection's; the call reads and
+    // writes the one int it is handed, which outlives it.
+    let rc = unsafe {
+        rusqlite::ffi::sqlite3_file_control(
+            conn.handle(),
+            c"main".as_ptr(),
+            rusqlite::ffi::SQLITE_FCNTL_PERSIST_WAL,
+            (&raw mut on).cast(),
+        )
+    };
+    match rc {
+        rusqlite::ffi::SQLITE_OK => Ok(()),
+        rc => Err(anyhow::anyhow!(
+            "keeping the store's -wal: SQLite error {rc}"
+        )),
+    }
+}
+
 /// Remove the files [`Store::claim_beside`] made beside `path` once a store
-/// that failed to open is closed, where SQLite did not take them over: it
-/// removes a `-wal` and `-shm` it used itself, and uses them only for a
-/// database in WAL mode (header bytes 18 and 19 are 2), so only beside
-/// one that is not (not a sysdelta store, refused) are they still there,
-/// empty, and nobody's. Nothing is changed next to a refused file.
+/// that failed to open is closed, where SQLite did not take them over: the
+/// empty `-journal`, and a `-wal` and `-shm` still there, empty, beside a
+/// database not in WAL mode (header bytes 18 and 19 are not 2: not a
+/// sysdelta store, refused before SQLite looked; one it looked at through
+/// them it removed itself). Beside a database in WAL mode another process
+/// may be using them. Nothing is changed next to a refused file.
 fn unclaim(path: &Path, made: &[PathBuf]) {
     let mut header = [0u8; 20];
     let wal_mode = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut header))
         .is_ok_and(|()| header[18] == 2 && header[19] == 2);
-    if wal_mode {
-        return;
-    }
     for side in made {
-        if std::fs::symlink_metadata(side).is_ok_and(|m| m.len() == 0) {
+        let journal = side.as_os_str().to_string_lossy().ends_with("-journal");
+        if (journal || !wal_mode) && std::fs::symlink_metadata(side).is_ok_and(|m| m.len() == 0) {
             let _ = std::fs::remove_file(side);
         }
     }
@@ -503,33 +543,53 @@ fn unclaim(path: &Path, made: &[PathBuf]) {
 
 /// Whether a reader of the store at `path` (absolute) reads through its
 /// `-wal` and `-shm`: Ok(true) when both are there (a writer has the store
-/// open, or died with it open), this process can read them and they are
-/// the store's; Ok(false) when not both are there or readable; Err (one
-/// line, why) when one is not the store's: a link, not a plain file, or
-/// neither ours nor root's ([`trust::check`], which also takes a named
-/// shared directory's teammates) nor owned by the store file's own owner
-/// in a directory only that owner can write (or a sticky one).
+/// open, or died with it open), this process can read them, and they and
+/// any `-journal` are the store's; Ok(false) when not both are there or
+/// readable, or when the directory lets others put a `-journal` there and
+/// the store's own empty one ([`Store::open`]'s writer keeps it) is not
+/// there to take the name; Err (one line, why) when one of them is not the
+/// store's: a link, not a plain file, or neither ours nor root's
+/// ([`trust::check`], which also takes a named shared directory's
+/// teammates) nor owned by the store file's own owner in a directory only
+/// that owner can write (or a sticky one).
 ///
-/// A reader must never let SQLite open a `-wal` someone else planted:
-/// SQLite applies its pages as the store's last changes, and as root it
-/// gives the file to the store's owner, after which it passes every check
-/// as that owner's (a planted `-wal` beside root's store in /tmp became
-/// root's, and `run --resume` then ran the plan it held). What was judged
-/// stays what SQLite opens: a file another user cannot remove or replace
-/// (theirs is refused; a sticky directory keeps its owner's).
+/// A reader must never let SQLite open a file someone else planted: it
+/// applies a `-wal`'s pages as the store's last changes, a "hot"
+/// `-journal`'s as the pages to put back (a connection that is not
+/// `immutable` looks for one at its first read), and as root it gives
+/// both to the store's owner, after which they pass every check as that
+/// owner's (a planted `-wal` beside root's store in /tmp became root's,
+/// and `run --resume` then ran the plan it held; a `-journal` planted
+/// while a run went on replaced the store at the next open). What was
+/// judged stays what SQLite opens: a file another user cannot remove or
+/// replace (theirs is refused; a sticky directory keeps its owner's).
 pub(super) fn readable_wal(path: &Path) -> std::result::Result<bool, String> {
     use nix::unistd::{access, AccessFlags};
     use std::os::unix::fs::MetadataExt;
     let store_owner = std::fs::symlink_metadata(path).map(|m| m.uid()).ok();
-    let dir_mode = std::fs::metadata(path.parent().unwrap_or(Path::new("/")))
-        .map(|m| m.mode())
-        .unwrap_or(0o7777);
-    let mut both = true;
-    for suffix in ["-wal", "-shm"] {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dir_facts = std::fs::metadata(dir).ok().map(|m| trust::Facts::of(&m));
+    let shared = trust::shared_dirs().iter().any(|d| d.as_path() == dir);
+    // The directory is the store owner's (or root's) and only they write
+    // it (their private group counts as them), or it is sticky: nobody
+    // else can remove or replace the owner's files there. (Unknown: not.)
+    let owners: Vec<u32> = store_owner.into_iter().chain([0]).collect();
+    let owners_dir = dir_facts.is_some_and(|d| trust::judge_dir(d, &owners, false).is_none());
+    // Others may make files here: not the owner's alone, nor a team's named
+    // shared directory (whose members may write the store's data anyway).
+    let others_write = !shared
+        && dir_facts.is_none_or(|d| d.sticky() || trust::judge_dir(d, &owners, false).is_some());
+    let mut usable = true;
+    for suffix in ["-wal", "-shm", "-journal"] {
         let side = Store::beside(path, suffix);
         let m = match std::fs::symlink_metadata(&side) {
             Err(_) => {
-                both = false;
+                // Not both of -wal and -shm; or no -journal of the store's
+                // holds that name where others could put one between this
+                // look and SQLite's.
+                if suffix != "-journal" || others_write {
+                    usable = false;
+                }
                 continue;
             }
             Ok(m) => m,
@@ -540,14 +600,14 @@ pub(super) fn readable_wal(path: &Path) -> std::result::Result<bool, String> {
                 side.display()
             ));
         }
-        let owners_dir = dir_mode & 0o022 == 0 || dir_mode & 0o1000 != 0;
         let the_owners = Some(m.uid()) == store_owner && m.mode() & 0o002 == 0 && owners_dir;
         if !the_owners {
             trust::check(&side)?;
         }
-        both &= access(&side, AccessFlags::R_OK).is_ok();
+        // The -wal and -shm are read; an empty -journal only holds its name.
+        usable &= suffix == "-journal" || access(&side, AccessFlags::R_OK).is_ok();
     }
-    Ok(both)
+    Ok(usable)
 }
 
 /// [`read_only_connection`] of `file` (absolute), through its `-wal` as
@@ -558,7 +618,7 @@ fn connect_read_only_as(
 ) -> rusqlite::Result<Connection> {
     let use_wal = use_wal.unwrap_or_else(|why| {
         crate::sys::stderr::say!(
-            "sysdelta: warning: {why}; the store is read without it (remove it if nobody with write access to the store made it)"
+            "sysdelta: warning: {why}; the store is read from its file alone, without its -wal"
         );
         false
     });

@@ -80,7 +80,9 @@ impl Facts {
     fn is_dir(&self) -> bool {
         self.kind() == libc::S_IFDIR
     }
-    fn sticky(&self) -> bool {
+    /// Whether the sticky bit is set (a directory's other writers cannot
+    /// remove or rename a file they do not own).
+    pub fn sticky(&self) -> bool {
         self.mode & libc::S_ISVTX != 0
     }
 }

@@ -30,24 +30,51 @@ pub struct Sink {
 
 const BATCH: usize = 1 << 20;
 
+/// A new file for the consumer's records in `dir`, named `name` (or
+/// `name.1`, `name.2`, ... where that is taken), made here: `O_EXCL`, not
+/// following a link, private (0600). The names are predictable and the
+/// default directory is /tmp: a link another user put there under the
+/// next name once had root's records written through it into any file,
+/// truncated first.
+fn create_new_in(dir: &Path, name: &str) -> anyhow::Result<(File, std::path::PathBuf)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut last = None;
+    for n in 0..100 {
+        let path = match n {
+            0 => dir.join(name),
+            _ => dir.join(format!("{name}.{n}")),
+        };
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+        {
+            Ok(file) => return Ok((file, path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((path, e)),
+            Err(e) => {
+                return Err(bad_input(format!(
+                    "cannot create consumer file {}: {e}",
+                    path.display()
+                )))
+            }
+        }
+    }
+    let (path, e) = last.expect("a name was tried");
+    Err(bad_input(format!(
+        "cannot create consumer file {}: {e} (and 99 names after it)",
+        path.display()
+    )))
+}
+
 impl Sink {
     /// Create the sink. `name` is the file name used in a directory target.
     pub fn create(target: &SinkTarget, name: &str, keep: bool) -> anyhow::Result<Sink> {
         let (file, path) = match target {
             SinkTarget::Null => (OpenOptions::new().write(true).open("/dev/null")?, None),
             SinkTarget::Dir(dir) => {
-                let path = dir.join(name);
-                let file = OpenOptions::new()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .open(&path)
-                    .map_err(|e| {
-                        bad_input(format!(
-                            "cannot create consumer file {}: {e}",
-                            path.display()
-                        ))
-                    })?;
+                let (file, path) = create_new_in(dir, name)?;
                 (file, Some(path))
             }
         };

@@ -474,6 +474,49 @@ fn a_wal_planted_beside_roots_store_is_never_read_or_made_roots() {
 }
 
 #[test]
+fn roots_store_holds_the_names_sqlite_opens_and_a_planted_journal_is_never_opened() {
+    if !root_or_skip(
+        "roots_store_holds_the_names_sqlite_opens_and_a_planted_journal_is_never_opened",
+    ) {
+        return;
+    }
+    // SQLite removes and makes again the -wal, -shm (and looks for a
+    // -journal) without O_EXCL, and as root gives what it opens to the
+    // store's owner: a -journal planted while a run went on became root's
+    // and was played back into the store. Root's store keeps all three
+    // names, its own, so nobody else can put a file there.
+    let b = Box::new(0o1777);
+    b.made_store();
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let side = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        let m = std::fs::symlink_metadata(&side).unwrap_or_else(|e| panic!("{suffix}: {e}"));
+        assert!(
+            m.file_type().is_file() && m.uid() == 0,
+            "{suffix}: root's file"
+        );
+    }
+    // A store an older sysdelta left without its -journal, and another
+    // user's there: a reader names it, reads the file alone, and never
+    // opens it (it stays theirs); a writer refuses it.
+    let journal = PathBuf::from(format!("{}-journal", b.store().display()));
+    std::fs::remove_file(&journal).unwrap();
+    std::fs::write(&journal, "not a journal of root's").unwrap();
+    give_to_nobody(&journal);
+    let list = b.run(&["list"]);
+    let err = stderr(&list);
+    assert!(list.status.success(), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one warning: {err}");
+    assert!(err.contains("-journal") && err.contains("65534"), "{err}");
+    assert_eq!(std::fs::symlink_metadata(&journal).unwrap().uid(), NOBODY);
+    let plan = b.simple_plan();
+    refused_in_one_line(
+        &b.run(&["run", plan.to_str().unwrap(), "--quiet"]),
+        "is owned by uid 65534",
+    );
+    assert_eq!(std::fs::symlink_metadata(&journal).unwrap().uid(), NOBODY);
+}
+
+#[test]
 fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was() {
     if !root_or_skip(
         "an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was",
@@ -506,6 +549,20 @@ fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it
         ];
         refused_in_one_line(&b.run(&args), why);
     }
+    // A hard link to a root-only file, made there by anyone (with
+    // fs.protected_hardlinks off), is root's file under another name.
+    let hard = b.path("hard");
+    std::fs::hard_link(&victim, &hard).unwrap();
+    let args = [
+        "ab",
+        "echo A",
+        "echo B",
+        "--runs",
+        "2",
+        "--output",
+        hard.to_str().unwrap(),
+    ];
+    refused_in_one_line(&b.run(&args), "hard links");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's\n");
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs\n");
     // Root's own file there takes every run's output.
@@ -553,7 +610,7 @@ fn a_fifo_another_user_planted_is_refused_by_import_not_waited_on() {
     }
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
-    refused_in_one_line(&out, "uid 65534 owns it");
+    refused_in_one_line(&out, "a FIFO uid 65534 owns");
     assert!(!b.store().exists(), "nothing stored");
 }
 
