@@ -121,6 +121,12 @@ impl Store {
             .map_err(|e| bad(format!("{p}: cannot open store: {e}")))?;
             let store = Store::with(Db::Sqlite(conn), path, read_only.clone());
             store.check_and_migrate(create)?;
+            if read_only.is_none() {
+                // Made again where SQLite removed it: it does when it turns
+                // a database in rollback mode (a new one from an empty file)
+                // to WAL.
+                Store::claim_beside(path, &["-journal"])?;
+            }
             store.fold_orphaned_log(false)?;
             Ok(store)
         })();
@@ -600,7 +606,8 @@ pub(super) fn readable_wal(path: &Path) -> std::result::Result<bool, String> {
                 side.display()
             ));
         }
-        let the_owners = Some(m.uid()) == store_owner && m.mode() & 0o002 == 0 && owners_dir;
+        let the_owners =
+            Some(m.uid()) == store_owner && m.mode() & 0o002 == 0 && m.nlink() == 1 && owners_dir;
         if !the_owners {
             trust::check(&side)?;
         }

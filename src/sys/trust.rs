@@ -54,6 +54,11 @@ pub struct Facts {
     /// OpenSSH accepts it for the same reason). Only known, and only
     /// read, where the mode gives the group write.
     pub private_group: bool,
+    /// How many names it has (hard links). A file of root's that another
+    /// user linked into /tmp under a store's name (where the kernel lets
+    /// them: `fs.protected_hardlinks` 0) is root's, but not a file
+    /// sysdelta made.
+    pub links: u64,
 }
 
 impl Facts {
@@ -67,6 +72,7 @@ impl Facts {
             // store judges some ten files, which mostly give the group
             // no write.
             private_group: m.mode() & 0o020 != 0 && private_group(m.gid(), m.uid()),
+            links: m.nlink(),
         }
     }
     /// Whether someone other than the owner may write it through its
@@ -194,6 +200,12 @@ pub fn judge_file(
         (true, true, _) | (false, _, true) => {}
         (true, false, _) => return Some("is not a directory".into()),
         (false, _, false) => return Some("is not a regular file".into()),
+    }
+    if !want_dir && file.links > 1 {
+        return Some(format!(
+            "has {} hard links (another name for it may be a file it must not change)",
+            file.links
+        ));
     }
     // In a sticky directory its other writers can plant files but not
     // replace ours: only what we own is ours there, shared or not.
@@ -460,6 +472,7 @@ mod tests {
             uid,
             mode: libc::S_IFDIR | perm,
             private_group: false,
+            links: 2,
         }
     }
     fn file(uid: u32, perm: u32) -> Facts {
@@ -467,6 +480,7 @@ mod tests {
             uid,
             mode: libc::S_IFREG | perm,
             private_group: false,
+            links: 1,
         }
     }
     fn upg(f: Facts) -> Facts {
@@ -542,6 +556,11 @@ mod tests {
             mode: libc::S_IFIFO | 0o600,
             ..file(ME, 0)
         };
+        // Root's file under a second name another user linked into /tmp.
+        let linked = Facts {
+            links: 2,
+            ..file(0, 0o600)
+        };
         // (file, its dir, shared, trusted?)
         let table = [
             (file(ME, 0o600), private, false, true),
@@ -557,6 +576,8 @@ mod tests {
             (file(ME, 0o600), tmp, false, true),
             (file(OTHER, 0o600), tmp, false, false),
             (file(OTHER, 0o600), tmp, true, false),
+            (linked, tmp, false, false),
+            (linked, private, false, false),
             // A team directory the user accepts: the group's files.
             (file(OTHER, 0o664), team, true, true),
             (file(OTHER, 0o666), team, true, false),

@@ -517,6 +517,39 @@ fn roots_store_holds_the_names_sqlite_opens_and_a_planted_journal_is_never_opene
 }
 
 #[test]
+fn a_root_file_linked_in_under_a_stores_name_is_never_written() {
+    if !root_or_skip("a_root_file_linked_in_under_a_stores_name_is_never_written") {
+        return;
+    }
+    // Where fs.protected_hardlinks is 0 any user may give a root-only file
+    // a second name in /tmp: under a store's -wal it is root's file, and a
+    // run once emptied it. (Made here by root, who may always.)
+    let b = Box::new(0o1777);
+    b.made_store();
+    let plan = b.simple_plan();
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let victim = b.tmp.path().join(format!("root-only{suffix}"));
+        std::fs::write(&victim, "root's\n").unwrap();
+        b.chmod(&victim, 0o600);
+        let side = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        std::fs::remove_file(&side).unwrap();
+        std::fs::hard_link(&victim, &side).unwrap();
+        refused_in_one_line(
+            &b.run(&["run", plan.to_str().unwrap(), "--quiet"]),
+            "hard links",
+        );
+        let list = b.run(&["list"]);
+        assert!(list.status.success(), "{}", stderr(&list));
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "root's\n",
+            "{suffix}"
+        );
+        std::fs::remove_file(&side).unwrap();
+    }
+}
+
+#[test]
 fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was() {
     if !root_or_skip(
         "an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it_was",
