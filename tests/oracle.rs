@@ -22,7 +22,7 @@ fn the_oracle_checks_itself() {
     if !oracle::ready() {
         return;
     }
-    let out = std::process::Command::new("python3")
+    let out = std::process::Command::new(oracle::python().expect("ready"))
         .arg(oracle::script())
         .arg("selftest")
         .output()

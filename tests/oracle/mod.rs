@@ -13,13 +13,24 @@ pub fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/oracle.py")
 }
 
+/// The python3 that has NumPy and SciPy: the one on PATH, else the
+/// system's (a pyenv or virtualenv python3 first on PATH may lack them
+/// where the distribution's packages, which .ci/run installs, have them).
+pub fn python() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        ["python3", "/usr/bin/python3"].into_iter().find(|p| {
+            Command::new(p)
+                .args(["-c", "import numpy, scipy.stats"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+    })
+}
+
 /// Whether python3 with NumPy and SciPy is here; otherwise a SKIP line.
 pub fn ready() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import numpy, scipy.stats"])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
+    let ok = python().is_some();
     // CI sets SYSDELTA_ORACLE_REQUIRED: there the oracle is the check
     // that every printed number is right, and a skip would pass unseen.
     if !ok && std::env::var_os("SYSDELTA_ORACLE_REQUIRED").is_some() {
@@ -71,7 +82,7 @@ pub fn check(sb: &Sandbox, id: &str, name: &str) -> Vec<String> {
 /// The script with `args`: the lines it printed (its failed checks). A
 /// crash of the script is a failure of the test, with its stderr.
 pub fn run_script(args: &[&str]) -> Vec<String> {
-    let out = Command::new("python3")
+    let out = Command::new(python().expect("ready() first"))
         .arg(script())
         .args(args)
         .output()
