@@ -37,8 +37,8 @@ impl Store {
     /// that open would be read as the store's own changes, and from then
     /// on pass every check as root's, and a "hot" `-journal` planted there
     /// would be played back into the store. (SQLite gives a new, empty
-    /// one the store's mode, as it does its own, and removes the `-wal`
-    /// and `-shm` when the last connection closes. The empty `-journal`
+    /// `-wal` or `-shm` the store's mode, as it does its own; [`keep_wal`]
+    /// keeps both when the last connection closes. The empty `-journal`
     /// stays, unused in WAL mode and never hot: it holds the name, so that
     /// nobody else can put one there, which is what lets a reader in a
     /// sticky directory such as /tmp read through the `-wal`:
@@ -115,8 +115,9 @@ pub(super) fn unclaim(path: &Path, made: &[PathBuf]) {
 }
 
 /// Whether a reader of the store at `path` (absolute) reads through its
-/// `-wal` and `-shm`: Ok(true) when both are there (a writer has the store
-/// open, or died with it open), this process can read them, and they and
+/// `-wal` and `-shm`: Ok(true) when both are there (a writer keeps them:
+/// [`keep_wal`]; an older one's live or dead run left them), this process
+/// can read them, and they and
 /// any `-journal` are the store's; Ok(false) when not both are there or
 /// readable, or when the directory lets others put a `-journal` there and
 /// the store's own empty one ([`Store::open`]'s writer keeps it) is not
@@ -234,8 +235,8 @@ pub(super) fn read_only_uri(path: &Path, immutable: bool) -> std::ffi::OsString 
 /// read-only mount, and the stores of other runs (`peek`).
 ///
 /// The store is in WAL mode, and SQLite reads such a database through its
-/// `-wal` file and `-shm` index. When both exist (a writer has the store
-/// open, or died with it open) they are used, the `-shm` read-only
+/// `-wal` file and `-shm` index. When both exist (a writer keeps them, or
+/// an older sysdelta's live or dead run left them) they are used, the `-shm` read-only
 /// (`readonly_shm`, <https://www.sqlite.org/uri.html>): with a live
 /// writer SQLite reads through its index, and with none it reads the
 /// `-wal` into memory, where a writable `-shm` would be truncated and
