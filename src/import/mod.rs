@@ -212,9 +212,7 @@ pub fn read(path: &Path) -> Result<String> {
     if let Some(why) = not_readable_input(&f, &m) {
         return Err(bad(format!("{}: {why}", path.display())));
     }
-    use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let flags = OFlag::from_bits_truncate(fcntl(&f, FcntlArg::F_GETFL).map_err(|e| cannot(&e))?);
-    fcntl(&f, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK)).map_err(|e| cannot(&e))?;
+    crate::sys::nonblock::make_blocking(&f).map_err(|e| cannot(&e))?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).map_err(|e| cannot(&e))?;
     String::from_utf8(bytes).map_err(|_| {

@@ -93,9 +93,7 @@ pub fn open_file(p: &std::path::Path, truncate: bool) -> std::io::Result<std::fs
         )));
     }
     // Non-blocking only for the open: the child's writes block as usual.
-    use nix::fcntl::{fcntl, FcntlArg, OFlag};
-    let flags = OFlag::from_bits_truncate(fcntl(&f, FcntlArg::F_GETFL)?);
-    fcntl(&f, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK))?;
+    crate::sys::nonblock::make_blocking(&f)?;
     if truncate && m.file_type().is_file() {
         f.set_len(0)?;
     }

@@ -149,10 +149,10 @@ pub(super) fn readable_wal(path: &Path) -> std::result::Result<bool, String> {
     // else can remove or replace the owner's files there. (Unknown: not.)
     let owners: Vec<u32> = store_owner.into_iter().chain([0]).collect();
     let owners_dir = dir_facts.is_some_and(|d| trust::judge_dir(d, &owners, false).is_none());
-    // Others may make files here: not the owner's alone, nor a team's named
-    // shared directory (whose members may write the store's data anyway).
-    let others_write = !shared
-        && dir_facts.is_none_or(|d| d.sticky() || trust::judge_dir(d, &owners, false).is_some());
+    // Others may make files here: not the owner's alone (or sticky, where
+    // they may), nor a team's named shared directory (whose members may
+    // write the store's data anyway).
+    let others_write = !shared && (!owners_dir || dir_facts.is_some_and(|d| d.sticky()));
     let mut usable = true;
     for suffix in ["-wal", "-shm", "-journal"] {
         let side = Store::beside(path, suffix);

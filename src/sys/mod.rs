@@ -6,7 +6,8 @@
 //! removing a cgroup that may still be busy (`cgroup`), git without the
 //! caller's `GIT_*` environment (`git_env`), opening the state
 //! files beside a store only when they are ours (`trust`), the machine's
-//! run directory that only its owner can use (`private_dir`), and
+//! run directory that only its owner can use (`private_dir`), opening
+//! what may be a FIFO without waiting on it (`nonblock`), and
 //! warnings on stderr that never panic (`stderr`), stored strings made
 //! visible for a terminal (`visible`), UTC dates (`utc`).
 //! Nothing here knows about plans, configs or reports; everything above
@@ -18,6 +19,7 @@ pub mod git_env;
 pub mod loopdev;
 pub mod mount;
 pub mod mountinfo;
+pub mod nonblock;
 pub mod perf;
 pub mod private_dir;
 pub mod procstat;

@@ -6,6 +6,7 @@
 //! each test prints `SKIP: reason` and passes elsewhere.
 
 use crate::common::*;
+use sysdelta::store::Store;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -407,8 +408,8 @@ fn plant_wal(b: &Box, sql: &str) {
     c.execute_batch("PRAGMA wal_autocheckpoint = 0;").unwrap();
     c.execute_batch(sql).unwrap();
     for suffix in ["-wal", "-shm"] {
-        let from = PathBuf::from(format!("{}{suffix}", copy.display()));
-        let to = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        let from = Store::beside(&copy, suffix);
+        let to = Store::beside(&b.store(), suffix);
         std::fs::copy(&from, &to).unwrap();
         give_to_nobody(&to);
     }
@@ -438,7 +439,7 @@ fn a_wal_planted_beside_roots_store_is_never_read_or_made_roots() {
             marker.display()
         ),
     );
-    let wal = PathBuf::from(format!("{}-wal", b.store().display()));
+    let wal = Store::beside(&b.store(), "-wal");
     for args in [&["list"][..], &["report", "--last"], &["list"]] {
         let out = b.run(args);
         let err = stderr(&out);
@@ -488,7 +489,7 @@ fn roots_store_holds_the_names_sqlite_opens_and_a_planted_journal_is_never_opene
     let b = Box::new(0o1777);
     b.made_store();
     for suffix in ["-wal", "-shm", "-journal"] {
-        let side = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        let side = Store::beside(&b.store(), suffix);
         let m = std::fs::symlink_metadata(&side).unwrap_or_else(|e| panic!("{suffix}: {e}"));
         assert!(
             m.file_type().is_file() && m.uid() == 0,
@@ -498,7 +499,7 @@ fn roots_store_holds_the_names_sqlite_opens_and_a_planted_journal_is_never_opene
     // A store an older sysdelta left without its -journal, and another
     // user's there: a reader names it, reads the file alone, and never
     // opens it (it stays theirs); a writer refuses it.
-    let journal = PathBuf::from(format!("{}-journal", b.store().display()));
+    let journal = Store::beside(&b.store(), "-journal");
     std::fs::remove_file(&journal).unwrap();
     std::fs::write(&journal, "not a journal of root's").unwrap();
     give_to_nobody(&journal);
@@ -531,7 +532,7 @@ fn a_root_file_linked_in_under_a_stores_name_is_never_written() {
         let victim = b.tmp.path().join(format!("root-only{suffix}"));
         std::fs::write(&victim, "root's\n").unwrap();
         b.chmod(&victim, 0o600);
-        let side = PathBuf::from(format!("{}{suffix}", b.store().display()));
+        let side = Store::beside(&b.store(), suffix);
         std::fs::remove_file(&side).unwrap();
         std::fs::hard_link(&victim, &side).unwrap();
         refused_in_one_line(
