@@ -1,7 +1,9 @@
 //! Ctrl-C during `sysdelta bisect`'s build of a commit: the bisection
 //! stops as interrupted (exit 130, "interrupted" on stderr), never as
 //! "the commit does not build", and `--resume` builds that commit again
-//! instead of skipping it.
+//! instead of skipping it; and a bisection pulled into another store is
+//! not resumed there (its build command is another store's) unless the
+//! user saw it and said so.
 
 mod common;
 
@@ -199,4 +201,58 @@ fn ctrl_c_during_the_good_commits_build_is_an_interruption_too() {
         text.contains(&format!("first bad commit {}", &commits[2][..12])),
         "{text}\n{err}"
     );
+}
+
+#[test]
+fn an_interrupted_bisection_pulled_into_another_store_is_not_resumed_unconfirmed() {
+    let theirs = Sandbox::sqlite();
+    let commits = repo(&theirs.path("repo"));
+    let out = ctrl_c(bisect_until_slow_build(&theirs, "1"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    let id = err
+        .split("--resume ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect(&err)
+        .to_string();
+    std::fs::remove_file(theirs.path("slow")).unwrap();
+    // Pulled into the user's own store: owning that store does not make
+    // the build command, written in another, the user's.
+    let mine = Sandbox::sqlite();
+    let pulled = mine.run(&["pull", "--from", theirs.store().to_str().unwrap()]);
+    assert!(pulled.status.success(), "{}", common::stderr(&pulled));
+    let runs = |sb: &Sandbox| sb.sql_number("SELECT COUNT(*) FROM runs");
+    let before = runs(&mine);
+    let resume = |extra: &[&str]| {
+        mine.command()
+            .args(["bisect", "--resume", &id])
+            .args(extra)
+            .env("BISECT_TEST_DIR", theirs.dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = resume(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("build: sh build.sh"), "shown: {err}");
+    let last = err.trim().lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("copied in from {}", theirs.store().display()))
+            && last.contains("nothing was run"),
+        "{err}"
+    );
+    assert_eq!(runs(&mine), before, "nothing measured");
+    // Once the user says so, it runs to its answer.
+    let out = resume(&["--trust-stored-plan"]);
+    let (text, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(
+        text.contains(&format!("first bad commit {}", &commits[2][..12])),
+        "{text}\n{err}"
+    );
+    assert!(runs(&mine) > before);
 }

@@ -39,8 +39,9 @@ pub(super) fn dev_null() -> std::io::Result<BorrowedFd<'static>> {
 /// `truncate`, once before the first run), made if missing (0644 less the
 /// umask). As root it writes only where no other user can have steered
 /// it: a symbolic link is followed only when you or root own it in a
-/// directory nobody else can write (or a sticky one: `/dev/stdout` is
-/// root's link in root's /dev), and a file, FIFO or device another user
+/// directory you or root own and nobody else can write (or a sticky one:
+/// `/dev/stdout` is root's link in root's /dev; the rule of
+/// [`crate::sys::trust::judge_dir`]), and a file, FIFO or device another user
 /// owns, or a file with other hard links, is refused. A link, file, FIFO
 /// or hard link another user put under that name in /tmp or a shared
 /// directory once had root's output written into it, or the root-only
@@ -53,8 +54,10 @@ pub fn open_file(p: &std::path::Path, truncate: bool) -> std::io::Result<std::fs
         Ok(l) if l.file_type().is_symlink() => {
             let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
             let dir = std::fs::metadata(dir.unwrap_or(std::path::Path::new(".")))?;
-            let others_write = dir.mode() & 0o022 != 0 && dir.mode() & libc::S_ISVTX == 0;
-            owners.contains(&l.uid()) && !others_write
+            // The directory's owner could swap the link between this look
+            // and the open: trusted only where the store's own files are.
+            let dir = crate::sys::trust::Facts::of(&dir);
+            owners.contains(&l.uid()) && crate::sys::trust::judge_dir(dir, &owners, false).is_none()
         }
         _ => false,
     };

@@ -120,14 +120,13 @@ impl Store {
             ),
             &vals![metric, probe],
             |r| {
-                let dir: String = r.get(4)?;
                 if let Some(m) = got.get_mut(&r.get(0)?) {
                     m.metrics.push(StoredMetric {
                         workload: r.get(1)?,
                         spec: MetricSpec {
                             name: r.get(2)?,
                             unit: r.get(3)?,
-                            direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                            direction: r.get(4)?,
                         },
                     });
                 }

@@ -60,7 +60,7 @@ use serde::Serialize;
 
 use crate::error::bad;
 use crate::metric::MetricSamples;
-use crate::metric::{Direction, MetricSpec};
+use crate::metric::MetricSpec;
 use crate::overrides::{Order, Overrides};
 pub use crate::status::{BootStatus, ExperimentStatus, RunStatus};
 pub use boots::{BootEnd, StoredBoot};

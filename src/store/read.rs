@@ -189,13 +189,12 @@ impl Store {
              WHERE m.experiment_id = ?1 ORDER BY w.idx, m.ord",
             &vals![id],
             |r| {
-                let dir: String = r.get(3)?;
                 Ok(StoredMetric {
                     workload: r.get(0)?,
                     spec: MetricSpec {
                         name: r.get(1)?,
                         unit: r.get(2)?,
-                        direction: Direction::parse(&dir).unwrap_or(Direction::Lower),
+                        direction: r.get(3)?,
                     },
                 })
             },

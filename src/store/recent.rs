@@ -69,7 +69,7 @@ impl Store {
                     // Borrow the name; allocate only for a run's first sample of it.
                     row.with_cell(1, |c| {
                         let db::CellRef::Text(metric) = c else {
-                            return Err(anyhow::anyhow!("a sample's metric is not text"));
+                            return Err(row.damaged(1, "not text"));
                         };
                         match samples.get_mut(metric) {
                             Some(values) => values.push(v),

@@ -86,6 +86,12 @@ macro_rules! status_value {
     )*};
 }
 status_value!(RunStatus, ExperimentStatus, BootStatus);
+impl FromCol for crate::metric::Direction {
+    fn from_cell(c: CellRef<'_>) -> Result<Self> {
+        let s = String::from_cell(c)?;
+        Self::parse(&s).ok_or_else(|| anyhow!("unknown direction '{s}' (lower or higher)"))
+    }
+}
 
 /// The plain copyable values a reference may be taken of (`&u32` as well
 /// as `u32`), which excludes `&str`/`&String` (handled on their own).
@@ -247,12 +253,16 @@ impl Row<'_> {
     /// store, bad input named by its column: whoever can write a store can
     /// put anything in it.
     pub fn get<T: FromCol>(&self, i: usize) -> Result<T> {
-        self.with_cell(i, T::from_cell).map_err(|e| {
-            crate::error::bad(format!(
-                "damaged store: column '{}' of a row: {e:#}",
-                self.column_name(i)
-            ))
-        })
+        self.with_cell(i, |c| T::from_cell(c).map_err(|e| self.damaged(i, e)))
+    }
+
+    /// The bad-input error for column `i` holding what it cannot: the
+    /// column named, exit 2.
+    pub fn damaged(&self, i: usize, e: impl std::fmt::Display) -> anyhow::Error {
+        crate::error::bad(format!(
+            "damaged store: column '{}' of a row: {e:#}",
+            self.column_name(i)
+        ))
     }
 
     /// The name of column `i`, as the query gave it.
@@ -264,17 +274,21 @@ impl Row<'_> {
     }
 
     /// Column `i` handed to `f` without copying it (a metric's name is
-    /// borrowed, not allocated, for each of an experiment's samples).
+    /// borrowed, not allocated, for each of an experiment's samples). A
+    /// cell that is no cell sysdelta knows (text that is not UTF-8) is
+    /// [`Row::damaged`]; what `f` returns is passed on as it is.
     pub fn with_cell<T>(&self, i: usize, f: impl FnOnce(CellRef<'_>) -> Result<T>) -> Result<T> {
         use rusqlite::types::ValueRef;
         let cell = match self {
-            Row::Sqlite(r) => match r.get_ref(i)? {
+            Row::Sqlite(r) => match r.get_ref(i).map_err(|e| self.damaged(i, e))? {
                 ValueRef::Null => CellRef::Null,
                 ValueRef::Integer(i) => CellRef::Int(i),
                 ValueRef::Real(f) => CellRef::Real(f),
-                ValueRef::Text(t) | ValueRef::Blob(t) => CellRef::Text(std::str::from_utf8(t)?),
+                ValueRef::Text(t) | ValueRef::Blob(t) => {
+                    CellRef::Text(std::str::from_utf8(t).map_err(|e| self.damaged(i, e))?)
+                }
             },
-            Row::Pg(r) => r.try_get::<_, CellRef>(i)?,
+            Row::Pg(r) => r.try_get::<_, CellRef>(i).map_err(|e| self.damaged(i, e))?,
         };
         f(cell)
     }

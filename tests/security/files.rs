@@ -583,6 +583,23 @@ fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it
         ];
         refused_in_one_line(&b.run(&args), why);
     }
+    // Root's own link, in a directory another user owns: they can swap
+    // it for theirs between root's look at it and the open.
+    let their_dir = b.path("their-dir");
+    std::fs::create_dir(&their_dir).unwrap();
+    let roots_link = their_dir.join("out");
+    std::os::unix::fs::symlink(&victim, &roots_link).unwrap();
+    give_to_nobody(&their_dir);
+    let args = [
+        "ab",
+        "echo A",
+        "echo B",
+        "--runs",
+        "2",
+        "--output",
+        roots_link.to_str().unwrap(),
+    ];
+    refused_in_one_line(&b.run(&args), "not followed");
     // A hard link to a root-only file, made there by anyone (with
     // fs.protected_hardlinks off), is root's file under another name.
     let hard = b.path("hard");

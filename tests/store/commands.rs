@@ -116,5 +116,23 @@ fn a_row_another_writer_made_nonsense_is_bad_input_naming_its_column(sb) {
         }
         assert_eq!(sb.sql_number("SELECT COUNT(*) FROM runs"), runs);
     }
+    // A metric whose direction is neither: not read as "lower".
+    exec("UPDATE experiments SET runs_per_cell = 2; UPDATE metrics SET direction = 'sideways'");
+    let out = sb.run(&["report", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}: {err}", sb.backend());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("damaged store") && err.contains("'direction'"), "{err}");
+    exec("UPDATE metrics SET direction = 'lower'");
+    // A metric's name that is not text at all (SQLite keeps a blob as it
+    // is in a TEXT column; PostgreSQL's text column cannot hold one).
+    if sb.pg.is_none() {
+        exec("UPDATE samples SET metric = X'FF00' || metric");
+        let out = sb.run(&["report", "1"]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("damaged store") && err.contains("'metric'"), "{err}");
+    }
 }
 }

@@ -213,9 +213,19 @@ fn another_users_store_in_use_shows_its_newest_commit() {
     drop(owner);
 }
 
-/// A tmpfs mounted on a directory, unmounted when this is dropped (also
-/// when the test fails).
-struct Tmpfs(PathBuf);
+/// A tmpfs mounted on a directory and, once filled, shown read-only at a
+/// second directory by a read-only bind mount; both unmounted when this is
+/// dropped (also when the test fails).
+///
+/// Why not remount the tmpfs itself read-only: the kernel refuses that
+/// (EBUSY) while any file on it is open for writing, and the file the test
+/// copied there stays open in any child another test thread has forked and
+/// not yet exec'd (CI failed on that, on a loaded machine). A new bind
+/// mount has no writers of its own, so making it read-only cannot race.
+struct Tmpfs {
+    filled: PathBuf,
+    read_only: Option<PathBuf>,
+}
 
 impl Tmpfs {
     fn mount(at: &Path) -> Result<Tmpfs, String> {
@@ -229,25 +239,44 @@ impl Tmpfs {
             Some("size=16m"),
         )
         .map_err(|e| format!("cannot mount a tmpfs on {}: {e}", at.display()))?;
-        Ok(Tmpfs(at.to_path_buf()))
+        Ok(Tmpfs {
+            filled: at.to_path_buf(),
+            read_only: None,
+        })
     }
 
-    fn remount_read_only(&self) {
+    /// The tmpfs, as it is now, read-only at `at`.
+    fn show_read_only(&mut self, at: &Path) -> PathBuf {
         use nix::mount::{mount, MsFlags};
+        std::fs::create_dir(at).unwrap();
         mount(
+            Some(&self.filled),
+            at,
             None::<&str>,
-            &self.0,
-            None::<&str>,
-            MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+            MsFlags::MS_BIND,
             None::<&str>,
         )
         .unwrap();
+        self.read_only = Some(at.to_path_buf());
+        mount(
+            None::<&str>,
+            at,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY,
+            None::<&str>,
+        )
+        .unwrap();
+        at.to_path_buf()
     }
 }
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = nix::mount::umount2(&self.0, nix::mount::MntFlags::MNT_DETACH);
+        use nix::mount::{umount2, MntFlags};
+        if let Some(at) = &self.read_only {
+            let _ = umount2(at, MntFlags::MNT_DETACH);
+        }
+        let _ = umount2(&self.filled, MntFlags::MNT_DETACH);
     }
 }
 
@@ -259,22 +288,19 @@ fn a_store_on_a_read_only_mount_reads_as_with_write_access_and_is_left_unchanged
     let sb = Sandbox::new();
     let store = measured_store(&sb, &sb.path("made"));
     let with_write_access = readings(&[], &sb, &store);
-    let mnt = match Tmpfs::mount(&sb.path("mnt")) {
+    let mut tmpfs = match Tmpfs::mount(&sb.path("tmpfs")) {
         Ok(m) => m,
         Err(why) => return common::skip(why),
     };
     // A name SQLite's URIs give meaning to, which must still name the file.
-    let on_mount = mnt.0.join("s ?mode=rw#%41.db");
-    std::fs::copy(&store, &on_mount).unwrap();
-    mnt.remount_read_only();
-    let before = snapshot(&mnt.0);
+    let name = "s ?mode=rw#%41.db";
+    std::fs::copy(&store, sb.path("tmpfs").join(name)).unwrap();
+    let mnt = tmpfs.show_read_only(&sb.path("mnt"));
+    let on_mount = mnt.join(name);
+    let before = snapshot(&mnt);
     // Root, to whom only the mount says no.
     assert_eq!(readings(&[], &sb, &on_mount), with_write_access);
-    assert_eq!(
-        snapshot(&mnt.0),
-        before,
-        "not a byte in or next to the store"
-    );
+    assert_eq!(snapshot(&mnt), before, "not a byte in or next to the store");
     // A command that writes says why it cannot, in one line.
     let out = run_as(
         &[],
@@ -291,7 +317,7 @@ fn a_store_on_a_read_only_mount_reads_as_with_write_access_and_is_left_unchanged
         err.contains("cannot write the store") && err.contains("Read-only file system"),
         "{err}"
     );
-    assert_eq!(snapshot(&mnt.0), before);
+    assert_eq!(snapshot(&mnt), before);
 }
 
 /// `list` and `report --last` on the sandbox's store fail with exit 2 and
