@@ -36,6 +36,8 @@ mod history_steps;
 mod host_filter;
 #[path = "report/host_golden.rs"]
 mod host_golden;
+#[path = "report/hostile_values.rs"]
+mod hostile_values;
 #[path = "report/html.rs"]
 mod html;
 #[path = "report/html_phone.rs"]

@@ -66,7 +66,7 @@ pub fn run(a: &EnvArgs, store_path: &Path) -> Result<()> {
                 }).collect::<serde_json::Map<_, _>>(),
                 "same": info.fingerprint.keys().filter(|k| !diffs.iter().any(|d| &d.0 == *k)).collect::<Vec<_>>(),
             });
-            serde_json::to_string_pretty(&doc)? + "\n"
+            crate::report::escape::json_text(serde_json::to_string_pretty(&doc)? + "\n")
         }
         EnvFormat::Text => render_text(id, &info.created_at, &diffs, now.len()),
     };

@@ -394,8 +394,39 @@ pub fn render_text(p: &RunPlan) -> String {
     out
 }
 
+/// JSON, with the characters a terminal acts on escaped in every string
+/// (a store's writer chose the names: `report::escape::json_text`).
 pub fn render_json(p: &RunPlan) -> String {
-    serde_json::to_string_pretty(p).expect("plain data serializes") + "\n"
+    crate::report::escape::json_text(
+        serde_json::to_string_pretty(p).expect("plain data serializes") + "\n",
+    )
+}
+
+impl RunPlan {
+    /// The plan with every stored name shown as the terminal may print
+    /// it (control characters, line breaks and bidi overrides escaped):
+    /// whoever can write the store chose them, and the text is printed as
+    /// rendered.
+    fn shown(&self) -> RunPlan {
+        let safe = |s: &String| crate::sys::visible::terminal_safe(s);
+        let mut p = self.clone();
+        p.name = safe(&p.name);
+        p.label = p.label.as_ref().map(safe);
+        p.status = safe(&p.status);
+        for r in &mut p.rows {
+            for s in [
+                &mut r.workload,
+                &mut r.metric,
+                &mut r.unit,
+                &mut r.config,
+                &mut r.baseline,
+            ] {
+                *s = safe(s);
+            }
+            r.note = r.note.as_ref().map(safe);
+        }
+        p
+    }
 }
 
 pub fn run(args: &PlanRunsArgs, store_path: &Path) -> Result<()> {
@@ -405,7 +436,7 @@ pub fn run(args: &PlanRunsArgs, store_path: &Path) -> Result<()> {
     let data = store.load(id)?;
     let p = plan(&data, detect).map_err(Error::into_bad_input)?;
     let text = match args.format {
-        PlanFormat::Text => render_text(&p),
+        PlanFormat::Text => crate::sys::visible::terminal_safe_lines(&render_text(&p.shown())),
         PlanFormat::Json => render_json(&p),
     };
     use std::io::Write;

@@ -49,7 +49,7 @@ pub fn table(rows: &[Row]) -> String {
             .iter()
             .map(|l| l[i].chars().count())
             .max()
-            .unwrap_or(0)
+            .map_or(0, crate::sys::visible::column)
     };
     let widths: Vec<usize> = (0..5).map(width).collect();
     let mut s = String::new();

@@ -162,7 +162,7 @@ pub fn print_lmbench_tables(
                     .map(|l| l[j].len())
                     .chain([h1[j].len(), h2[j].len(), 7])
                     .max()
-                    .unwrap_or(7)
+                    .map_or(7, crate::sys::visible::column)
             })
             .collect();
         writeln!(out)?;

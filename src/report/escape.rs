@@ -54,6 +54,25 @@ pub fn markdown(s: &str) -> String {
     out
 }
 
+/// [`markdown`] for the text of a list item (`- {text}`), which would
+/// nest a list if it began as one: a leading `-`, `+`, `1.` or `1)`
+/// followed by a space or nothing gets a backslash (`-1.5%` and `1.5`
+/// are text as they are).
+pub fn markdown_item(s: &str) -> String {
+    let shown = markdown(s);
+    let digits = shown.chars().take_while(char::is_ascii_digit).count();
+    let mut rest = shown[digits..].chars();
+    let marker = match (rest.next(), rest.next()) {
+        (Some('-' | '+'), None | Some(' ')) if digits == 0 => Some(0),
+        (Some('.' | ')'), None | Some(' ')) if digits > 0 => Some(digits),
+        _ => None,
+    };
+    match marker {
+        Some(at) => format!("{}\\{}", &shown[..at], &shown[at..]),
+        None => shown,
+    }
+}
+
 /// True for a cell a spreadsheet shows as a number: a finite decimal such
 /// as `-1.5`, `+3`, `2e-7`.
 fn is_number(s: &str) -> bool {
@@ -133,6 +152,15 @@ mod tests {
             markdown("<script>a|b`c\\d[e](f)\n"),
             "&lt;script&gt;a\\|b\\`c\\\\d\\[e\\](f)\\\\n"
         );
+        // What would start a (nested) list item, and what would not.
+        assert_eq!(markdown_item("1. injected"), "1\\. injected");
+        assert_eq!(markdown_item("12) x"), "12\\) x");
+        assert_eq!(markdown_item("- x"), "\\- x");
+        assert_eq!(markdown_item("+"), "\\+");
+        for text in ["-1.5%", "+7.9%", "1.5", "2-way", "v1. x"] {
+            assert_eq!(markdown_item(text), text);
+        }
+        assert_eq!(markdown("-"), "-");
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn render(rows: &[ListRow]) -> String {
             .map(|i| f(i).chars().count())
             .fold(min, usize::max)
     };
+    let width = |min, f: &dyn Fn(&ListRow) -> String| crate::sys::visible::column(width(min, f));
     let host_w = width(10, &|i| terminal_safe(&i.host));
     let label_w = width(12, &label);
     let mut out = String::new();
@@ -118,7 +119,11 @@ pub fn json(rows: &[ListRow]) -> anyhow::Result<String> {
             named_baselines: &i.named_baselines,
         })
         .collect();
-    Ok(serde_json::to_string_pretty(&rows)? + "\n")
+    // A store's writer chose the labels and hosts: what a terminal acts on
+    // is escaped (`escape::json_text`).
+    Ok(super::escape::json_text(
+        serde_json::to_string_pretty(&rows)? + "\n",
+    ))
 }
 
 /// What `list` shows of a team store whose server is out of reach: the

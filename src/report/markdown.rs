@@ -132,7 +132,7 @@ pub fn render(a: &Analysis) -> String {
     if !geo.is_empty() {
         let _ = writeln!(out, "{}\n", esc(&super::geomean::title(a)));
         for l in &geo {
-            let _ = writeln!(out, "- {}", esc(l));
+            let _ = writeln!(out, "- {}", super::escape::markdown_item(l));
         }
         out.push('\n');
     }

@@ -32,15 +32,28 @@ pub fn t_test_power(es: f64, n: f64, alpha: f64) -> Option<f64> {
     Some((1.0 - nct_cdf(crit, df, nc)) + nct_cdf(-crit, df, nc))
 }
 
+/// The most runs per config a plan may ask for: ten million, past which
+/// no one runs a benchmark; the functions below answer None beyond it.
+pub const MOST_RUNS: f64 = 1e7;
+
 /// Real-valued runs per config at which the t-test reaches `power`
 /// (statsmodels `solve_power(nobs1=None)`), found by bisection to 1e-10.
-/// None when `d` or `cov` is not positive or the inputs are out of range.
+/// None when `d` or `cov` is not positive or the inputs are out of range,
+/// or when it is more than [`MOST_RUNS`].
 ///
 /// Assumes what [`t_test_power`] assumes, and that `cov` (usually observed on
 /// a few runs) is the true relative spread; its own uncertainty is not
 /// carried into the answer.
 pub fn runs_for_power_exact(d: f64, cov: f64, alpha: f64, power: f64) -> Option<f64> {
     if !(d > 0.0 && cov > 0.0 && power > alpha && power < 1.0 && alpha > 0.0 && alpha < 1.0) {
+        return None;
+    }
+    // Beyond MOST_RUNS (by the known-variance bound, which the t-test's
+    // answer is never below) there is no plan to give, and the search
+    // below would evaluate t quantiles at billions of degrees of freedom,
+    // each slower than the last: a metric whose runs straddle zero (its
+    // CoV near infinite) kept `report --trim` busy for minutes.
+    if !cov.is_finite() || runs_known_variance(d, cov, alpha, power)? as f64 > MOST_RUNS {
         return None;
     }
     let es = d / cov;
@@ -52,7 +65,7 @@ pub fn runs_for_power_exact(d: f64, cov: f64, alpha: f64, power: f64) -> Option<
     let mut hi = 4.0;
     while f(hi) < 0.0 {
         hi *= 2.0;
-        if hi > 1e12 {
+        if hi > 4.0 * MOST_RUNS {
             return None;
         }
     }

@@ -235,12 +235,21 @@ impl Store {
         self.flush_runs()?;
         let probe = crate::monitor::control::PROBE_WORKLOAD;
         let mut totals: Vec<(String, String, bool, u64)> = self.db.query(
-            "SELECT r.config, p.symbol, p.kernel, CAST(SUM(p.samples) AS BIGINT) FROM profiles p
+            // Summed as floating point, which no count overflows (an
+            // integer SUM of counts another writer made huge fails with
+            // an SQL error): exact up to 2^53 samples.
+            "SELECT r.config, p.symbol, p.kernel, SUM(CAST(p.samples AS DOUBLE PRECISION)) AS samples FROM profiles p
              JOIN runs r ON r.id = p.run_id
              WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.workload <> ?2
              GROUP BY r.config, p.symbol, p.kernel",
             &vals![exp, probe],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<i64>(3)? as u64)),
+            |r| {
+                let n: f64 = r.get(3)?;
+                if !(0.0..=9.0e15).contains(&n) {
+                    return Err(r.damaged(3, format!("{n} is not a count of samples")));
+                }
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, n as u64))
+            },
         )?;
         // One order on both stores (GROUP BY promises none).
         totals.sort_by(|a, b| (&a.0, &a.1, a.2).cmp(&(&b.0, &b.1, b.2)));

@@ -18,9 +18,17 @@ macro_rules! say {
 pub use crate::say;
 
 /// Write one line (`args` and a newline) to stderr, ignoring any error.
+/// What a terminal would act on is shown escaped, line breaks kept
+/// (`sys::visible::terminal_safe_lines`): a warning quotes what it found
+/// (a run log's field, a store's name), and whoever wrote that chose it.
 pub fn line(args: std::fmt::Arguments) {
+    let text = match args.as_str() {
+        Some(s) => std::borrow::Cow::Borrowed(s),
+        None => std::borrow::Cow::Owned(args.to_string()),
+    };
+    let shown = crate::sys::visible::terminal_safe_lines(&text);
     let mut err = std::io::stderr().lock();
-    let _ = err.write_fmt(args);
+    let _ = err.write_all(shown.as_bytes());
     let _ = err.write_all(b"\n");
 }
 

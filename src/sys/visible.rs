@@ -65,3 +65,13 @@ pub fn terminal_safe_lines(s: &str) -> String {
     }
     escape_where(s, |c| c != '\n' && acts(c))
 }
+
+/// The widest a table column is padded to. `format!`'s `{:<w$}` panics
+/// (exit 101) for a width above 65,535, and a store's writer can make a
+/// name that long; such a name is printed whole past its column instead.
+pub const WIDEST_COLUMN: usize = 1000;
+
+/// A column's width for padding: `n`, at most [`WIDEST_COLUMN`].
+pub fn column(n: usize) -> usize {
+    n.min(WIDEST_COLUMN)
+}

@@ -19,9 +19,10 @@ use sysdelta::store::{NewExperiment, RunRecord, RunResult, Store};
 use sysdelta::workload::MetricSamples;
 
 /// Sets the terminal title, rings, starts a new line, returns the cursor,
-/// deletes, and opens a C1 CSI; then markup, a formula and a table pipe.
+/// deletes, and opens a C1 CSI; then markup, a formula and a table pipe,
+/// and a right-to-left override that reverses what follows it on screen.
 /// (No '/': `history` reads WORKLOAD/METRIC.)
-const EVIL: &str = "\x1b]0;pwned\x07\r\n\x7f\u{9b}2J<script>alert(1)|x";
+const EVIL: &str = "\x1b]0;pwned\x07\r\n\x7f\u{9b}2J<script>alert(1)|x\u{202e}y";
 
 fn name(prefix: &str) -> String {
     format!("{prefix}{EVIL}")
@@ -113,13 +114,20 @@ fn label(n: u32) -> String {
     format!("{}{n}", name("=lab"))
 }
 
-/// No byte a terminal acts on: C0 controls but newline, DEL, and the C1
-/// controls (U+0080-U+009F, UTF-8 C2 80-9F).
+/// No byte a terminal acts on: C0 controls but newline, DEL, the C1
+/// controls (U+0080-U+009F, UTF-8 C2 80-9F), and the bidi overrides and
+/// line separators (U+202A-U+202E, U+2028, U+2029: E2 80 A8-AE).
 fn assert_terminal_safe(what: &str, bytes: &[u8]) {
     for (i, w) in bytes.windows(2).enumerate() {
         assert!(
             !(w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1])),
             "{what}: C1 control at byte {i}"
+        );
+    }
+    for (i, w) in bytes.windows(3).enumerate() {
+        assert!(
+            !(w[0] == 0xe2 && w[1] == 0x80 && (0xa8..=0xae).contains(&w[2])),
+            "{what}: a bidi override or line separator at byte {i}"
         );
     }
     if let Some(i) = bytes
@@ -153,6 +161,38 @@ fn list_shows_controls_visibly_one_line_per_experiment() {
         text.contains("\\x1b]0;pwned\\x07\\r\\n\\x7f\\u{9b}2J"),
         "{text}"
     );
+}
+
+#[test]
+fn every_other_reading_command_is_terminal_safe() {
+    // The commands beside `report`: the list as JSON, the run planner in
+    // both formats, the environment's differences; and a report whose
+    // profile names a hostile symbol.
+    let sb = Sandbox::new();
+    hostile_store(&sb);
+    let db = rusqlite::Connection::open(sb.store()).unwrap();
+    db.execute(
+        "INSERT INTO profiles SELECT id, ?1, 1, 10 FROM runs WHERE status = 'ok'",
+        [name("sym")],
+    )
+    .unwrap();
+    drop(db);
+    for args in [
+        &["list", "--format", "json"][..],
+        &["plan-runs", "1"],
+        &["plan-runs", "1", "--format", "json"],
+        &["env", "1"],
+        &["env", "1", "--format", "json"],
+        &["report", "1"],
+    ] {
+        let out = sb.run(args);
+        assert!(out.status.success(), "{args:?}: {}", common::stderr(&out));
+        let text = checked(&format!("{args:?}"), &out);
+        if args[0] == "list" {
+            let rows: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(rows[0]["label"], label(1), "JSON keeps the label itself");
+        }
+    }
 }
 
 #[test]

@@ -28,7 +28,7 @@ pub fn profiles(data: &ExperimentData, configs: &[String]) -> Vec<(String, Profi
                 .map(|p| (p.1.clone(), p.2, p.3))
                 .collect();
             symbols.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-            let total_samples = symbols.iter().map(|s| s.2).sum();
+            let total_samples = symbols.iter().fold(0u64, |t, s| t.saturating_add(s.2));
             let p = Profile {
                 total_samples,
                 symbols,

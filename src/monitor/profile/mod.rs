@@ -97,6 +97,8 @@ pub fn print_top(p: &Profile, n: usize, out: &mut dyn Write) -> std::io::Result<
     let tot = p.total_samples.max(1) as f64;
     for (sym, k, c) in p.symbols.iter().take(n) {
         let share = 100.0 * *c as f64 / tot;
+        // A stored symbol is anyone's text: shown, never acted on.
+        let sym = crate::sys::visible::terminal_safe(sym);
         writeln!(out, "{c:>10}  {share:>5.1}%  {} {sym}", tag(*k))?;
     }
     writeln!(
@@ -146,9 +148,12 @@ pub fn print_diff_labeled(
             .total_cmp(&(x.2 - x.1).abs())
             .then(x.0.cmp(&y.0))
     });
-    let w = a_name.len().max(b_name.len()).max(7);
+    let safe = crate::sys::visible::terminal_safe;
+    let (a_name, b_name) = (safe(a_name), safe(b_name));
+    let w = crate::sys::visible::column(a_name.len().max(b_name.len()).max(7));
     writeln!(out, "{a_name:>w$}  {b_name:>w$}  {:>8}  symbol", "change")?;
     for ((sym, k), x, y) in rows.into_iter().take(n) {
+        let sym = crate::sys::visible::terminal_safe(sym);
         writeln!(
             out,
             "{:>w$}  {:>w$}  {:>+7.1}pp  {} {sym}",

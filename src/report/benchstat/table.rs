@@ -154,7 +154,7 @@ fn draw(
         .map(|r| w(&esc(r)))
         .chain([7])
         .max()
-        .unwrap_or(7);
+        .map_or(7, crate::sys::visible::column);
     let mut widths = Vec::new();
     for c in 0..cols.len() {
         let name = w(&esc(cols[c])) + 1;
@@ -164,7 +164,8 @@ fn draw(
             .max()
             .unwrap_or(0);
         let wd = all().map(|l| w(&l[c].1)).chain([7]).max().unwrap_or(0);
-        widths.push((wv, if c == 0 { 0 } else { wd }));
+        let col = crate::sys::visible::column;
+        widths.push((col(wv), if c == 0 { 0 } else { col(wd) }));
     }
     // The widest median of each column (the text before its " ±").
     let medians: Vec<usize> = (0..cols.len())

@@ -201,7 +201,8 @@ fn fingerprint_text(f: &Fleet) -> String {
             .iter()
             .map(|(k, vs)| (ascii(k), only_differing_items(vs)))
             .collect();
-        let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3);
+        let kw =
+            crate::sys::visible::column(rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3));
         let k = names.len();
         let room = WIDTH.saturating_sub(2 + kw + 2 * k);
         let cap = room / k.max(1);
@@ -357,7 +358,7 @@ fn comparison_text(f: &Fleet, c: &FleetComparison, opts: &ReportOptions) -> Stri
                 .map(|r| r[i].chars().count())
                 .chain([head[i].chars().count()])
                 .max()
-                .unwrap_or(1)
+                .map_or(1, crate::sys::visible::column)
         })
         .collect();
     // A host name too long for what the numbers leave gets a line of its own.

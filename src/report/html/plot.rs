@@ -138,10 +138,18 @@ pub fn tick_labels(range: std::ops::Range<f64>, n: usize) -> impl Fn(&f64) -> St
     move |v: &f64| units::tick(*v, decimals)
 }
 
-/// Padded [lo, hi] of finite values (a flat set gets +-5% or +-1).
+/// The largest magnitude an axis reaches: a value beyond it is drawn at
+/// its edge. Near f64::MAX, `hi - lo` and the padding overflow to
+/// infinity, on which plotters' choice of ticks never ends (a store's
+/// writer can put 1.7e308 in a sample; `report --format html` hung on it).
+const AXIS_LIMIT: f64 = 1e300;
+
+/// Padded [lo, hi] of finite values (a flat set gets +-5% or +-1), within
+/// [`AXIS_LIMIT`].
 pub fn padded_range(vals: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    for v in vals.filter(|v| v.is_finite()) {
+    let vals = vals.filter(|v| v.is_finite());
+    for v in vals.map(|v| v.clamp(-AXIS_LIMIT, AXIS_LIMIT)) {
         lo = lo.min(v);
         hi = hi.max(v);
     }
