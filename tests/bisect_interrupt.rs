@@ -165,16 +165,9 @@ fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
         .env("BISECT_TEST_DIR", sb.dir.path())
         .output()
         .unwrap();
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{err}");
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("does not build"), "{err}");
-    assert!(
-        text.contains(&format!("first bad commit {}", &commits[2][..12])),
-        "{text}\n{err}"
-    );
+    finds(&out, &commits[2]);
 }
 
 #[test]
@@ -191,14 +184,18 @@ fn ctrl_c_during_the_good_commits_build_is_an_interruption_too() {
     assert!(!err.contains("does not build"), "{err}");
     // Started again, the good commit builds (no failure was kept).
     std::fs::remove_file(sb.path("slow")).unwrap();
-    let out = bisect(&sb, "0").output().unwrap();
+    finds(&bisect(&sb, "0").output().unwrap(), &commits[2]);
+}
+
+/// The bisection ended well and named `commit` as the first bad one.
+fn finds(out: &std::process::Output, commit: &str) {
     let (text, err) = (
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr),
     );
     assert!(out.status.success(), "{err}");
     assert!(
-        text.contains(&format!("first bad commit {}", &commits[2][..12])),
+        text.contains(&format!("first bad commit {}", &commit[..12])),
         "{text}\n{err}"
     );
 }
@@ -244,15 +241,6 @@ fn an_interrupted_bisection_pulled_into_another_store_is_not_resumed_unconfirmed
     );
     assert_eq!(runs(&mine), before, "nothing measured");
     // Once the user says so, it runs to its answer.
-    let out = resume(&["--trust-stored-plan"]);
-    let (text, err) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{err}");
-    assert!(
-        text.contains(&format!("first bad commit {}", &commits[2][..12])),
-        "{text}\n{err}"
-    );
+    finds(&resume(&["--trust-stored-plan"]), &commits[2]);
     assert!(runs(&mine) > before);
 }

@@ -571,8 +571,8 @@ fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it
     std::fs::write(&theirs, "theirs\n").unwrap();
     give_to_nobody(&theirs);
     // (Some kernels refuse the link themselves: "Permission denied".)
-    for (out, why) in [(&link, "--output"), (&theirs, "owned by uid 65534")] {
-        let args = [
+    let ab_into = |out: &Path| {
+        b.run(&[
             "ab",
             "echo A",
             "echo B",
@@ -580,8 +580,10 @@ fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it
             "2",
             "--output",
             out.to_str().unwrap(),
-        ];
-        refused_in_one_line(&b.run(&args), why);
+        ])
+    };
+    for (out, why) in [(&link, "--output"), (&theirs, "owned by uid 65534")] {
+        refused_in_one_line(&ab_into(out), why);
     }
     // Root's own link, in a directory another user owns: they can swap
     // it for theirs between root's look at it and the open.
@@ -590,30 +592,12 @@ fn an_output_file_planted_as_a_link_or_by_another_user_is_refused_and_left_as_it
     let roots_link = their_dir.join("out");
     std::os::unix::fs::symlink(&victim, &roots_link).unwrap();
     give_to_nobody(&their_dir);
-    let args = [
-        "ab",
-        "echo A",
-        "echo B",
-        "--runs",
-        "2",
-        "--output",
-        roots_link.to_str().unwrap(),
-    ];
-    refused_in_one_line(&b.run(&args), "not followed");
+    refused_in_one_line(&ab_into(&roots_link), "not followed");
     // A hard link to a root-only file, made there by anyone (with
     // fs.protected_hardlinks off), is root's file under another name.
     let hard = b.path("hard");
     std::fs::hard_link(&victim, &hard).unwrap();
-    let args = [
-        "ab",
-        "echo A",
-        "echo B",
-        "--runs",
-        "2",
-        "--output",
-        hard.to_str().unwrap(),
-    ];
-    refused_in_one_line(&b.run(&args), "hard links");
+    refused_in_one_line(&ab_into(&hard), "hard links");
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "root's\n");
     assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "theirs\n");
     // Root's own file there takes every run's output.
