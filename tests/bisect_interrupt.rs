@@ -19,9 +19,10 @@ use nix::unistd::Pid;
 /// The build: commit `$SLOW_COMMIT` waits while the file `slow` is in
 /// `$BISECT_TEST_DIR`, saying so in `started`; its shell turns a
 /// Ctrl-C into a plain failure (exit 1), as make does ("Error 2") when
-/// its compiler is interrupted. Every build writes run.sh, printing the
-/// commit's level with seeded noise of 1%.
+/// its compiler is interrupted. Every build touches `built` there and
+/// writes run.sh, printing the commit's level with seeded noise of 1%.
 const BUILD: &str = r#". ./params
+touch "$BISECT_TEST_DIR/built"
 if [ "$idx" = "$SLOW_COMMIT" ] && [ -e "$BISECT_TEST_DIR/slow" ]; then
     touch "$BISECT_TEST_DIR/started"
     trap 'exit 1' INT
@@ -221,6 +222,8 @@ fn an_interrupted_bisection_pulled_into_another_store_is_not_resumed_unconfirmed
     assert!(pulled.status.success(), "{}", common::stderr(&pulled));
     let runs = |sb: &Sandbox| sb.sql_number("SELECT COUNT(*) FROM runs");
     let before = runs(&mine);
+    let built = theirs.path("built");
+    std::fs::remove_file(&built).unwrap();
     let resume = |extra: &[&str]| {
         mine.command()
             .args(["bisect", "--resume", &id])
@@ -239,8 +242,9 @@ fn an_interrupted_bisection_pulled_into_another_store_is_not_resumed_unconfirmed
             && last.contains("nothing was run"),
         "{err}"
     );
+    assert!(!built.exists(), "the stored build command ran");
     assert_eq!(runs(&mine), before, "nothing measured");
     // Once the user says so, it runs to its answer.
     finds(&resume(&["--trust-stored-plan"]), &commits[2]);
-    assert!(runs(&mine) > before);
+    assert!(built.exists() && runs(&mine) > before);
 }

@@ -344,8 +344,8 @@ fn trust_resumed(store: &Path, p: &Params, trust: bool) -> Result<()> {
     let safe = crate::report::escape::terminal_safe;
     crate::sys::stderr::say!(
         "sysdelta: bisect {} would run, in checkouts of {}:\n  build: {}\n  template: {}",
-        p.id,
-        p.repo.display(),
+        safe(&p.id),
+        safe(&p.repo.display().to_string()),
         safe(p.build.as_deref().unwrap_or("(none)")),
         safe(p.config_template.as_deref().unwrap_or("(none)"))
     );

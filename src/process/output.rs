@@ -74,7 +74,7 @@ pub fn open_file(p: &std::path::Path, truncate: bool) -> std::io::Result<std::fs
         .open(p)
         .map_err(|e| match e.raw_os_error() {
             Some(libc::ELOOP) => std::io::Error::other(
-                "is a symbolic link another user owns, or in a directory others can write: not followed",
+                "is a symbolic link another user owns, or in a directory another user owns or others can write: not followed",
             ),
             Some(libc::ENXIO) => std::io::Error::other("is a FIFO nobody reads yet"),
             _ => e,

@@ -54,23 +54,32 @@ pub fn markdown(s: &str) -> String {
     out
 }
 
-/// [`markdown`] for the text of a list item (`- {text}`), which would
-/// nest a list if it began as one: a leading `-`, `+`, `1.` or `1)`
-/// followed by a space or nothing gets a backslash (`-1.5%` and `1.5`
-/// are text as they are).
+/// [`markdown`] for the text of a list item (`- {text}`), which must not
+/// begin a block of its own inside the item: its leading spaces are
+/// written as `&#32;` (four would make a code block, one before `-` a
+/// nested list), and a leading `-`, `+` (a nested list, or with `---` a
+/// rule), or the `.` or `)` after leading digits and before a space (an
+/// ordered list), gets a backslash, which renders as the character.
 pub fn markdown_item(s: &str) -> String {
     let shown = markdown(s);
-    let digits = shown.chars().take_while(char::is_ascii_digit).count();
-    let mut rest = shown[digits..].chars();
-    let marker = match (rest.next(), rest.next()) {
-        (Some('-' | '+'), None | Some(' ')) if digits == 0 => Some(0),
+    let body = shown.trim_start_matches(' ');
+    let mut out = "&#32;".repeat(shown.len() - body.len());
+    let digits = body.chars().take_while(char::is_ascii_digit).count();
+    let mut after = body[digits..].chars();
+    let marker = match (after.next(), after.next()) {
+        (Some('-' | '+'), _) if digits == 0 => Some(0),
         (Some('.' | ')'), None | Some(' ')) if digits > 0 => Some(digits),
         _ => None,
     };
     match marker {
-        Some(at) => format!("{}\\{}", &shown[..at], &shown[at..]),
-        None => shown,
+        Some(at) => {
+            out.push_str(&body[..at]);
+            out.push('\\');
+            out.push_str(&body[at..]);
+        }
+        None => out.push_str(body),
     }
+    out
 }
 
 /// True for a cell a spreadsheet shows as a number: a finite decimal such
@@ -152,12 +161,16 @@ mod tests {
             markdown("<script>a|b`c\\d[e](f)\n"),
             "&lt;script&gt;a\\|b\\`c\\\\d\\[e\\](f)\\\\n"
         );
-        // What would start a (nested) list item, and what would not.
+        // What would start a (nested) list item, a rule or a code block,
+        // and what would not.
         assert_eq!(markdown_item("1. injected"), "1\\. injected");
         assert_eq!(markdown_item("12) x"), "12\\) x");
         assert_eq!(markdown_item("- x"), "\\- x");
+        assert_eq!(markdown_item("---"), "\\---");
         assert_eq!(markdown_item("+"), "\\+");
-        for text in ["-1.5%", "+7.9%", "1.5", "2-way", "v1. x"] {
+        assert_eq!(markdown_item(" - x"), "&#32;\\- x");
+        assert_eq!(markdown_item("    code"), "&#32;&#32;&#32;&#32;code");
+        for text in ["wall, b vs a", "1.5x", "2-way", "v1. x"] {
             assert_eq!(markdown_item(text), text);
         }
         assert_eq!(markdown("-"), "-");

@@ -75,9 +75,9 @@ pub fn print_side_by_side_with(
         .map(|(i, (name, v))| {
             let w = v.iter().map(|x| fmt_value(*x).len()).max().unwrap_or(0);
             let f = foot.iter().map(|r| r[i].len()).max().unwrap_or(0);
-            // At most sys::visible::WIDEST_COLUMN (this crate is below
-            // sys): `{:>w$}` panics above 65,535 and a store's writer
-            // names the series.
+            // At most 1000, as sys::visible::WIDEST_COLUMN (the stats
+            // crate cannot reach sys): `{:>w$}` panics above 65,535 and a
+            // store's writer names the series.
             name.len().max(w).max(f).clamp(6, 1000)
         })
         .collect();

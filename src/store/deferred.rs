@@ -148,8 +148,9 @@ impl Store {
                 let aside = super::fold::aside_path(&path);
                 let moved = std::fs::rename(&path, &aside);
                 crate::sys::stderr::say!(
-                    "sysdelta: warning: {}: the writes a stopped sysdelta left could not be stored ({e:#}); {}",
+                    "sysdelta: warning: {}: the writes a stopped sysdelta left could not be stored ({}); {}",
                     path.display(),
+                    crate::sys::visible::terminal_safe(&format!("{e:#}")),
                     match moved {
                         Ok(()) => format!("set aside in {}", aside.display()),
                         Err(m) => format!("they stay there ({m})"),

@@ -53,7 +53,10 @@ impl Store {
         let (folded, first_unfolded) = match (refused, &contents.damage) {
             (Some((i, e)), _) => {
                 let r = &contents.records[i];
-                let what = format!("{}:{}: {e:#}", log.display(), r.line);
+                // The store's refusal quotes the record's fields, which
+                // whoever wrote the log chose: one line, shown escaped.
+                let e = crate::sys::visible::terminal_safe(&format!("{e:#}"));
+                let what = format!("{}:{}: {e}", log.display(), r.line);
                 (i, Some((r.line, r.offset, what)))
             }
             (None, Some(d)) => {

@@ -238,15 +238,18 @@ impl Store {
             // Summed as floating point, which no count overflows (an
             // integer SUM of counts another writer made huge fails with
             // an SQL error): exact up to 2^53 samples.
-            "SELECT r.config, p.symbol, p.kernel, SUM(CAST(p.samples AS DOUBLE PRECISION)) AS samples FROM profiles p
+            "SELECT r.config, p.symbol, p.kernel, SUM(CAST(p.samples AS DOUBLE PRECISION)) AS samples, MIN(p.samples) AS least_samples FROM profiles p
              JOIN runs r ON r.id = p.run_id
              WHERE r.experiment_id = ?1 AND r.warmup = 0 AND r.workload <> ?2
              GROUP BY r.config, p.symbol, p.kernel",
             &vals![exp, probe],
             |r| {
-                let n: f64 = r.get(3)?;
-                if !(0.0..=9.0e15).contains(&n) {
-                    return Err(r.damaged(3, format!("{n} is not a count of samples")));
+                let (n, least): (f64, i64) = (r.get(3)?, r.get(4)?);
+                if least < 0 {
+                    return Err(r.damaged(3, format!("{least} is not a count of samples")));
+                }
+                if n > 9.0e15 {
+                    return Err(r.damaged(3, format!("{n:e} samples in all is more than any profile takes")));
                 }
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, n as u64))
             },

@@ -167,8 +167,8 @@ fn list_shows_controls_visibly_one_line_per_experiment() {
 fn every_other_reading_command_is_terminal_safe() {
     // The commands beside `report`: the list as JSON, the run planner in
     // both formats, the environment's differences; and a report whose
-    // profile names a hostile symbol.
-    let sb = Sandbox::new();
+    // profile names a hostile symbol (written with rusqlite: SQLite).
+    let sb = Sandbox::sqlite();
     hostile_store(&sb);
     let db = rusqlite::Connection::open(sb.store()).unwrap();
     db.execute(
@@ -193,6 +193,31 @@ fn every_other_reading_command_is_terminal_safe() {
             assert_eq!(rows[0]["label"], label(1), "JSON keeps the label itself");
         }
     }
+}
+
+#[test]
+fn a_run_logs_fields_cannot_forge_a_line_of_the_warning() {
+    // A run log beside the store whose status holds a newline and a line
+    // of its own: the fold's warning is one line, the status escaped.
+    let sb = Sandbox::sqlite();
+    hostile_store(&sb);
+    let mut log = sb.store().into_os_string();
+    log.push(".runlog");
+    let record = serde_json::json!({
+        "experiment_id": 1, "block": 99, "seq": 0, "config": name("=base"),
+        "workload": name("@w"), "warmup": false, "started_at": 1.0,
+        "status": "ok\nsysdelta: all runs folded\x1b[31m", "reason": null,
+        "stderr_tail": null, "exit_code": 0, "samples": [], "series": [], "profile": []
+    });
+    std::fs::write(&log, format!("{record}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = sb.run(&["list"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    checked("list with a run log", &out);
+    let err = common::stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("ok\\nsysdelta: all runs folded"), "{err}");
 }
 
 #[test]

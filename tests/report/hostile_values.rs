@@ -2,7 +2,8 @@
 //! makes: a name longer than any column, a sample near f64::MAX, a metric
 //! whose runs straddle zero, an impossible profile count. Each reading
 //! command ends (no exit 101, no endless loop) and prints what it can, or
-//! says in one line what is wrong (exit 2).
+//! says in one line what is wrong (exit 2). SQLite stores: the values are
+//! written with rusqlite, as anyone who can write the file would.
 
 use crate::common;
 
@@ -87,7 +88,7 @@ fn ends(sb: &Sandbox, args: &[&str]) -> Output {
 
 #[test]
 fn a_name_too_long_for_any_column_is_printed_not_a_crash() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::sqlite();
     measured(&sb);
     // 70,000 characters: `format!` pads to at most 65,535.
     let long = "h".repeat(70_000);
@@ -119,7 +120,7 @@ fn a_name_too_long_for_any_column_is_printed_not_a_crash() {
 
 #[test]
 fn a_sample_near_the_largest_number_ends_every_report() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::sqlite();
     measured(&sb);
     sql(
         &sb,
@@ -146,7 +147,7 @@ fn a_sample_near_the_largest_number_ends_every_report() {
 
 #[test]
 fn a_metric_whose_runs_straddle_zero_ends_the_run_planners() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::sqlite();
     measured(&sb);
     // The baseline's wall times made negative, 0.99 of what they were:
     // the pooled mean near zero, the CoV in the hundreds of percent, so
@@ -165,7 +166,7 @@ fn a_metric_whose_runs_straddle_zero_ends_the_run_planners() {
 
 #[test]
 fn a_profile_count_no_profiler_makes_is_bad_input_naming_its_column() {
-    let sb = Sandbox::new();
+    let sb = Sandbox::sqlite();
     measured(&sb);
     let runs = sb.sql_number("SELECT COUNT(*) FROM runs");
     // A negative count; and two counts whose sum no integer holds.

@@ -199,11 +199,7 @@ fn fingerprint_text(f: &Fleet) -> String {
         let rows: Vec<(String, Vec<String>)> = f
             .fingerprint_differences
             .iter()
-            .map(|(k, vs)| {
-                // A host's fingerprint value is its writer's text.
-                let shown = only_differing_items(vs).iter().map(|v| ascii(v)).collect();
-                (ascii(k), shown)
-            })
+            .map(|(k, vs)| (ascii(k), only_differing_items(vs)))
             .collect();
         let kw =
             crate::sys::visible::column(rows.iter().map(|r| r.0.len()).max().unwrap_or(3).max(3));
