@@ -145,17 +145,7 @@ fn ctrl_c_during_a_build_is_an_interruption_that_resume_finishes() {
     let sb = Sandbox::sqlite();
     let commits = repo(&sb.path("repo"));
     // Commit 1 is the first midpoint.
-    let out = ctrl_c(bisect_until_slow_build(&sb, "1"));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(err.contains("interrupted"), "{err}");
-    assert!(!err.contains("does not build"), "{err}");
-    let id = err
-        .split("--resume ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect(&err)
-        .to_string();
+    let id = interrupted(&ctrl_c(bisect_until_slow_build(&sb, "1")));
 
     // Resumed, commit 1 is built again (it builds now), not skipped, and
     // the answer is commit 2.
@@ -188,6 +178,20 @@ fn ctrl_c_during_the_good_commits_build_is_an_interruption_too() {
     finds(&bisect(&sb, "0").output().unwrap(), &commits[2]);
 }
 
+/// The bisection stopped as interrupted (exit 130), never as a commit
+/// that does not build; the id its `--resume` advice names.
+fn interrupted(out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(!err.contains("does not build"), "{err}");
+    err.split("--resume ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect(&err)
+        .to_string()
+}
+
 /// The bisection ended well and named `commit` as the first bad one.
 fn finds(out: &std::process::Output, commit: &str) {
     let (text, err) = (
@@ -205,15 +209,7 @@ fn finds(out: &std::process::Output, commit: &str) {
 fn an_interrupted_bisection_pulled_into_another_store_is_not_resumed_unconfirmed() {
     let theirs = Sandbox::sqlite();
     let commits = repo(&theirs.path("repo"));
-    let out = ctrl_c(bisect_until_slow_build(&theirs, "1"));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(130), "{err}");
-    let id = err
-        .split("--resume ")
-        .nth(1)
-        .and_then(|s| s.split_whitespace().next())
-        .expect(&err)
-        .to_string();
+    let id = interrupted(&ctrl_c(bisect_until_slow_build(&theirs, "1")));
     std::fs::remove_file(theirs.path("slow")).unwrap();
     // Pulled into the user's own store: owning that store does not make
     // the build command, written in another, the user's.
